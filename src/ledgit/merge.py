@@ -1,0 +1,390 @@
+"""The merge policy: task records field by field, histories as a DAG union (DESIGN §7). Pure.
+
+Every rule is symmetric and uses no clock and no randomness: the two sides are first put in a
+canonical order (by ``last_modified``, then by canonical JSON), so the output bytes do not depend
+on which side Git calls "ours" (a rebase swaps them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledgit.history import (
+    MERGE_OP,
+    Event,
+    HistoryError,
+    Problem,
+    ancestors,
+    heads,
+    new_event,
+    parse_events,
+    render_history,
+    replay,
+    strip_lines,
+    topological_order,
+)
+from ledgit.record import (
+    FIELD_ORDER,
+    SET_FIELDS,
+    TERMINAL_RANK,
+    TRUST_RANK,
+    Record,
+    canonical_json,
+    lifecycle_problems,
+    make_record,
+    record_from_state,
+)
+
+OURS, THEIRS, BOTH, MERGED, BASE = "ours", "theirs", "both", "merged", "base"
+_ABSENT: Any = None
+
+
+@dataclass
+class MergeResult:
+    """A merged record, the names of fields that conflicted, and where each changed field came
+    from (``ours``/``theirs``/``both``/``merged``: for display only, not part of the output)."""
+
+    record: Record
+    conflicts: list[str] = field(default_factory=list)
+    provenance: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _key(value: Any) -> bytes:
+    return canonical_json(value)
+
+
+def _split_lines(text: str) -> list[str]:
+    # Only "\n" ends a line: str.splitlines would also split on U+2028 and friends.
+    if not text:
+        return []
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+class _Sides:
+    """The two sides in canonical order: ``a`` sorts before ``b``."""
+
+    def __init__(self, base: Record | None, ours: Record, theirs: Record) -> None:
+        ko = (ours.fields["last_modified"], _key(ours.state()))
+        kt = (theirs.fields["last_modified"], _key(theirs.state()))
+        self.swapped = kt < ko
+        self.a, self.b = (theirs, ours) if self.swapped else (ours, theirs)
+        self.base = base
+        self.lm_a = self.a.fields["last_modified"]
+        self.lm_b = self.b.fields["last_modified"]
+
+    def label(self, which: str) -> str:
+        """Map canonical side ``a``/``b`` back to ``ours``/``theirs`` for provenance."""
+        if which in (BOTH, MERGED, BASE):
+            return which
+        is_a = which == "a"
+        return THEIRS if is_a == self.swapped else OURS
+
+    def later(self, va: Any, vb: Any) -> tuple[Any, str]:
+        """DESIGN §7 scalar rule: the later last_modified wins; tie → greater canonical JSON."""
+        if self.lm_a != self.lm_b:
+            return (vb, "b") if self.lm_b > self.lm_a else (va, "a")
+        return (vb, "b") if _key(vb) > _key(va) else (va, "a")
+
+
+def _three_way(base: Any, a: Any, b: Any) -> tuple[Any, str | None]:
+    """(value, source) when at most one side changed; (None, None) when both changed."""
+    if _key(a) == _key(b):
+        return a, (None if _key(a) == _key(base) else BOTH)
+    if _key(a) == _key(base):
+        return b, "b"
+    if _key(b) == _key(base):
+        return a, "a"
+    return None, None
+
+
+def merge_set(base: Sequence[str] | None, a: Sequence[str] | None,
+              b: Sequence[str] | None) -> list[str]:
+    """Set merge: base ∪ added − removed, both sides' adds and removes honoured (DESIGN §7).
+
+    Kept base elements stay in base order; additions follow in sorted order.
+    """
+    base_l, a_l, b_l = list(base or []), list(a or []), list(b or [])
+    removed = (set(base_l) - set(a_l)) | (set(base_l) - set(b_l))
+    kept = [x for x in base_l if x not in removed]
+    added = sorted((set(a_l) | set(b_l)) - set(base_l))
+    return kept + added
+
+
+def _merge_claims(sides: _Sides, base: Any, a: Any, b: Any,
+                  contested: list[dict[str, Any]]) -> tuple[Any, str]:
+    value, src = _three_way(base, a, b)
+    if src is not None or _key(a) == _key(b):
+        return value, src or BOTH
+    if a and b:
+        if a["by"] == b["by"]:
+            merged = dict(a)
+            merged["at"] = min(a["at"], b["at"])
+            hb = max(a.get("heartbeat", a["at"]), b.get("heartbeat", b["at"]))
+            merged["heartbeat"] = hb
+            if a.get("note") != b.get("note"):
+                note, _ = sides.later(a.get("note"), b.get("note"))
+                if note:
+                    merged["note"] = note
+                else:
+                    merged.pop("note", None)
+            return merged, MERGED
+        winner, loser = sorted((a, b), key=lambda c: (c["at"], c["by"], _key(c)))
+        contested.append(loser)
+        return winner, ("a" if winner is a else "b")
+    return sides.later(a, b)
+
+
+def _merge_items(sides: _Sides, base: list[dict[str, Any]] | None,
+                 a: list[dict[str, Any]] | None,
+                 b: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    by_base = {i["id"]: i for i in base or []}
+    by_a = {i["id"]: i for i in a or []}
+    by_b = {i["id"]: i for i in b or []}
+    order = [i["id"] for i in base or []]
+    new = {iid for iid in set(by_a) | set(by_b) if iid not in by_base}
+    order += sorted(new, key=lambda iid: ((by_a.get(iid) or by_b[iid])["at"], iid))
+    out: list[dict[str, Any]] = []
+    for iid in order:
+        ib, ia, ibb = by_base.get(iid), by_a.get(iid), by_b.get(iid)
+        # Items are never deleted: a side that lacks an item has not changed it.
+        ia = ia if ia is not None else (ib if ib is not None else ibb)
+        ibb = ibb if ibb is not None else (ib if ib is not None else ia)
+        ib = ib if ib is not None else {}
+        assert ia is not None and ibb is not None
+        merged: dict[str, Any] = {}
+        for k in sorted(set(ia) | set(ibb) | set(ib)):
+            vb, va, vbb = ib.get(k), ia.get(k), ibb.get(k)
+            if k in ("supersedes", "superseded_by"):
+                value: Any = merge_set(vb, va, vbb)
+            else:
+                value, src = _three_way(vb, va, vbb)
+                if src is None and _key(va) != _key(vbb):
+                    if k == "trust":
+                        value = max(va, vbb, key=lambda t: TRUST_RANK.get(t or "", -1))
+                    else:
+                        value, _ = sides.later(va, vbb)
+            if value not in (None, "", []):
+                merged[k] = value
+        out.append(merged)
+    return out
+
+
+def _merge_body(sides: _Sides, base: str, a: str, b: str,
+                marker_size: int) -> tuple[str, bool, str]:
+    value, src = _three_way(base, a, b)
+    if src is not None or a == b:
+        return value, False, src or BOTH
+    import merge3
+
+    m = merge3.Merge3(_split_lines(base), _split_lines(a), _split_lines(b))
+    conflict = any(region[0] == "conflict" for region in m.merge_regions())
+    lines = m.merge_lines(
+        name_a=f"ledgit: {sides.lm_a}", name_b=f"ledgit: {sides.lm_b}",
+        start_marker="<" * marker_size, mid_marker="=" * marker_size,
+        end_marker=">" * marker_size)
+    text = "".join(lines)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text, conflict, MERGED
+
+
+def merge_records(base: Record | None, ours: Record, theirs: Record,
+                  marker_size: int = 7) -> MergeResult:
+    """3-way merge of one task, field by field (DESIGN §7 table); symmetric in ours/theirs.
+
+    ``base`` is None for add/add (then a field present on one side only counts as added).
+    Raises ValueError when the ids differ. A body conflict leaves markers in the body and
+    ``"body"`` in ``conflicts``; every other disagreement is resolved by rule.
+    """
+    if ours.fields["id"] != theirs.fields["id"]:
+        raise ValueError(f"cannot merge different tasks {ours.fields['id']} and "
+                         f"{theirs.fields['id']}")
+    sides = _Sides(base, ours, theirs)
+    bf: Mapping[str, Any] = base.fields if base is not None else {}
+    af, bbf = sides.a.fields, sides.b.fields
+    result = MergeResult(record=ours)
+    out: dict[str, Any] = {}
+    contested: list[dict[str, Any]] = []
+    keys = [k for k in FIELD_ORDER if k in bf or k in af or k in bbf]
+    for k in keys:
+        vb, va, vbb = bf.get(k), af.get(k), bbf.get(k)
+        if k == "last_modified":
+            out[k] = max(str(va), str(vbb))
+            continue
+        if k == "contested":
+            continue  # merged after claims, below
+        if k == "claim":
+            value, src = _merge_claims(sides, vb, va, vbb, contested)
+        elif k in SET_FIELDS:
+            value, src3 = _three_way(vb, va, vbb)
+            src = src3 or BOTH
+            if src3 is None and _key(va) != _key(vbb):
+                value, src = merge_set(vb, va, vbb), MERGED
+        elif k == "items":
+            value, src3 = _three_way(vb, va, vbb)
+            src = src3 or BOTH
+            if src3 is None and _key(va) != _key(vbb):
+                value, src = _merge_items(sides, vb, va, vbb), MERGED
+        else:
+            value, src3 = _three_way(vb, va, vbb)
+            src = src3 or BOTH
+            if src3 is None and _key(va) != _key(vbb):
+                if k == "status" and TERMINAL_RANK.get(str(va), 0) != TERMINAL_RANK.get(
+                        str(vbb), 0):
+                    value = max(va, vbb, key=lambda s: TERMINAL_RANK.get(str(s), 0))
+                    src = "a" if value == va else "b"
+                else:
+                    value, src = sides.later(va, vbb)
+        if value not in (None, "", [], {}):
+            out[k] = value
+        if _key(value) != _key(vb):
+            result.provenance[k] = sides.label(src)
+    # contested claims: union of both sides' lists plus the loser of this merge
+    cont = merge_set(
+        [_key(c).decode() for c in bf.get("contested", [])],
+        [_key(c).decode() for c in af.get("contested", [])],
+        [_key(c).decode() for c in bbf.get("contested", [])])
+    import json
+
+    all_contested = [json.loads(c) for c in cont] + contested
+    uniq: dict[bytes, dict[str, Any]] = {}
+    for c in all_contested:
+        uniq.setdefault(_key(c), c)
+    if uniq:
+        out["contested"] = sorted(uniq.values(), key=lambda c: (c["at"], c["by"], _key(c)))
+    if contested:
+        loser = contested[0]["by"]
+        result.notes.append(f"claim contested: {out['claim']['by']} (earlier) keeps it; "
+                            f"{loser} lost it")
+    body, conflict, bsrc = _merge_body(sides, base.body if base else "", sides.a.body,
+                                       sides.b.body, marker_size)
+    if base is None or body != base.body:
+        result.provenance["body"] = sides.label(bsrc)
+    if conflict:
+        result.conflicts.append("body")
+    _reestablish_lifecycle(out, bf, af, bbf)
+    result.record = make_record(out, body)
+    return result
+
+
+def _reestablish_lifecycle(out: dict[str, Any], *sources: Mapping[str, Any]) -> None:
+    """Re-establish DESIGN §4 invariants deterministically after a field-wise merge."""
+    status = out.get("status")
+    if status in ("done", "dropped", "archived", "parked"):
+        out.pop("claim", None)
+    if status == "archived":
+        out.pop("waiting_on", None)
+        out.pop("next_action", None)
+    if "claim" not in out:
+        out.pop("contested", None)
+    # A status that needs a companion field borrows it from a side that has it.
+    needs = {"done": "response", "waiting": "waiting_on", "parked": "outcome",
+             "dropped": "outcome"}
+    need = needs.get(str(status))
+    if need and not out.get(need):
+        candidates = [s[need] for s in sources if s.get(need)]
+        if candidates:
+            out[need] = max(candidates, key=_key)
+    if lifecycle_problems(out):
+        # Fall back to a status under which the merged fields are valid (deterministic order).
+        for alt in sorted({str(s.get("status")) for s in sources if s.get("status")}):
+            trial = dict(out, status=alt)
+            if alt in ("done", "dropped", "archived", "parked"):
+                trial.pop("claim", None)
+            if not lifecycle_problems(trial):
+                out.clear()
+                out.update(trial)
+                return
+
+
+# --------------------------------------------------------------------------- histories
+
+
+@dataclass
+class HistoryMerge:
+    """The merged history text, whether it conflicted, and the merge event (None when one side
+    already held every event of the other)."""
+
+    text: str
+    conflict: bool
+    event: Event | None = None
+    record: MergeResult | None = None
+    problem: str | None = None
+
+
+def _best_common_ancestor(events: Sequence[Event], x: str, y: str) -> str | None:
+    common = ancestors(events, x) & ancestors(events, y)
+    if not common:
+        return None
+    parents = {e["id"]: e["parents"] for e in events}
+    dominated: set[str] = set()
+    for c in common:
+        for p in parents.get(c, []):
+            dominated |= ancestors(events, p)
+    best = sorted(common - dominated)
+    if not best:
+        return None
+    at = {e["id"]: e["at"] for e in events}
+    return max(best, key=lambda eid: (at[eid], eid))
+
+
+def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
+                    marker_size: int = 7) -> HistoryMerge:
+    """Merge two histories of one task (DESIGN §7): the union of both sides' events by id, in
+    a deterministic topological order, plus one ``merge`` event whose parents are the sorted
+    heads, ``at`` the latest parent's, actor ``ledgit``, and state
+    ``merge_records(state at the common ancestor, state at one head, state at the other)``.
+
+    Symmetric in ours/theirs. Raises HistoryError when a side cannot be parsed or replayed;
+    returns ``conflict=True`` (text = None-free marker text is the caller's job) only when the
+    two sides share no genesis.
+    """
+    del base_text  # the DAG itself says what is common
+    ours = strip_lines(parse_events(ours_text, task))
+    theirs = strip_lines(parse_events(theirs_text, task))
+    ids_o = {e["id"] for e in ours}
+    ids_t = {e["id"] for e in theirs}
+    if ids_o == ids_t:
+        # Same events: output the canonical order so both directions agree.
+        if ours_text == theirs_text:
+            return HistoryMerge(ours_text, False)
+        return HistoryMerge(render_history(topological_order(ours)), False)
+    if ids_t <= ids_o:
+        return HistoryMerge(ours_text, False)
+    if ids_o <= ids_t:
+        return HistoryMerge(theirs_text, False)
+    union = topological_order(ours + theirs)
+    hs = heads(union)
+    states = replay(union, task)
+    if len(hs) == 1:
+        return HistoryMerge(render_history(union), False)
+    geneses = [e["id"] for e in union if not e["parents"]]
+    if len(geneses) != 1:
+        return HistoryMerge("", True, problem="the two histories share no genesis event")
+    # Fold the heads pairwise in sorted order into one merged record.
+    rec = record_from_state(states[hs[0]])
+    result: MergeResult | None = None
+    for other in hs[1:]:
+        lca = _best_common_ancestor(union, hs[0], other)
+        base_rec = record_from_state(states[lca]) if lca else None
+        result = merge_records(base_rec, rec, record_from_state(states[other]), marker_size)
+        rec = result.record
+    at = max(e["at"] for e in union if e["id"] in set(hs))
+    meta: dict[str, Any] = {}
+    if result is not None and result.conflicts:
+        meta["conflicts"] = result.conflicts
+    event = new_event(parents=hs, at=at, actor="ledgit", op=MERGE_OP,
+                      before_state=states[hs[0]], after_state=rec.state(),
+                      note=f"merged {len(hs)} heads", meta=meta or None)
+    return HistoryMerge(render_history([*union, event]), False, event, result)
+
+
+__all__ = ["MergeResult", "HistoryMerge", "merge_records", "merge_histories", "merge_set",
+           "HistoryError", "Problem"]

@@ -1,0 +1,153 @@
+"""``ledgit merge-driver %O %A %B %L %P``: Git's custom merge driver (gitattributes(5)).
+
+Import-light on purpose (no click, no pygit2, no sqlite): Git runs it once per conflicted file
+during merge, rebase, cherry-pick and stash. It writes the result to %A and exits 0 (clean) or
+1 (conflict, with markers). Any internal error falls back to a line merge with markers and exit
+1, so %A is never left as one side with nothing marked.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import PurePosixPath
+
+TASKS_PREFIX = ".ledgit/tasks/"
+HISTORY_PREFIX = ".ledgit/history/"
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _write(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def _lines(data: bytes) -> list[bytes]:
+    if not data:
+        return []
+    parts = data.split(b"\n")
+    out = [p + b"\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def line_merge(base: bytes, ours: bytes, theirs: bytes, marker_size: int = 7,
+               symmetric: bool = True) -> tuple[bytes, bool]:
+    """Plain 3-way line merge (merge3) with conflict markers: (bytes, conflicted).
+
+    With ``symmetric`` the two sides are ordered by content so the bytes do not depend on
+    which side is ours. CRLF is normalised to LF first.
+    """
+    import merge3
+
+    base, ours, theirs = (x.replace(b"\r\n", b"\n") for x in (base, ours, theirs))
+    a, b = (ours, theirs)
+    if symmetric and theirs < ours:
+        a, b = theirs, ours
+    m = merge3.Merge3(_lines(base), _lines(a), _lines(b))
+    conflict = any(r[0] == "conflict" for r in m.merge_regions())
+    out = b"".join(m.merge_lines(name_a=b"ledgit: side 1", name_b=b"ledgit: side 2",
+                                 start_marker=b"<" * marker_size,
+                                 mid_marker=b"=" * marker_size,
+                                 end_marker=b">" * marker_size))
+    return out, conflict
+
+
+def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
+                     path: str) -> tuple[bytes, bool, list[str]]:
+    """Merge three task-file versions: (output bytes, conflicted, human notes).
+
+    Raises LedgitError/ValueError when a side cannot be parsed (the caller falls back).
+    """
+    from ledgit.merge import merge_records
+    from ledgit.record import parse_record, render_record
+
+    if not base.strip():
+        rec_o = parse_record(ours, f"{path} (ours)")
+        rec_t = parse_record(theirs, f"{path} (theirs)")
+        if rec_o == rec_t:
+            return render_record(rec_o).encode(), False, []
+        out, _ = line_merge(b"", render_record(rec_o).encode(), render_record(rec_t).encode(),
+                            marker_size)
+        return out, True, [f"{path}: added on both sides with different content; "
+                           "not fused (see: ledgit resolve)"]
+    rec_b = parse_record(base, f"{path} (base)")
+    rec_o = parse_record(ours, f"{path} (ours)")
+    rec_t = parse_record(theirs, f"{path} (theirs)")
+    result = merge_records(rec_b, rec_o, rec_t, marker_size)
+    notes = [f"{path}: {k} from {v}" for k, v in sorted(result.provenance.items())]
+    notes += [f"{path}: {n}" for n in result.notes]
+    return render_record(result.record).encode(), bool(result.conflicts), notes
+
+
+def merge_history_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
+                        path: str) -> tuple[bytes, bool, list[str]]:
+    """Merge three history versions: (output bytes, conflicted, notes). Raises on bad input."""
+    from ledgit.merge import merge_histories
+
+    task = PurePosixPath(path).stem
+    res = merge_histories(base.decode(), ours.decode(), theirs.decode(), task, marker_size)
+    if res.conflict:
+        out, _ = line_merge(base, ours, theirs, marker_size)
+        return out, True, [f"{path}: {res.problem}"]
+    notes = []
+    if res.event is not None:
+        notes.append(f"{path}: merge event {res.event['id'][:12]} joins "
+                     f"{len(res.event['parents'])} heads")
+    return res.text.encode(), False, notes
+
+
+def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
+        path: str) -> int:
+    """Merge the files Git names; write %A; return 0 clean, 1 conflicted."""
+    base, ours, theirs = _read(base_path), _read(ours_path), _read(theirs_path)
+    posix = path.replace(os.sep, "/")
+    try:
+        if f"/{TASKS_PREFIX}" in f"/{posix}" and posix.endswith(".md"):
+            out, conflict, notes = merge_task_bytes(base, ours, theirs, marker_size, path)
+        elif f"/{HISTORY_PREFIX}" in f"/{posix}" and posix.endswith(".jsonl"):
+            out, conflict, notes = merge_history_bytes(base, ours, theirs, marker_size, path)
+        else:
+            out, conflict = line_merge(base, ours, theirs, marker_size, symmetric=False)
+            notes = []
+    except Exception as exc:  # noqa: BLE001 - any failure falls back to a marked line merge
+        if os.environ.get("LEDGIT_DEBUG") == "1":
+            import traceback
+
+            traceback.print_exc()
+        out, _ = line_merge(base, ours, theirs, marker_size)
+        _write(ours_path, out)
+        print(f"ledgit merge-driver: {path}: {exc}; fell back to a line merge "
+              "(check the file, then: ledgit resolve)", file=sys.stderr)
+        return 1
+    _write(ours_path, out)
+    if os.environ.get("LEDGIT_MERGE_LOG"):
+        with open(os.environ["LEDGIT_MERGE_LOG"], "a", encoding="utf-8") as log:
+            for n in notes:
+                log.write(n + "\n")
+    if conflict:
+        print(f"ledgit merge-driver: {path}: conflict left with markers "
+              "(edit, then: ledgit record ID)", file=sys.stderr)
+    return 1 if conflict else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``argv`` = [%O, %A, %B, %L, %P] (``%L`` and ``%P`` optional)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "merge-driver":
+        args = args[1:]
+    if len(args) < 3:
+        print("usage: ledgit merge-driver %O %A %B %L %P", file=sys.stderr)
+        return 2
+    marker = int(args[3]) if len(args) > 3 and args[3].isdigit() else 7
+    path = args[4] if len(args) > 4 else args[1]
+    return run(args[0], args[1], args[2], marker, path)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
