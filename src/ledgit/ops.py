@@ -1,0 +1,947 @@
+"""Pure task transitions: lifecycle, claims, state items, writeback, handoff (DESIGN §4-§5).
+
+Every operation is a function ``Record (+ arguments) -> Change`` that never touches the disk:
+the board calls it under the task's lock with the record it just read (the truth) and writes
+what it returns. Each result is validated against the schema and the lifecycle invariants of
+:func:`ledgit.record.lifecycle_problems`; anything that would break them is refused with a
+LedgitError (exit 2, one line) and nothing is written. Refusals caused by someone else's claim
+use exit 6.
+
+Times are RFC 3339 UTC text (``now``); claim TTLs are seconds (``ttl``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
+from ledgit.record import (
+    ITEM_KINDS,
+    OUTCOME_KINDS,
+    Record,
+    lifecycle_problems,
+    make_record,
+    parse_timestamp,
+)
+
+# Statuses a task can be claimed from, and the statuses each transition may start from.
+CLAIMABLE = ("open", "in_progress")
+ENDED = ("done", "dropped", "archived")
+NOT_READY_OUTCOMES = ("drop", "no_change")
+# Fields `update --set` and `writeback --set` may write (lifecycle fields have their commands).
+SETTABLE = ("title", "priority", "owner", "worker", "response", "next_action", "gate",
+            "waiting_on", "signal", "depends_on", "labels", "commits")
+_LIFECYCLE_HINT = {
+    "status": "use claim/release/complete/wait/monitor/park/drop/archive/reopen",
+    "claim": "use claim/heartbeat/release",
+    "contested": "use claim --take-over or release",
+    "outcome": "use park/drop/complete --outcome",
+    "items": "use item add/accept/revise/writeback",
+    "id": "ids never change",
+    "created": "set once at creation",
+    "last_modified": "stamped by every write",
+}
+
+
+class Change(NamedTuple):
+    """What an operation did: the new record, the event's op name, note and meta."""
+
+    record: Record
+    op: str
+    note: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+class Freshness(NamedTuple):
+    """A claim's freshness: ``state`` fresh|stale|none|contested, a one-line ``reason``,
+    ``age`` seconds since the last heartbeat (None without a claim), ``ttl`` seconds."""
+
+    state: str
+    reason: str
+    age: int | None
+    ttl: int
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def fail(message: str, code: int = USAGE) -> LedgitError:
+    """A LedgitError to raise: ``raise fail("...")``."""
+    return LedgitError(message, code)
+
+
+def format_duration(seconds: float) -> str:
+    """Human duration: ``45s``, ``30m``, ``2h``, ``1h05m``, ``3d`` (rounded down)."""
+    s = int(max(seconds, 0))
+    if s < 120:
+        return f"{s}s"
+    if s < 2 * 3600:
+        m, rest = divmod(s, 60)
+        return f"{m}m" if rest == 0 or s >= 600 else f"{m}m{rest:02d}s"
+    if s < 48 * 3600:
+        h, rest = divmod(s, 3600)
+        m = rest // 60
+        return f"{h}h" if m == 0 else f"{h}h{m:02d}m"
+    return f"{s // 86400}d"
+
+
+def format_ttl(seconds: int) -> str:
+    """A TTL in the units config uses: ``90s``, ``30m``, ``2h``."""
+    if seconds % 3600 == 0 and seconds >= 3600:
+        return f"{seconds // 3600}h"
+    if seconds % 60 == 0 and seconds >= 60:
+        return f"{seconds // 60}m"
+    return f"{seconds}s"
+
+
+def _seconds_between(earlier: str, later: str) -> float:
+    return (parse_timestamp(later) - parse_timestamp(earlier)).total_seconds()
+
+
+def _a(word: str) -> str:
+    return ("an " if word[0] in "aeiou" else "a ") + word
+
+
+def _copy_fields(record: Record) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in record.fields.items():
+        if isinstance(v, list):
+            out[k] = [dict(i) if isinstance(i, dict) else i for i in v]
+        elif isinstance(v, dict):
+            out[k] = dict(v)
+        else:
+            out[k] = v
+    return out
+
+
+def _drop_empty(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v not in (None, "", [], {})}
+
+
+def finish(before: Record, fields: Mapping[str, Any], op: str, note: str | None = None,
+           meta: Mapping[str, Any] | None = None, body: str | None = None) -> Change:
+    """Validate new fields (schema + lifecycle invariants) into a Change; refuse with exit 2.
+
+    The message names the task and the first broken rule: ``T-1: waiting_on: status waiting
+    needs waiting_on``.
+    """
+    task = before.id
+    clean = _drop_empty(dict(fields))
+    problems = lifecycle_problems(clean)
+    if problems:
+        field, message = problems[0]
+        raise fail(f"{task}: {field}: {message}")
+    try:
+        record = make_record(clean, before.body if body is None else body, path=task)
+    except LedgitError as exc:
+        raise fail(str(exc)) from None
+    return Change(record, op, note or None, dict(meta) if meta else None)
+
+
+def _need_text(value: str | None, what: str) -> str:
+    text = (value or "").strip()
+    if not text:
+        raise fail(what)
+    return text
+
+
+# --------------------------------------------------------------------------- create
+
+
+def compose_body(goal: str | None = None, accept: Sequence[str] = (),
+                 body: str | None = None) -> str:
+    """The conventional body: ``## Goal`` and ``## Acceptance`` (one ``- `` line each), then
+    any free ``body`` text after a blank line. Refuses a ``body`` that already has one of the
+    sections it would add (exit 2)."""
+    parts: list[str] = []
+    extra = (body or "").replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    if goal is not None and goal.strip():
+        if _section(extra, "goal") is not None:
+            raise fail("--goal given but the body already has a '## Goal' section")
+        parts.append("## Goal\n" + goal.strip() + "\n")
+    lines = [a.strip() for a in accept if a.strip()]
+    for a in lines:
+        if "\n" in a:
+            raise fail("an acceptance criterion is one line (repeat --accept for more)")
+    if lines:
+        if _section(extra, "acceptance") is not None:
+            raise fail("--accept given but the body already has a '## Acceptance' section")
+        parts.append("## Acceptance\n" + "".join(f"- {a}\n" for a in lines))
+    if extra:
+        if parts and not extra.startswith("#"):
+            extra = "## Notes\n" + extra  # keep free text out of the Acceptance section
+        parts.append(extra + "\n")
+    return "\n".join(parts)
+
+
+def create_fields(*, task_id: str, title: str, now: str, goal: str | None = None,
+                  accept: Sequence[str] = (), body: str | None = None,
+                  priority: int | None = None, depends: Sequence[str] = (),
+                  labels: Sequence[str] = (), owner: str | None = None,
+                  worker: str | None = None) -> Record:
+    """A new open task as a validated Record (raises LedgitError exit 2 on invalid input)."""
+    title = _need_text(title, "a task needs a title")
+    if task_id in depends:
+        raise fail(f"{task_id}: depends_on: a task cannot depend on itself")
+    fields: dict[str, Any] = {
+        "id": task_id, "title": title, "status": "open", "priority": priority,
+        "owner": (owner or "").strip(), "worker": (worker or "").strip(),
+        "depends_on": list(depends), "labels": list(labels),
+        "created": now, "last_modified": now,
+    }
+    try:
+        return make_record(_drop_empty(fields), compose_body(goal, accept, body), path=task_id)
+    except LedgitError as exc:
+        raise fail(str(exc)) from None
+
+
+# --------------------------------------------------------------------------- body sections
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+
+
+def _section(body: str, name: str) -> str | None:
+    """The text under the first heading named ``name`` (case-insensitive) up to the next
+    heading of the same or a higher level; None when there is no such heading."""
+    lines = body.split("\n")
+    start = level = None
+    for i, line in enumerate(lines):
+        m = _HEADING.match(line)
+        if not m:
+            continue
+        if start is None:
+            if m.group(2).strip().lower() == name:
+                start, level = i + 1, len(m.group(1))
+        elif level is not None and len(m.group(1)) <= level:
+            return "\n".join(lines[start:i]).strip("\n")
+    if start is None:
+        return None
+    return "\n".join(lines[start:]).strip("\n")
+
+
+def goal_of(body: str) -> str | None:
+    """The ``## Goal`` section's text (stripped), None when missing or empty."""
+    text = _section(body, "goal")
+    return text.strip() if text and text.strip() else None
+
+
+def acceptance_of(body: str) -> list[str] | None:
+    """The ``## Acceptance`` criteria, list markers and ``[ ]`` checkboxes removed; None when
+    the section is missing. When the section has list items only they count; otherwise every
+    non-empty line is one criterion."""
+    text = _section(body, "acceptance")
+    if text is None:
+        return None
+    lines = [line for line in text.split("\n") if line.strip()]
+    bullets = [line for line in lines if _BULLET.match(line) and not line.startswith((" ", "\t"))]
+    chosen = bullets if bullets else lines
+    return [_BULLET.sub("", line).strip() for line in chosen if _BULLET.sub("", line).strip()]
+
+
+# --------------------------------------------------------------------------- claims
+
+
+def claim_freshness(record: Record, now: str, ttl: int) -> Freshness:
+    """Freshness of the task's claim (DESIGN §4).
+
+    ``none`` without a claim; ``contested`` while ``contested`` lists claims that lost to the
+    current one in a merge; ``stale`` when the last heartbeat (or the claim time) is more than
+    ``ttl`` seconds before ``now``; else ``fresh``.
+    """
+    claim = record.fields.get("claim")
+    if not claim:
+        return Freshness("none", "nobody holds a claim", None, ttl)
+    by = claim["by"]
+    last = claim.get("heartbeat") or claim["at"]
+    age = _seconds_between(last, now)
+    beat = "last heartbeat" if claim.get("heartbeat") else "claimed"
+    if age < 0:
+        timing = f"{beat} {format_duration(-age)} in the future (clock skew?)"
+        age = 0
+    else:
+        timing = f"{beat} {format_duration(age)} ago, TTL {format_ttl(ttl)}"
+    stale = age > ttl
+    contested = record.fields.get("contested") or []
+    if contested:
+        losers = ", ".join(sorted({c["by"] for c in contested}))
+        extra = "; stale" if stale else ""
+        return Freshness("contested",
+                         f"claim by {by} {timing}{extra}; contested in a merge by {losers}, "
+                         f"whose claim lost", int(age), ttl)
+    if stale:
+        return Freshness("stale", f"claim by {by} {timing}", int(age), ttl)
+    return Freshness("fresh", f"claim by {by} {timing}", int(age), ttl)
+
+
+def lost_to(record: Record, by: str) -> str | None:
+    """The current holder when ``by`` lost a contested claim in a merge, else None."""
+    claim = record.fields.get("claim")
+    for c in record.fields.get("contested") or []:
+        if c.get("by") == by and (not claim or claim.get("by") != by):
+            return str(claim["by"]) if claim else "nobody (the claim has since ended)"
+    return None
+
+
+def _guard_holder(record: Record, by: str, now: str, ttl: int, action: str) -> None:
+    """Refuse (exit 6) when ``by`` lost a contested claim or someone else holds the claim."""
+    winner = lost_to(record, by)
+    if winner is not None:
+        raise fail(f"{record.id}: claim lost to {winner} (contested in a merge); "
+                   f"cannot {action}", CLAIM)
+    claim = record.fields.get("claim")
+    if claim and claim["by"] != by:
+        fr = claim_freshness(record, now, ttl)
+        hint = (" (stale: take it with claim --take-over)" if fr.state == "stale"
+                else "")
+        raise fail(f"{record.id}: claimed by {claim['by']} ({fr.state}: {fr.reason}); "
+                   f"only the holder may {action} it{hint}", CLAIM)
+
+
+def claim(record: Record, *, by: str, now: str, ttl: int, note: str | None = None,
+          take_over: bool = False, force: bool = False,
+          dependency_status: Mapping[str, str | None] | None = None) -> Change:
+    """Claim the task for ``by``: status in_progress, ``claim {by, at, heartbeat, note}``.
+
+    Refused: an ended status or waiting/monitoring/parked (exit 2, reopen first); a
+    dependency not done unless ``force`` (exit 2; ``dependency_status`` maps each id in
+    depends_on to its status, None when missing); held by someone else (exit 6, fresh or
+    stale) unless stale and ``take_over`` (meta ``took_over_from``); a claim ``by`` lost in a
+    merge (exit 6). Re-claiming one's own claim refreshes it and keeps ``at``.
+    """
+    by = _need_text(by, "claim needs an actor (--by)")
+    f = _copy_fields(record)
+    status = f["status"]
+    if status not in CLAIMABLE:
+        raise fail(f"{record.id}: cannot claim {_a(status)} task (ledgit reopen {record.id} "
+                   f"first)")
+    meta: dict[str, Any] = {}
+    held = f.get("claim")
+    if held and held["by"] != by:
+        fr = claim_freshness(record, now, ttl)
+        stale = (fr.age or 0) > ttl
+        winner = lost_to(record, by)
+        if winner is not None and not stale:
+            raise fail(f"{record.id}: claim lost to {winner} (contested in a merge)", CLAIM)
+        if not stale:
+            raise fail(f"{record.id}: claimed by {held['by']} ({fr.state}: {fr.reason})",
+                       CLAIM)
+        if not take_over:
+            raise fail(f"{record.id}: claimed by {held['by']} (stale: {fr.reason}); take it "
+                       f"over with --take-over", CLAIM)
+        meta["took_over_from"] = dict(held)
+    if not force:
+        deps = list(f.get("depends_on") or [])
+        statuses = dependency_status or {}
+        pending = [f"{d} ({statuses.get(d) or 'missing'})" for d in deps
+                   if statuses.get(d) != "done"]
+        if pending:
+            raise fail(f"{record.id}: not ready: dependencies not done: {', '.join(pending)} "
+                       f"(--force to claim anyway)")
+    if held and held["by"] == by:
+        new_claim = {"by": by, "at": held["at"], "heartbeat": now}
+        if note is not None:
+            if note.strip():
+                new_claim["note"] = note
+        elif held.get("note"):
+            new_claim["note"] = held["note"]
+    else:
+        new_claim = {"by": by, "at": now, "heartbeat": now}
+        if note and note.strip():
+            new_claim["note"] = note
+        f.pop("contested", None)
+    f["claim"] = new_claim
+    f["status"] = "in_progress"
+    op_note = note
+    if "took_over_from" in meta:
+        prev = meta["took_over_from"]
+        fr = claim_freshness(record, now, ttl)
+        took = f"took over from {prev['by']} ({fr.state}: {fr.reason})"
+        op_note = f"{took}: {note}" if note else took
+    if force and f.get("depends_on"):
+        meta["forced"] = True
+    return finish(record, f, "claim", op_note, meta)
+
+
+def heartbeat(record: Record, *, by: str, now: str, ttl: int) -> Change:
+    """Renew ``by``'s claim (``claim.heartbeat = now``).
+
+    Refused with exit 6 when ``by`` lost the claim in a merge ("claim lost to X (contested in a
+    merge)"), when someone else holds it, or when nobody does.
+    """
+    winner = lost_to(record, by)
+    if winner is not None:
+        raise fail(f"{record.id}: claim lost to {winner} (contested in a merge)", CLAIM)
+    held = record.fields.get("claim")
+    if not held:
+        raise fail(f"{record.id}: no claim to renew (claim it first)", CLAIM)
+    if held["by"] != by:
+        fr = claim_freshness(record, now, ttl)
+        raise fail(f"{record.id}: claimed by {held['by']} ({fr.state}: {fr.reason}); "
+                   f"{by} holds no claim", CLAIM)
+    f = _copy_fields(record)
+    f["claim"] = dict(held, heartbeat=now)
+    return finish(record, f, "heartbeat")
+
+
+def release(record: Record, *, by: str, now: str, ttl: int, note: str | None = None) -> Change:
+    """Give up ``by``'s claim: claim and contested cleared; in_progress goes back to open.
+
+    Refused with exit 6 when nobody or someone else holds it.
+    """
+    held = record.fields.get("claim")
+    if not held:
+        winner = lost_to(record, by)
+        if winner is not None:
+            raise fail(f"{record.id}: claim lost to {winner} (contested in a merge)", CLAIM)
+        raise fail(f"{record.id}: no claim to release", CLAIM)
+    _guard_holder(record, by, now, ttl, "release")
+    f = _copy_fields(record)
+    f.pop("claim", None)
+    f.pop("contested", None)
+    if f["status"] == "in_progress":
+        f["status"] = "open"
+    return finish(record, f, "release", note)
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+def _leave(f: dict[str, Any], to: str) -> None:
+    """Clear what only the old status needed when moving to ``to``."""
+    if to != "waiting":
+        f.pop("waiting_on", None)
+    if to != "monitoring":
+        f.pop("signal", None)
+    if to != "in_progress":
+        f.pop("claim", None)
+        f.pop("contested", None)
+
+
+def _transition(record: Record, *, by: str, now: str, ttl: int, to: str, op: str,
+                allowed: Iterable[str], action: str) -> dict[str, Any]:
+    status = record.fields["status"]
+    if status not in allowed:
+        hint = f" (ledgit reopen {record.id} first)" if status in ENDED else ""
+        raise fail(f"{record.id}: cannot {action} {_a(status)} task{hint}")
+    _guard_holder(record, by, now, ttl, action)
+    f = _copy_fields(record)
+    _leave(f, to)
+    f["status"] = to
+    return f
+
+
+def complete(record: Record, *, by: str, response: str | None, now: str, ttl: int,
+             outcome: str | None = None, reason: str | None = None) -> Change:
+    """Finish the task: status done with the account ``response`` (required, exit 2).
+
+    Only the claim holder may complete a claimed task (exit 6). Clears claim, waiting_on,
+    signal and any earlier outcome; ``outcome`` optionally records a terminal kind (e.g.
+    ``no_change``) with ``reason``.
+    """
+    account = (response or "").strip()
+    if not account:
+        raise fail(f"{record.id}: complete needs an account of the work: --response TEXT")
+    f = _transition(record, by=by, now=now, ttl=ttl, to="done", op="complete",
+                    allowed=("open", "in_progress", "waiting", "monitoring", "parked"),
+                    action="complete")
+    f["response"] = response
+    f.pop("outcome", None)
+    if outcome:
+        if outcome not in OUTCOME_KINDS:
+            raise fail(f"outcome must be one of {', '.join(OUTCOME_KINDS)}")
+        f["outcome"] = _drop_empty({"kind": outcome, "reason": (reason or "").strip()})
+    return finish(record, f, "complete", None, {"outcome": outcome} if outcome else None)
+
+
+def wait(record: Record, *, by: str, on: str | None, now: str, ttl: int) -> Change:
+    """Status waiting on a person, condition or date ``on`` (required, exit 2).
+
+    The claim is released: a waiting task is not being worked; resuming means claiming again.
+    """
+    text = (on or "").strip()
+    if not text:
+        raise fail(f"{record.id}: wait needs what it waits on: --on TEXT")
+    f = _transition(record, by=by, now=now, ttl=ttl, to="waiting", op="wait",
+                    allowed=("open", "in_progress", "waiting", "monitoring", "parked"),
+                    action="put on wait")
+    f["waiting_on"] = text
+    return finish(record, f, "wait", text)
+
+
+def monitor(record: Record, *, by: str, signal: str | None, now: str, ttl: int) -> Change:
+    """Status monitoring: observe ``signal`` (required, exit 2); manufactures no work."""
+    text = (signal or "").strip()
+    if not text:
+        raise fail(f"{record.id}: monitor needs the signal to observe: --signal TEXT")
+    f = _transition(record, by=by, now=now, ttl=ttl, to="monitoring", op="monitor",
+                    allowed=("open", "in_progress", "waiting", "monitoring", "parked"),
+                    action="monitor")
+    f["signal"] = text
+    return finish(record, f, "monitor", text)
+
+
+def park(record: Record, *, by: str, reason: str | None, now: str, ttl: int,
+         reuse: str | None = None) -> Change:
+    """Status parked with outcome ``{kind: park, reason, reuse?}``; reason required (exit 2)."""
+    text = (reason or "").strip()
+    if not text:
+        raise fail(f"{record.id}: park needs a reason: --reason TEXT")
+    f = _transition(record, by=by, now=now, ttl=ttl, to="parked", op="park",
+                    allowed=("open", "in_progress", "waiting", "monitoring", "parked"),
+                    action="park")
+    f["outcome"] = _drop_empty({"kind": "park", "reason": text, "reuse": (reuse or "").strip()})
+    return finish(record, f, "park", text)
+
+
+def drop(record: Record, *, by: str, reason: str | None, now: str, ttl: int,
+         reuse: str | None = None, kind: str = "drop") -> Change:
+    """Status dropped with outcome ``{kind, reason, reuse?}`` (kind drop unless given, e.g.
+    no_change or no_publish); reason required (exit 2). A negative result the next agent
+    reads instead of repeating a disproved path."""
+    text = (reason or "").strip()
+    if not text:
+        raise fail(f"{record.id}: drop needs a reason: --reason TEXT")
+    if kind not in OUTCOME_KINDS:
+        raise fail(f"outcome must be one of {', '.join(OUTCOME_KINDS)}")
+    f = _transition(record, by=by, now=now, ttl=ttl, to="dropped", op="drop",
+                    allowed=("open", "in_progress", "waiting", "monitoring", "parked"),
+                    action="drop")
+    f["outcome"] = _drop_empty({"kind": kind, "reason": text, "reuse": (reuse or "").strip()})
+    return finish(record, f, "drop", text)
+
+
+def archive(record: Record, *, by: str, now: str, ttl: int, note: str | None = None) -> Change:
+    """Status archived: the lifecycle ended; clears claim, waiting_on, signal, next_action.
+    The outcome stays."""
+    f = _transition(record, by=by, now=now, ttl=ttl, to="archived", op="archive",
+                    allowed=("open", "in_progress", "waiting", "monitoring", "parked",
+                             "done", "dropped"),
+                    action="archive")
+    f.pop("next_action", None)
+    return finish(record, f, "archive", note)
+
+
+def reopen(record: Record, *, by: str, now: str, note: str | None = None) -> Change:
+    """Back to open from waiting, monitoring, parked, done, dropped or archived.
+
+    The outcome is cleared from the front matter, but not forgotten: when it had a reason it is
+    kept as a new candidate item (``rejected`` for drop/no_change/no_publish, ``fact``
+    otherwise) so the negative result still guides; the event meta has ``previous_outcome``.
+    """
+    status = record.fields["status"]
+    if status in ("open", "in_progress"):
+        hint = " (use release to give up a claim)" if status == "in_progress" else ""
+        raise fail(f"{record.id}: already {status}{hint}")
+    f = _copy_fields(record)
+    _leave(f, "open")
+    f["status"] = "open"
+    meta: dict[str, Any] = {"from": status}
+    outcome = f.pop("outcome", None)
+    if outcome:
+        meta["previous_outcome"] = outcome
+        if outcome.get("reason"):
+            kind = ("rejected" if outcome["kind"] in ("drop", "no_change", "no_publish")
+                    else "fact")
+            text = f"earlier outcome {outcome['kind']} ({status}): {outcome['reason']}"
+            item = _new_item(record, kind=kind, text=text, by=by, now=now,
+                             why=outcome.get("reuse"), trust="candidate")
+            f["items"] = [*f.get("items", []), item]
+            meta["item"] = item["id"]
+    return finish(record, f, "reopen", note, meta)
+
+
+# --------------------------------------------------------------------------- update
+
+
+def parse_assignment(text: str) -> tuple[str, str]:
+    """``FIELD=VALUE`` → (field, value); exit 2 when there is no ``=``."""
+    if "=" not in text:
+        raise fail(f"expected FIELD=VALUE, got {text!r}")
+    name, value = text.split("=", 1)
+    return name.strip(), value
+
+
+def _settable(name: str) -> None:
+    if name in SETTABLE or name.startswith("x."):
+        return
+    if name in _LIFECYCLE_HINT:
+        raise fail(f"{name} cannot be set directly: {_LIFECYCLE_HINT[name]}")
+    raise fail(f"unknown field {name!r} (settable: {', '.join(SETTABLE)}, x.KEY)")
+
+
+def _set_field(f: dict[str, Any], name: str, value: str) -> None:
+    """Assign a text value to a settable field in ``f`` (empty value unsets it)."""
+    _settable(name)
+    value = value.strip() if name not in ("response",) else value
+    if name.startswith("x."):
+        key = name[2:]
+        if not key:
+            raise fail("x. needs a key: x.KEY=VALUE")
+        x = dict(f.get("x") or {})
+        if value:
+            x[key] = value
+        else:
+            x.pop(key, None)
+        f["x"] = x
+    elif name == "priority":
+        if value and value not in ("0", "1", "2", "3", "4"):
+            raise fail(f"priority must be an integer 0-4, got {value!r}")
+        f["priority"] = int(value) if value else None
+    elif name in ("depends_on", "labels", "commits"):
+        f[name] = [v.strip() for v in value.split(",") if v.strip()]
+    else:
+        f[name] = value
+
+
+def _set_union(current: Iterable[str], add: Iterable[str], remove: Iterable[str]) -> list[str]:
+    out = [v for v in current if v not in set(remove)]
+    for v in add:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def update(record: Record, *, title: str | None = None, priority: int | None = None,
+           response: str | None = None, sets: Sequence[tuple[str, str]] = (),
+           add_commits: Sequence[str] = (), depends_add: Sequence[str] = (),
+           depends_remove: Sequence[str] = (), labels_add: Sequence[str] = (),
+           labels_remove: Sequence[str] = (), next_action: str | None = None,
+           gate: str | None = None, owner: str | None = None, worker: str | None = None,
+           note: str | None = None) -> Change:
+    """Edit fields: the named options, ``sets`` of (FIELD, VALUE) (an empty VALUE unsets),
+    commits and set-field adds/removes. Status, claim, outcome and items have their own
+    commands (exit 2 here). The meta lists the ``fields`` that changed."""
+    f = _copy_fields(record)
+    for name, value in (("title", title), ("response", response),
+                        ("next_action", next_action), ("gate", gate), ("owner", owner),
+                        ("worker", worker)):
+        if value is not None:
+            _set_field(f, name, value)
+    if priority is not None:
+        f["priority"] = priority
+    for name, value in sets:
+        _set_field(f, name, value)
+    if add_commits:
+        f["commits"] = _set_union(f.get("commits", []), add_commits, ())
+    if depends_add or depends_remove:
+        if record.id in depends_add:
+            raise fail(f"{record.id}: depends_on: a task cannot depend on itself")
+        f["depends_on"] = _set_union(f.get("depends_on", []), depends_add, depends_remove)
+    if labels_add or labels_remove:
+        f["labels"] = _set_union(f.get("labels", []), labels_add, labels_remove)
+    changed = sorted(k for k in set(f) | set(record.fields)
+                     if _drop_empty({k: f.get(k)}).get(k) != record.fields.get(k))
+    return finish(record, f, "update", note, {"fields": changed} if changed else None)
+
+
+# --------------------------------------------------------------------------- items
+
+
+def item_id(task: str, by: str, now: str, kind: str, text: str, salt: int = 0) -> str:
+    """A short item id derived from its content: ``i-`` + 8 lower-case base32 characters
+    (40 bits of sha256). Deterministic, so a replayed or merged item keeps its id."""
+    digest = hashlib.sha256(f"{task}\0{by}\0{now}\0{kind}\0{text}\0{salt}".encode()).digest()
+    return "i-" + base64.b32encode(digest).decode("ascii")[:8].lower()
+
+
+def _new_item(record: Record, *, kind: str, text: str, by: str, now: str,
+              why: str | None = None, evidence: str | None = None, trust: str = "candidate",
+              supersedes: Sequence[str] = (), extra: Mapping[str, Any] | None = None,
+              taken: Iterable[str] = ()) -> dict[str, Any]:
+    if kind not in ITEM_KINDS:
+        raise fail(f"unknown item kind {kind!r} (one of {', '.join(ITEM_KINDS)})")
+    text = _need_text(text, "an item needs text: --text TEXT")
+    used = {i["id"] for i in record.fields.get("items", [])} | set(taken)
+    salt = 0
+    iid = item_id(record.id, by, now, kind, text)
+    while iid in used:
+        salt += 1
+        iid = item_id(record.id, by, now, kind, text, salt)
+    item: dict[str, Any] = {"id": iid, "kind": kind, "text": text}
+    if why and why.strip():
+        item["why"] = why.strip()
+    if evidence and evidence.strip():
+        item["evidence"] = evidence.strip()
+    item.update({"trust": trust, "by": by, "at": now})
+    if supersedes:
+        item["supersedes"] = list(supersedes)
+    if extra:
+        item["x"] = dict(extra)
+    return item
+
+
+def may_lock(record: Record, by: str, trusted: bool) -> bool:
+    """True when ``by`` may lock state: the task's owner, or a trusted workflow."""
+    return trusted or (bool(record.fields.get("owner")) and record.fields.get("owner") == by)
+
+
+def _lock_refusal(record: Record, by: str, what: str) -> LedgitError:
+    owner = record.fields.get("owner")
+    who = f"the owner ({owner})" if owner else "the owner (none set: update --owner)"
+    return fail(f"{record.id}: only {who} or --trusted may {what}; {by} is not the owner")
+
+
+def resolve_item(record: Record, text: str) -> dict[str, Any]:
+    """The item whose id is ``text`` or starts with it (unique); exit 4 otherwise."""
+    items: list[dict[str, Any]] = record.fields.get("items", [])
+    exact = [i for i in items if i["id"] == text]
+    if exact:
+        return exact[0]
+    found = [i for i in items if text and i["id"].startswith(text)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise fail(f"{record.id}: no item {text!r}", NOT_FOUND)
+    raise fail(f"{record.id}: item {text!r} is ambiguous: "
+               + ", ".join(i["id"] for i in found), NOT_FOUND)
+
+
+def item_add(record: Record, *, kind: str, text: str, by: str, now: str,
+             why: str | None = None, evidence: str | None = None, lock: bool = False,
+             trusted: bool = False) -> Change:
+    """Add a state item, candidate by default (``lock`` needs the owner or ``trusted``).
+    The new id is in the meta as ``item``."""
+    if lock and not may_lock(record, by, trusted):
+        raise _lock_refusal(record, by, "add locked items")
+    item = _new_item(record, kind=kind, text=text, by=by, now=now, why=why,
+                     evidence=evidence, trust="locked" if lock else "candidate")
+    f = _copy_fields(record)
+    f["items"] = [*f.get("items", []), item]
+    return finish(record, f, "item", f"{kind}: {item['text']}",
+                  {"item": item["id"], "trust": item["trust"]})
+
+
+def _apply_proposal(f: dict[str, Any], item: Mapping[str, Any]) -> str | None:
+    """Apply a writeback's proposed field (``x.field``/``x.value``) on acceptance."""
+    x = item.get("x") or {}
+    name = x.get("field")
+    if not name:
+        return None
+    _set_field(f, str(name), str(x.get("value", "")))
+    return str(name)
+
+
+def accept(record: Record, *, items: Sequence[str], by: str, now: str,
+           trusted: bool = False) -> Change:
+    """Lock candidate items (only the owner or ``trusted``; exit 2 otherwise).
+
+    Accepting an item that supersedes others deprecates them; accepting a writeback's field
+    proposal applies it. Refused: unknown item (exit 4), a deprecated item, nothing to lock.
+    """
+    if not items:
+        raise fail("accept needs at least one ITEM id")
+    if not may_lock(record, by, trusted):
+        raise _lock_refusal(record, by, "accept items")
+    f = _copy_fields(record)
+    by_id = {i["id"]: i for i in f.get("items", [])}
+    chosen: list[str] = []
+    for text in items:
+        iid = resolve_item(record, text)["id"]
+        item = by_id[iid]
+        if item["trust"] == "deprecated":
+            later = ", ".join(item.get("superseded_by", [])) or "nothing"
+            raise fail(f"{record.id}: item {iid} is deprecated (superseded by {later})")
+        if item["trust"] == "candidate" and iid not in chosen:
+            chosen.append(iid)
+    if not chosen:
+        raise fail(f"{record.id}: nothing to accept: already locked")
+    deprecated: list[str] = []
+    applied: list[str] = []
+    for iid in chosen:
+        item = by_id[iid]
+        item["trust"] = "locked"
+        for old in item.get("supersedes", []):
+            target = by_id.get(old)
+            if target is not None and target["trust"] != "deprecated":
+                _deprecate(target, iid)
+                deprecated.append(old)
+        name = _apply_proposal(f, item)
+        if name:
+            applied.append(name)
+    f["items"] = list(by_id.values())
+    meta: dict[str, Any] = {"accepted": chosen, "trusted": trusted}
+    if deprecated:
+        meta["supersedes"] = deprecated
+    if applied:
+        meta["fields"] = applied
+    return finish(record, f, "accept", None, meta)
+
+
+def _deprecate(item: dict[str, Any], by_item: str) -> None:
+    item["trust"] = "deprecated"
+    later = list(item.get("superseded_by", []))
+    if by_item not in later:
+        later.append(by_item)
+    item["superseded_by"] = later
+
+
+def revise(record: Record, *, supersedes: Sequence[str], text: str, by: str, now: str,
+           kind: str | None = None, why: str | None = None, evidence: str | None = None,
+           trusted: bool = False) -> Change:
+    """A state revision: a new item that supersedes ``supersedes`` (which become deprecated,
+    with ``superseded_by``); the event meta lists ``supersedes`` and the new ``item``.
+
+    The new item is locked when ``by`` is the owner or ``trusted``, else candidate. Locked
+    state is the owner's: a non-owner may supersede only candidate items (exit 2 otherwise),
+    so a worker cannot silently unlock accepted state. ``kind`` defaults to the first
+    superseded item's kind.
+    """
+    if not supersedes:
+        raise fail("revise needs --supersedes ITEM")
+    owner_ok = may_lock(record, by, trusted)
+    f = _copy_fields(record)
+    by_id = {i["id"]: i for i in f.get("items", [])}
+    olds: list[str] = []
+    for t in supersedes:
+        item = resolve_item(record, t)
+        if item["trust"] == "deprecated":
+            later = ", ".join(item.get("superseded_by", [])) or "nothing"
+            raise fail(f"{record.id}: item {item['id']} is already deprecated (superseded by "
+                       f"{later}); revise the newer item")
+        if item["trust"] == "locked" and not owner_ok:
+            raise _lock_refusal(record, by, f"supersede locked item {item['id']}")
+        if item["id"] not in olds:
+            olds.append(item["id"])
+    new = _new_item(record, kind=kind or by_id[olds[0]]["kind"], text=text, by=by, now=now,
+                    why=why, evidence=evidence,
+                    trust="locked" if owner_ok else "candidate", supersedes=olds)
+    for old in olds:
+        _deprecate(by_id[old], new["id"])
+    f["items"] = [*by_id.values(), new]
+    return finish(record, f, "revise", None,
+                  {"item": new["id"], "supersedes": olds, "trust": new["trust"]})
+
+
+# --------------------------------------------------------------------------- writeback
+
+
+def writeback(record: Record, *, by: str, now: str, evidence: str | None,
+              sets: Sequence[tuple[str, str]] = (), artifacts: Sequence[str] = (),
+              gate: str | None = None, trusted: bool = False) -> Change:
+    """A worker's report: changed fields, artifacts, verification ``evidence`` (required,
+    exit 2) and the remaining ``gate``.
+
+    From anyone but the owner (or ``trusted``) it lands as candidate items only: an
+    ``artifact`` item per artifact, a ``fact`` item per proposed field change (``x.field``,
+    ``x.value``; applied when the owner accepts it), a ``blocker`` item proposing the gate,
+    and with none of those one ``fact`` item holding the evidence. From the owner the items are
+    locked and the fields are set at once. The meta lists the new ``items``.
+    """
+    proof = (evidence or "").strip()
+    if not proof:
+        raise fail(f"{record.id}: writeback needs verification evidence: --evidence TEXT")
+    owner_ok = may_lock(record, by, trusted)
+    trust = "locked" if owner_ok else "candidate"
+    proposals = list(sets)
+    if gate is not None and gate.strip():
+        proposals.append(("gate", gate))
+    f = _copy_fields(record)
+    new: list[dict[str, Any]] = []
+
+    def add(kind: str, text: str, extra: Mapping[str, Any] | None = None) -> None:
+        new.append(_new_item(record, kind=kind, text=text, by=by, now=now, evidence=proof,
+                             trust=trust, extra=extra, taken=[i["id"] for i in new]))
+
+    for name, value in proposals:
+        _settable(name)
+        _set_field(dict(f), name, value)  # validate the value now, not at accept time
+        kind = "blocker" if name == "gate" else "fact"
+        add(kind, f"{name}: {value.strip() or '(unset)'}", {"field": name, "value": value})
+    for artifact in artifacts:
+        add("artifact", artifact)
+    if not new:
+        add("fact", proof)
+    applied: list[str] = []
+    if owner_ok:
+        for item in new:
+            proposed = _apply_proposal(f, item)
+            if proposed:
+                applied.append(proposed)
+    f["items"] = [*f.get("items", []), *new]
+    meta: dict[str, Any] = {"items": [i["id"] for i in new], "trust": trust}
+    if proposals:
+        meta["proposed"] = [n for n, _ in proposals]
+    if applied:
+        meta["fields"] = applied
+    return finish(record, f, "writeback", proof, meta)
+
+
+# --------------------------------------------------------------------------- handoff
+
+
+def _item_view(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: item[k] for k in ("id", "kind", "text", "why", "evidence", "by", "at")
+            if k in item}
+
+
+def handoff_packet(record: Record) -> dict[str, Any]:
+    """The compact handoff packet (DESIGN §5): id, title, status, revision, goal, acceptance,
+    next_action, gate, outcome and the locked items only (never candidate or deprecated).
+    Missing values are None (acceptance: an empty list)."""
+    f = record.fields
+    return {
+        "id": record.id,
+        "title": f["title"],
+        "status": f["status"],
+        "revision": record.revision,
+        "goal": goal_of(record.body),
+        "acceptance": acceptance_of(record.body) or [],
+        "next_action": f.get("next_action"),
+        "gate": f.get("gate"),
+        "outcome": f.get("outcome"),
+        "items": [_item_view(i) for i in f.get("items", []) if i["trust"] == "locked"],
+    }
+
+
+def render_handoff(packet: Mapping[str, Any]) -> str:
+    """The handoff packet as Markdown (``UNKNOWN (not set)`` for missing values)."""
+
+    def val(v: Any) -> str:
+        return str(v) if v else "UNKNOWN (not set)"
+
+    out = [f"# Handoff: {packet['id']} {packet['title']}", "",
+           f"- status: {packet['status']}",
+           f"- revision: {packet['revision']}",
+           f"- next action: {val(packet['next_action'])}",
+           f"- gate: {val(packet['gate'])}"]
+    outcome = packet.get("outcome")
+    if outcome:
+        extra = f" (reuse: {outcome['reuse']})" if outcome.get("reuse") else ""
+        out.append(f"- outcome: {outcome['kind']}: {outcome.get('reason', '')}{extra}")
+    out += ["", "## Goal", val(packet["goal"]), "", "## Acceptance"]
+    out += [f"- {a}" for a in packet["acceptance"]] or ["UNKNOWN (not set)"]
+    out += ["", "## Locked state"]
+    if packet["items"]:
+        for i in packet["items"]:
+            line = f"- [{i['kind']}] {i['text']} ({i['id']})"
+            if i.get("why"):
+                line += f" — why: {i['why']}"
+            if i.get("evidence"):
+                line += f" — evidence: {i['evidence']}"
+            out.append(line)
+    else:
+        out.append("(none)")
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- readiness
+
+
+def is_ready(fields: Mapping[str, Any], dependency_status: Mapping[str, str | None]) -> bool:
+    """Ready = open, every dependency done, and no drop/no_change outcome (DESIGN §4)."""
+    if fields.get("status") != "open":
+        return False
+    if (fields.get("outcome") or {}).get("kind") in NOT_READY_OUTCOMES:
+        return False
+    return all(dependency_status.get(d) == "done" for d in fields.get("depends_on") or [])
+
+
+def age_seconds(since: str, now: str) -> float:
+    """Seconds from ``since`` to ``now`` (both RFC 3339)."""
+    return _seconds_between(since, now)
+
