@@ -22,10 +22,12 @@ def ts(minutes: float = 0) -> str:
 
 
 def new_task(**kw: Any) -> Record:
-    args: dict[str, Any] = {"task_id": "T-abc", "title": "Fix the dialer", "now": ts(),
+    args: dict[str, Any] = {"task_id": "T-abc", "title": "Fix the dialer",
                             "goal": "Calls connect.", "accept": ["dials", "hangs up"]}
     args.update(kw)
-    return ops.create_fields(**args)
+    fields, body = ops.create_fields(**args)
+    fields.update(id="T-abc", created=ts(), last_modified=ts())
+    return Record(fields, body)
 
 
 def apply(change: ops.Change) -> Record:

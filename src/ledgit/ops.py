@@ -58,12 +58,14 @@ class Change(NamedTuple):
 
 class Freshness(NamedTuple):
     """A claim's freshness: ``state`` fresh|stale|none|contested, a one-line ``reason``,
-    ``age`` seconds since the last heartbeat (None without a claim), ``ttl`` seconds."""
+    ``age`` seconds since the last heartbeat (None without a claim), ``ttl`` seconds, and
+    ``stale``: the lease has expired (also when the state is contested)."""
 
     state: str
     reason: str
     age: int | None
     ttl: int
+    stale: bool = False
 
 
 # --------------------------------------------------------------------------- helpers
@@ -178,25 +180,35 @@ def compose_body(goal: str | None = None, accept: Sequence[str] = (),
     return "\n".join(parts)
 
 
-def create_fields(*, task_id: str, title: str, now: str, goal: str | None = None,
-                  accept: Sequence[str] = (), body: str | None = None,
-                  priority: int | None = None, depends: Sequence[str] = (),
-                  labels: Sequence[str] = (), owner: str | None = None,
-                  worker: str | None = None) -> Record:
-    """A new open task as a validated Record (raises LedgitError exit 2 on invalid input)."""
+def create_fields(*, title: str, goal: str | None = None, accept: Sequence[str] = (),
+                  body: str | None = None, priority: int | None = None,
+                  depends: Sequence[str] = (), labels: Sequence[str] = (),
+                  owner: str | None = None, worker: str | None = None,
+                  task_id: str | None = None) -> tuple[dict[str, Any], str]:
+    """Typed fields and body of a new open task, validated (LedgitError exit 2 otherwise).
+
+    The fields hold no ``id``, ``created`` or ``last_modified`` (the board assigns them);
+    ``task_id``, when known, only serves the self-dependency check and messages.
+    """
     title = _need_text(title, "a task needs a title")
-    if task_id in depends:
+    if "\n" in title or "\r" in title:
+        raise fail("title: must be one line")
+    if task_id is not None and task_id in depends:
         raise fail(f"{task_id}: depends_on: a task cannot depend on itself")
-    fields: dict[str, Any] = {
-        "id": task_id, "title": title, "status": "open", "priority": priority,
+    fields = _drop_empty({
+        "title": title, "status": "open", "priority": priority,
         "owner": (owner or "").strip(), "worker": (worker or "").strip(),
-        "depends_on": list(depends), "labels": list(labels),
-        "created": now, "last_modified": now,
-    }
+        "depends_on": list(dict.fromkeys(depends)),
+        "labels": list(dict.fromkeys(x.strip() for x in labels if x.strip())),
+    })
+    text = compose_body(goal, accept, body)
+    probe = dict(fields, id=task_id or "T-new", created="2000-01-01T00:00:00.000000Z",
+                 last_modified="2000-01-01T00:00:00.000000Z")
     try:
-        return make_record(_drop_empty(fields), compose_body(goal, accept, body), path=task_id)
+        make_record(probe, text, path=task_id or "<new task>")
     except LedgitError as exc:
         raise fail(str(exc)) from None
+    return fields, text
 
 
 # --------------------------------------------------------------------------- body sections
@@ -272,9 +284,9 @@ def claim_freshness(record: Record, now: str, ttl: int) -> Freshness:
         extra = "; stale" if stale else ""
         return Freshness("contested",
                          f"claim by {by} {timing}{extra}; contested in a merge by {losers}, "
-                         f"whose claim lost", int(age), ttl)
+                         f"whose claim lost", int(age), ttl, stale)
     if stale:
-        return Freshness("stale", f"claim by {by} {timing}", int(age), ttl)
+        return Freshness("stale", f"claim by {by} {timing}", int(age), ttl, True)
     return Freshness("fresh", f"claim by {by} {timing}", int(age), ttl)
 
 
@@ -323,7 +335,7 @@ def claim(record: Record, *, by: str, now: str, ttl: int, note: str | None = Non
     held = f.get("claim")
     if held and held["by"] != by:
         fr = claim_freshness(record, now, ttl)
-        stale = (fr.age or 0) > ttl
+        stale = fr.stale
         winner = lost_to(record, by)
         if winner is not None and not stale:
             raise fail(f"{record.id}: claim lost to {winner} (contested in a merge)", CLAIM)
