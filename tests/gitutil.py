@@ -1,0 +1,79 @@
+"""Real Git repositories for tests: an isolated environment, a ``git`` helper, fixtures.
+
+Use the fixtures with ``pytest_plugins = ["gitutil"]`` in a test module (importing them by
+name upsets ruff); import :func:`git` and :func:`commit_file` directly. No ``assert`` here, so
+PYTEST_DONT_REWRITE: pytest need not warn that the module was imported before its plugin use.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "Ada Tester", "GIT_AUTHOR_EMAIL": "ada@example.invalid",
+    "GIT_COMMITTER_NAME": "Ada Tester", "GIT_COMMITTER_EMAIL": "ada@example.invalid",
+}
+
+
+def git(*args: str, cwd: Path, env: Mapping[str, str] | None = None,
+        input: bytes | None = None, check: bool = True) -> str:
+    """Run ``git ARGS`` in ``cwd`` and return stdout without its final newline.
+
+    ``env`` is added to the current environment. A failure fails the test with git's stderr
+    (pass ``check=False`` to expect one, e.g. a conflicting merge).
+    """
+    proc = subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **(env or {})},
+                          input=input, capture_output=True)
+    if check and proc.returncode != 0:
+        pytest.fail(f"git {' '.join(args)} exited {proc.returncode}:\n"
+                    f"{proc.stderr.decode(errors='replace')}")
+    return os.fsdecode(proc.stdout).removesuffix("\n")
+
+
+def commit_file(repo: Path, path: str, content: str | bytes, message: str = "edit") -> str:
+    """Write ``path`` (repo-relative), stage it, commit; return the new commit id."""
+    target = repo / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, str):
+        content = content.encode()
+    target.write_bytes(content)
+    git("add", "--", path, cwd=repo)
+    git("commit", "-q", "-m", message, cwd=repo)
+    return git("rev-parse", "HEAD", cwd=repo)
+
+
+@pytest.fixture
+def git_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An environment no machine setting leaks into: no GIT_* from outside, no system config,
+    a throwaway HOME whose global config sets identity and ``init.defaultBranch=main``.
+    Yields that HOME."""
+    for name in list(os.environ):
+        if name.startswith("GIT_"):
+            monkeypatch.delenv(name)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Ada Tester\n\temail = ada@example.invalid\n"
+        "[init]\n\tdefaultBranch = main\n"
+        "[protocol \"file\"]\n\tallow = always\n"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name, value in IDENTITY.items():
+        monkeypatch.setenv(name, value)
+    yield home
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path, git_env: Path) -> Path:
+    """A fresh non-bare repository (branch ``main``, no commits yet) at ``tmp_path/"repo"``."""
+    repo = tmp_path / "repo"
+    git("init", "-q", str(repo), cwd=tmp_path)
+    return repo
