@@ -529,38 +529,6 @@ def _conflict_entries(index: pygit2.Index) -> Iterable[tuple[str, list[str | Non
         yield str(path), [None if e is None else str(e.id) for e in sides]
 
 
-def _index_changes_pygit2(repo: pygit2.Repository, paths: GitPaths, cwd: Path,
-                          prefix: str) -> _IndexChanges | None:
-    import pygit2
-    from pygit2.enums import DeltaStatus
-
-    index = _open_index(paths, cwd)
-    if index is None:
-        return None
-    staged: dict[str, str | None] = {}
-    conflicted: list[str] = []
-    if repo.head_is_unborn:
-        unmerged = {p for p, _ in _conflict_entries(index)}
-        conflicted = sorted(p for p in unmerged if _under(p, prefix))
-        for entry in index:
-            path = str(entry.path)
-            if _under(path, prefix) and path not in unmerged and entry.mode != _GITLINK:
-                staged[path] = str(entry.id)
-        return _IndexChanges(dict(sorted(staged.items(), key=_git_order)), conflicted)
-    head = repo.head.peel(pygit2.Commit).tree
-    for delta in head.diff_to_index(index).deltas:
-        path = os.fsdecode(delta.new_file.raw_path or delta.old_file.raw_path)
-        if not _under(path, prefix):
-            continue
-        if delta.status == DeltaStatus.CONFLICTED:
-            conflicted.append(path)
-        elif _is_blob_mode(delta.new_file.mode):
-            staged[path] = str(delta.new_file.id)
-        elif _is_blob_mode(delta.old_file.mode):
-            staged[path] = None
-    return _IndexChanges(dict(sorted(staged.items(), key=_git_order)), sorted(conflicted))
-
-
 def _is_blob_mode(mode: int) -> bool:
     # a file or a symlink; not absent (0) and not a submodule
     return mode not in (0, _GITLINK)
