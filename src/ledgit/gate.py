@@ -1,0 +1,402 @@
+"""The CI gate: verify tasks and histories read from Git objects (DESIGN §8).
+
+``ledgit verify --rev REV`` checks every task at one commit; ``--range A..B`` checks every
+commit of the range (git-rev-list(1) semantics): tasks a commit changes get the full checks,
+and at the start of the range every history is checked for what must never land anywhere --
+more than one head, or conflict markers. Files are read from the object database
+(:func:`ledgit.git.tree_files`, pygit2), never from the working tree, so the gate sees exactly
+what was committed.
+
+The checks on one task (:func:`check_task`) are the validator's (:meth:`Board.verify`) applied
+to bytes: conflict markers, the record's schema and id, the lifecycle invariants (DESIGN §4)
+and history continuity (DESIGN §6, :func:`ledgit.history.verify`). The pre-commit hook runs the
+same function on staged blobs.
+
+The gate also fails when ``.gitattributes`` names the ``ledgit`` merge driver but this clone
+has no ``merge.ledgit.driver``: Git then silently falls back to a line merge
+(gitattributes(5), "Defining a custom merge driver"), which a CI merge must not do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from ledgit import git
+from ledgit.errors import USAGE, LedgitError
+
+LEDGIT_DIR = ".ledgit"
+TASKS = "tasks"
+HISTORY = "history"
+TASK_SUFFIX = ".md"
+HISTORY_SUFFIX = ".jsonl"
+FORMATS = ("text", "json", "github")
+# A conflict marker line (git-merge(1) "HOW CONFLICTS ARE PRESENTED"): 7 or more of the
+# character (conflict-marker-size, gitattributes(5)), then a space and a label, or the end of
+# the line. "=======" alone is left out: Markdown uses it to underline headings.
+_MARKER = re.compile(rb"^(?:<{7,}|>{7,}|\|{7,})(?: |$)", re.MULTILINE)
+_LOCATED = re.compile(r"^(?P<path>.*?):(?P<line>\d+): (?P<rest>.*)$", re.DOTALL)
+
+
+class Finding(NamedTuple):
+    """One problem: the repository-relative ``path`` of the file, a 1-based ``line`` (0 = the
+    whole file), the broken ``rule``, a one-line ``message`` and the ``commit`` it was seen
+    at (None for the index or the working tree)."""
+
+    path: str
+    line: int
+    rule: str
+    message: str
+    commit: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        head = f"{self.commit[:12]} " if self.commit else ""
+        return f"{head}{where}: {self.rule}: {self.message}"
+
+
+class GateReport(NamedTuple):
+    """What the gate checked: the commits (oldest first), how many task checks ran, and every
+    finding (empty = pass)."""
+
+    commits: list[str]
+    checked: int
+    findings: list[Finding]
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def board_prefix(cwd: Path) -> str:
+    """The board's directory relative to the work tree top, ``""`` or ``"sub/dir/"``.
+
+    Uses the board found from ``cwd`` (``LEDGIT_ROOT`` aware); a repository without a board
+    checked out is taken to keep it at the top.
+    """
+    top = git.toplevel(cwd)
+    if top is None:
+        raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
+    try:
+        from ledgit.board import find_board
+
+        root = find_board(cwd).root
+    except LedgitError:
+        return ""
+    rel = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
+    if rel == "." or rel.startswith(".."):
+        return ""
+    return rel.replace(os.sep, "/") + "/"
+
+
+def task_paths(prefix: str, task_id: str) -> tuple[str, str]:
+    """Repository-relative paths of a task's file and history."""
+    base = f"{prefix}{LEDGIT_DIR}/"
+    return f"{base}{TASKS}/{task_id}{TASK_SUFFIX}", f"{base}{HISTORY}/{task_id}{HISTORY_SUFFIX}"
+
+
+def task_of(path: str, prefix: str) -> str | None:
+    """The task id a repository path belongs to (its task file or history), else None."""
+    base = f"{prefix}{LEDGIT_DIR}/"
+    if not path.startswith(base):
+        return None
+    rest = path[len(base):]
+    for sub, suffix in ((TASKS, TASK_SUFFIX), (HISTORY, HISTORY_SUFFIX)):
+        if rest.startswith(sub + "/") and rest.endswith(suffix):
+            name = rest[len(sub) + 1:-len(suffix)]
+            if name and "/" not in name and not name.startswith("."):
+                return name
+    return None
+
+
+# --------------------------------------------------------------------------- one task
+
+
+def marker_lines(data: bytes) -> list[int]:
+    """1-based numbers of the lines that are conflict markers (``<<<<<<<``, ``|||||||``,
+    ``>>>>>>>``)."""
+    return [data.count(b"\n", 0, m.start()) + 1 for m in _MARKER.finditer(data)]
+
+
+def _from_error(message: str, path: str) -> tuple[int, str]:
+    """(line, message) from a ``path:line: field: message`` LedgitError text."""
+    m = _LOCATED.match(message)
+    if m and m.group("path") == path:
+        return int(m.group("line")), m.group("rest")
+    if message.startswith(path + ": "):
+        return 0, message[len(path) + 2:]
+    return 0, message
+
+
+def check_task(task_id: str, record_path: str, record_data: bytes | None, history_path: str,
+               history_data: bytes | None, commit: str | None = None) -> list[Finding]:
+    """Every problem of one task given its two files' bytes (None = absent).
+
+    Rules: ``conflict-markers``; ``schema`` (the record does not parse, or its id is not the
+    file name); ``lifecycle`` (DESIGN §4); ``orphan`` (a history without a task file);
+    and the continuity rules of :func:`ledgit.history.verify` (``missing``, ``parse``,
+    ``hash``, ``heads``, ``record-head``, ...).
+    """
+    from ledgit.history import verify
+    from ledgit.record import Record, lifecycle_problems, parse_record
+
+    found: list[Finding] = []
+
+    def add(path: str, line: int, rule: str, message: str) -> None:
+        found.append(Finding(path, line, rule, message, commit))
+
+    if record_data is None and history_data is None:
+        return found
+    damaged = False
+    for path, data in ((record_path, record_data), (history_path, history_data)):
+        lines = marker_lines(data) if data else []
+        if lines:
+            damaged = True
+            add(path, lines[0], "conflict-markers",
+                f"{len(lines)} conflict marker line(s): a line merge was left in the file "
+                f"(run: ledgit resolve {path})")
+    if damaged:
+        return found
+    if record_data is None:
+        add(history_path, 0, "orphan", f"a history without a task file ({record_path})")
+        return found
+    record: Record | None = None
+    error: str | None = None
+    try:
+        record = parse_record(record_data, record_path)
+    except LedgitError as exc:
+        error = exc.message
+        line, message = _from_error(exc.message, record_path)
+        add(record_path, line, "schema", message)
+    if record is not None and record.id != task_id:
+        error = f"id {record.id!r} does not match the file name"
+        add(record_path, _line_of_key(record_data, "id"), "schema", error)
+        record = None
+    text = None if history_data is None else history_data.decode("utf-8", errors="replace")
+    for p in verify(task_id, text, record, error):
+        if p.rule == "record-head":
+            if error is None:
+                add(record_path, 0, p.rule, p.message)
+        elif p.rule == "missing":
+            add(history_path, 0, p.rule, f"{p.message} ({history_path})")
+        else:
+            add(history_path, p.line, p.rule, p.message)
+    if record is not None:
+        for name, message in lifecycle_problems(record.fields):
+            add(record_path, _line_of_key(record_data, name), "lifecycle", f"{name}: {message}")
+    return found
+
+
+def check_heads_and_markers(task_id: str, record_path: str, record_data: bytes | None,
+                            history_path: str, history_data: bytes | None,
+                            commit: str | None = None) -> list[Finding]:
+    """The cheap checks that must pass for every task everywhere: no conflict markers in
+    either file and a history with exactly one head (DESIGN §6)."""
+    from ledgit.history import HistoryError, heads, parse_events
+
+    found: list[Finding] = []
+    for path, data in ((record_path, record_data), (history_path, history_data)):
+        lines = marker_lines(data) if data else []
+        if lines:
+            found.append(Finding(path, lines[0], "conflict-markers",
+                                 f"{len(lines)} conflict marker line(s) "
+                                 f"(run: ledgit resolve {path})", commit))
+    if history_data and not found:
+        try:
+            events = parse_events(history_data.decode("utf-8", errors="replace"), task_id)
+        except HistoryError as exc:
+            found.append(Finding(history_path, exc.problem.line, exc.problem.rule,
+                                 exc.problem.message, commit))
+            return found
+        hs = heads(events)
+        if len(hs) > 1:
+            found.append(Finding(history_path, 0, "heads",
+                                 f"expected one head, found {len(hs)}: "
+                                 + ", ".join(h[:12] for h in hs) + " (merge it: ledgit resolve)",
+                                 commit))
+    return found
+
+
+def _line_of_key(data: bytes | None, key: str) -> int:
+    if data is None:
+        return 0
+    needle = key.encode() + b":"
+    for n, line in enumerate(data.split(b"\n"), start=1):
+        if line.startswith(needle):
+            return n
+        if n > 1 and line == b"---":
+            break
+    return 0
+
+
+def check_files(files: Mapping[str, bytes], prefix: str, ids: Iterable[str] | None = None,
+                commit: str | None = None, *, full: bool = True) -> tuple[int, list[Finding]]:
+    """Check the tasks of a snapshot ``{repository path: bytes}`` (a tree or the index).
+
+    ``ids``: the tasks to check (default: every task with a file in ``files``). ``full``:
+    every rule (:func:`check_task`), else only heads and markers. Returns (tasks checked,
+    findings).
+    """
+    wanted = set(ids) if ids is not None else {
+        t for t in (task_of(p, prefix) for p in files) if t is not None}
+    check = check_task if full else check_heads_and_markers
+    found: list[Finding] = []
+    for tid in sorted(wanted):
+        md, hist = task_paths(prefix, tid)
+        found += check(tid, md, files.get(md), hist, files.get(hist), commit)
+    return len(wanted), found
+
+
+# --------------------------------------------------------------------------- Git objects
+
+
+def verify_rev(cwd: Path, rev: str, prefix: str | None = None) -> GateReport:
+    """Every task and history at commit ``rev``, fully checked."""
+    prefix = board_prefix(cwd) if prefix is None else prefix
+    commit = git.rev_list(cwd, rev)[0]
+    files = git.tree_files(cwd, commit, f"{prefix}{LEDGIT_DIR}/")
+    checked, found = check_files(files, prefix, commit=commit)
+    return GateReport([commit], checked, found)
+
+
+def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
+    """Every commit of ``A..B``, oldest first.
+
+    A commit whose first parent is outside the range (the start) gets the heads-and-markers
+    check on every task; each commit then gets the full checks on the tasks it changes
+    against its first parent (so a merge commit is checked for everything it brought in).
+    """
+    if ".." not in spec:
+        raise LedgitError(f"--range {spec}: give a range A..B (a single commit: --rev)", USAGE)
+    prefix = board_prefix(cwd) if prefix is None else prefix
+    commits = git.rev_list(cwd, spec)
+    parents = _first_parents(cwd, commits)
+    seen: set[str] = set()
+    checked = 0
+    found: list[Finding] = []
+    board_dir = f"{prefix}{LEDGIT_DIR}/"
+    for commit in commits:
+        if parents.get(commit) not in seen:
+            files = git.tree_files(cwd, commit, board_dir)
+            n, more = check_files(files, prefix, commit=commit, full=False)
+            checked += n
+            found += more
+        changed = {t for t in (task_of(p, prefix) for p in git.changed_paths(cwd, commit,
+                                                                             board_dir))
+                   if t is not None}
+        for tid in sorted(changed):
+            md, hist = task_paths(prefix, tid)
+            found += [f for f in check_task(tid, md, git.blob_at(cwd, commit, md), hist,
+                                            git.blob_at(cwd, commit, hist), commit)
+                      if f not in found]
+        checked += len(changed)
+        seen.add(commit)
+    return GateReport(commits, checked, found)
+
+
+def _first_parents(cwd: Path, commits: list[str]) -> dict[str, str | None]:
+    """commit -> its first parent (None for a root commit), one ``git rev-list`` call."""
+    if not commits:
+        return {}
+    out = git.run_git(["rev-list", "--no-walk=unsorted", "--parents", "--stdin"], cwd,
+                      input="\n".join(commits).encode() + b"\n").stdout.decode()
+    result: dict[str, str | None] = {}
+    for line in out.splitlines():
+        ids = line.split()
+        if ids:
+            result[ids[0]] = ids[1] if len(ids) > 1 else None
+    return result
+
+
+def driver_gap(cwd: Path, rev: str | None = None, prefix: str = "") -> Finding | None:
+    """A finding when ``.gitattributes`` routes task files to the ``ledgit`` merge driver
+    but this clone does not define ``merge.ledgit.driver`` (Git would line-merge them).
+
+    The attributes are read from the work tree (git-check-attr(1)) and, with ``rev``, from
+    the ``.gitattributes`` files committed there (top and board directory).
+    """
+    if git.config_get(cwd, "merge.ledgit.driver"):
+        return None
+    named = attributes_name_driver(cwd, prefix)
+    where = ".gitattributes"
+    if not named and rev is not None:
+        for path in dict.fromkeys((".gitattributes", f"{prefix}.gitattributes")):
+            data = git.blob_at(cwd, rev, path)
+            if data and re.search(rb"(?m)^[^#\n]*\smerge=ledgit\b", data):
+                named, where = True, path
+                break
+    if not named:
+        return None
+    return Finding(where, 0, "merge-driver",
+                   "names the ledgit merge driver but this clone has no merge.ledgit.driver: "
+                   "Git would line-merge task files (run: ledgit install)")
+
+
+def attributes_name_driver(cwd: Path, prefix: str = "") -> bool:
+    """True when the work tree's attributes give task files ``merge=ledgit``
+    (``git check-attr merge``, which follows every .gitattributes and info/attributes)."""
+    probe = f"{prefix}{LEDGIT_DIR}/{TASKS}/T-probe{TASK_SUFFIX}"
+    top = git.toplevel(cwd)
+    if top is None:
+        return False
+    out = git.run_git(["check-attr", "-z", "merge", "--", probe], top, check=False).stdout
+    fields = out.split(b"\0")
+    return len(fields) >= 3 and fields[2] == b"ledgit"
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _escape_data(text: str) -> str:
+    # GitHub workflow commands: %, CR and LF are escaped in the message...
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    # ...and also ':' and ',' in the properties (file=..., title=...).
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_line(f: Finding) -> str:
+    """``::error file=PATH,line=N,title=ledgit RULE::MESSAGE`` (GitHub Actions workflow
+    command; ``line`` left out for a whole-file problem)."""
+    props = [f"file={_escape_property(f.path)}"]
+    if f.line:
+        props.append(f"line={f.line}")
+    props.append(f"title={_escape_property('ledgit ' + f.rule)}")
+    commit = f"{f.commit[:12]}: " if f.commit else ""
+    return f"::error {','.join(props)}::{_escape_data(commit + f.message)}"
+
+
+def render_report(report: GateReport, fmt: str) -> str:
+    """The report as ``text`` (one line per finding), ``json`` or ``github`` annotations."""
+    if fmt == "json":
+        return json.dumps({
+            "ok": report.ok, "commits": report.commits, "checked": report.checked,
+            "problems": [f._asdict() for f in report.findings],
+        }, ensure_ascii=False, indent=2)
+    if fmt == "github":
+        return "\n".join(github_line(f) for f in report.findings)
+    if fmt == "text":
+        return "\n".join(str(f) for f in report.findings)
+    raise LedgitError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})", USAGE)
+
+
+def run_gate(cwd: Path, *, rev: str | None = None, spec: str | None = None) -> GateReport:
+    """``ledgit verify --rev REV`` or ``--range A..B``: the report, with the driver check."""
+    if (rev is None) == (spec is None):
+        raise LedgitError("give one of --rev REV or --range A..B", USAGE)
+    prefix = board_prefix(cwd)
+    report = verify_rev(cwd, rev, prefix) if rev is not None else verify_range(cwd, spec or "",
+                                                                              prefix)
+    gap = driver_gap(cwd, report.commits[-1] if report.commits else None, prefix)
+    if gap is not None:
+        report = report._replace(findings=[gap, *report.findings])
+    return report
