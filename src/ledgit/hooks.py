@@ -1,0 +1,129 @@
+"""Hook entry points: ``ledgit hook NAME [ARGS...]`` (githooks(5), DESIGN §8).
+
+* ``pre-commit``: validate what is staged -- task files and histories read from the index
+  (the one ``GIT_INDEX_FILE`` names: ``git commit -a`` and partial commits use a temporary
+  index), cost O(staged tasks), never O(board). One line per problem on stderr; exit 1 stops
+  the commit.
+* ``post-checkout`` (including ``git worktree add``, git-worktree(1)), ``post-merge``,
+  ``post-rewrite`` (``rebase``, ``commit --amend``): refresh this worktree's private index.
+  These hooks cannot change the outcome of the command, so they are bounded in time
+  (:data:`INDEX_BUDGET` seconds; SQLite's journal keeps an interrupted refresh consistent)
+  and always exit 0. ``index`` is the same refresh under the name the pre-commit framework's
+  ``ledgit-index`` hook uses.
+
+No hook fires for ``reset --hard``, ``stash`` or ``cherry-pick``: every read checks the index's
+freshness by itself, so these hooks only warm it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+from ledgit import git
+from ledgit.errors import CHECK_FAILED, OK, USAGE, LedgitError
+from ledgit.gate import Finding
+
+PRE_COMMIT = "pre-commit"
+INDEX_HOOKS = ("post-checkout", "post-merge", "post-rewrite", "index")
+NAMES = (PRE_COMMIT, *INDEX_HOOKS)
+INDEX_BUDGET = 5.0  # seconds a post-* hook may spend refreshing the index
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def pre_commit(cwd: Path) -> int:
+    """Check the staged tasks; 0 when they pass, 1 (with one line each) when not.
+
+    A task is checked when its file or its history is staged; the other file is read from
+    HEAD, which the index matches for every path that is not staged.
+    """
+    from ledgit.gate import LEDGIT_DIR, board_prefix, check_task, task_of, task_paths
+
+    prefix = board_prefix(cwd)
+    staged = git.staged_files(cwd, f"{prefix}{LEDGIT_DIR}/")
+    tasks = sorted({t for t in (task_of(p, prefix) for p in staged) if t is not None})
+    problems: list[Finding] = []
+    for task in tasks:
+        md, hist = task_paths(prefix, task)
+        data = {p: staged[p] if p in staged else _at_head(cwd, p) for p in (md, hist)}
+        problems += check_task(task, md, data[md], hist, data[hist])
+    config = f"{prefix}{LEDGIT_DIR}/config.yaml"
+    if staged.get(config) is not None:
+        problems += _check_config(config, staged[config] or b"")
+    for p in problems:
+        _say(f"ledgit pre-commit: {p}")
+    if problems:
+        _say(f"ledgit pre-commit: commit refused: {len(problems)} problem(s) in "
+             f"{len(tasks)} staged task(s); fix them and `git add` again (a hand edit of a "
+             f"task file is recorded with: ledgit record ID)")
+        return CHECK_FAILED
+    return OK
+
+
+def _at_head(cwd: Path, path: str) -> bytes | None:
+    if git.head_oid(cwd) is None:
+        return None
+    return git.blob_at(cwd, "HEAD", path)
+
+
+def _check_config(path: str, data: bytes) -> list[Finding]:
+    """The staged board config must load (ledgit.config rules)."""
+    import tempfile
+
+    from ledgit.config import load_config
+
+    with tempfile.TemporaryDirectory(prefix="ledgit-config-") as tmp:
+        target = Path(tmp) / "config.yaml"
+        target.write_bytes(data)
+        try:
+            load_config(target)
+        except LedgitError as exc:
+            return [Finding(path, 0, "config", exc.message.replace(str(target), path))]
+    return []
+
+
+def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
+    """Refresh this worktree's index within ``budget`` seconds; always 0.
+
+    Past the budget the process ends at once (the refresh is one SQLite transaction, so the
+    index stays consistent) and the next read finishes the work.
+    """
+    def give_up() -> None:
+        _say(f"ledgit: index refresh took over {budget:g}s; the next read finishes it")
+        sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(budget, give_up)
+    timer.daemon = True
+    timer.start()
+    try:
+        from ledgit.board import find_board
+        from ledgit.index import Index
+
+        try:
+            board = find_board(cwd)
+        except LedgitError:
+            return OK  # no board on this branch: nothing to index
+        with Index.open(board) as index:
+            index.refresh()
+    except Exception as exc:  # noqa: BLE001 - a post-* hook must never fail the command
+        _say(f"ledgit: index refresh skipped: {exc}")
+    finally:
+        timer.cancel()
+    return OK
+
+
+def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
+    """Dispatch ``ledgit hook NAME ARGS``; ``args`` are the hook's own (ignored)."""
+    del args  # post-checkout's refs and flag, post-rewrite's command: not needed
+    where = Path(os.getcwd()) if cwd is None else cwd
+    if name == PRE_COMMIT:
+        return pre_commit(where)
+    if name in INDEX_HOOKS:
+        return refresh_index(where)
+    raise LedgitError(f"unknown hook {name!r} (one of {', '.join(NAMES)})", USAGE)

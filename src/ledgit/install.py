@@ -1,0 +1,565 @@
+"""``ledgit install`` / ``uninstall`` / ``doctor``: wire ledgit into a repository (DESIGN §8).
+
+``install`` is idempotent and does three things:
+
+1. the merge driver in the repository's shared config (``<common dir>/config``, read by every
+   worktree): ``merge.ledgit.name`` and ``merge.ledgit.driver = <python> -m ledgit
+   merge-driver %O %A %B %L %P`` -- an absolute command, because Git runs it through the shell
+   from whatever directory the merge runs in (gitattributes(5), "Defining a custom merge
+   driver");
+2. the attributes that route task files and histories to it, as a marked block in the
+   ``.gitattributes`` next to ``.ledgit/`` (versioned: every clone gets them);
+3. the hooks ``pre-commit``, ``post-checkout``, ``post-merge`` and ``post-rewrite`` in the
+   effective hooks directory (``core.hooksPath`` aware, githooks(5)), each as a block between
+   ``# >>> ledgit >>>`` and ``# <<< ledgit <<<`` that runs before whatever the hook already
+   did. A hook that is not a shell script (or not executable) is kept aside as
+   ``<hook>.pre-ledgit`` and chained from a new shell hook. When the repository uses the
+   pre-commit framework (``.pre-commit-config.yaml``), hooks are left to it and the snippet to
+   add is printed instead.
+
+``uninstall`` removes exactly those blocks, files and settings. ``doctor`` checks every
+worktree (git-worktree(1)) and prints, per gap, the command that closes it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import stat
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from ledgit import git
+from ledgit.errors import USAGE, LedgitError
+
+if TYPE_CHECKING:
+    from ledgit.board import Board
+
+DRIVER = "ledgit"
+DRIVER_NAME = "ledgit task merge"
+HOOKS = ("pre-commit", "post-checkout", "post-merge", "post-rewrite")
+BEGIN = "# >>> ledgit >>>"
+END = "# <<< ledgit <<<"
+CREATED = "# ledgit: created this file"
+CHAINED_SUFFIX = ".pre-ledgit"
+PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
+ATTRIBUTE_LINES = (".ledgit/tasks/*.md merge=ledgit", ".ledgit/history/*.jsonl merge=ledgit")
+_SHELLS = ("sh", "bash", "dash", "ksh", "zsh", "ash", "busybox")
+
+
+def pre_commit_snippet() -> str:
+    """What to add to ``.pre-commit-config.yaml`` (pre-commit's ``repo``/``rev``/``hooks``
+    plus ``default_install_hook_types`` so that ``pre-commit install`` installs the post-*
+    hooks too). ``repo`` is this ledgit's source checkout when it runs from one."""
+    repo, rev = "<the URL of ledgit's Git repository>", "<a tag or commit of it>"
+    source = Path(__file__).resolve().parents[2]
+    if (source / ".pre-commit-hooks.yaml").is_file():
+        head = git.head_oid(source) if git.toplevel(source) == source else None
+        if head:
+            repo, rev = str(source), head
+    return (
+        "default_install_hook_types: [pre-commit, post-checkout, post-merge, post-rewrite]\n"
+        "repos:\n"
+        f"  - repo: {repo}\n"
+        f"    rev: {rev}\n"
+        "    hooks:\n"
+        "      - id: ledgit-check\n"
+        "      - id: ledgit-index\n"
+    )
+
+
+class Gap(NamedTuple):
+    """One thing ``doctor`` found missing: where (a worktree), what, and the fixing command."""
+
+    worktree: Path
+    what: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.worktree}: {self.what} (fix: {self.fix})"
+
+
+# --------------------------------------------------------------------------- the pieces
+
+
+def ledgit_command() -> str:
+    """The shell words that run this ledgit from anywhere: ``<this python> -m ledgit``."""
+    return f"{shlex.quote(sys.executable)} -m ledgit"
+
+
+def driver_command(command: str | None = None) -> str:
+    """The ``merge.ledgit.driver`` value (gitattributes(5): Git substitutes %O %A %B %L %P)."""
+    return f"{command or ledgit_command()} merge-driver %O %A %B %L %P"
+
+
+def attributes_file(cwd: Path) -> Path:
+    """The ``.gitattributes`` beside the board (patterns there are relative to it); the work
+    tree top when no board is checked out."""
+    from ledgit.gate import board_prefix
+
+    top = _top(cwd)
+    return top / board_prefix(cwd) / ".gitattributes"
+
+
+def hook_block(name: str, command: str | None = None, *, created: bool = False,
+               chained: bool = False) -> str:
+    """The marked POSIX sh block for hook ``name``: runs ``<ledgit> hook NAME "$@"``.
+
+    ``pre-commit`` stops the commit when the check fails (githooks(5): a non-zero exit aborts
+    it); the post-* hooks cannot change the outcome, so their block never exits. Their stdin
+    (post-rewrite's list of rewritten commits) is left for the hook's own script. ``created``
+    marks a file install created; ``chained`` ends the block by running the hook kept aside.
+    """
+    cmd = command or ledgit_command()
+    words = shlex.split(cmd)
+    exe = words[0] if words else "ledgit"
+    guard = (f"[ -x {shlex.quote(exe)} ]" if os.path.isabs(exe)
+             else f"command -v {shlex.quote(exe)} >/dev/null 2>&1")
+    tail = " || exit $?" if name == "pre-commit" else " || :"
+    lines = [
+        BEGIN,
+        "# Added by `ledgit install`; `ledgit uninstall` removes this block (githooks(5)).",
+        f"if {guard}; then",
+        f'    {cmd} hook {name} "$@" </dev/null{tail}',
+        "elif command -v ledgit >/dev/null 2>&1; then",
+        f'    ledgit hook {name} "$@" </dev/null{tail}',
+        "else",
+        f'    echo "ledgit {name} hook: ledgit is not installed; skipped" >&2',
+        "fi",
+    ]
+    if created:
+        lines.append(CREATED)
+    if chained:
+        lines += [f'chained="$(dirname "$0")/{name}{CHAINED_SUFFIX}"',
+                  '[ -x "$chained" ] && exec "$chained" "$@"']
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def _top(cwd: Path) -> Path:
+    top = git.toplevel(cwd)
+    if top is None:
+        raise LedgitError(f"{cwd}: not inside a Git work tree (ledgit install needs one)", USAGE)
+    return top
+
+
+def _uses_pre_commit_framework(top: Path) -> bool:
+    return (top / PRE_COMMIT_CONFIG).is_file()
+
+
+def _split_block(text: str) -> tuple[str, str | None, str]:
+    """(before, block or None, after) of a file's text around the ledgit block."""
+    start = text.find(BEGIN + "\n")
+    if start == -1 or (start > 0 and text[start - 1] != "\n"):
+        return text, None, ""
+    end = text.find(END + "\n", start)
+    if end == -1:
+        return text, None, ""
+    end += len(END) + 1
+    return text[:start], text[start:end], text[end:]
+
+
+def _is_shell_script(text: str) -> bool:
+    if not text.startswith("#!"):
+        return True  # Git runs a hook without "#!" through the shell (run-command.c)
+    words = text[2:].split("\n", 1)[0].split()
+    if not words:
+        return True
+    prog = os.path.basename(words[0])
+    if prog == "env" and len(words) > 1:
+        prog = os.path.basename([w for w in words[1:] if not w.startswith("-")][0]
+                                if any(not w.startswith("-") for w in words[1:]) else "")
+    return prog in _SHELLS
+
+
+def _make_executable(path: Path) -> None:
+    mode = path.stat().st_mode
+    path.chmod(mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.ledgit-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    if path.exists():
+        shutil.copymode(path, tmp)
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+def install_hook(hooks_dir: Path, name: str, command: str | None = None) -> str:
+    """Put the ledgit block into hook ``name``; returns what was done (one line)."""
+    path = hooks_dir / name
+    if not path.exists():
+        hooks_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n" + hook_block(name, command, created=True),
+                        encoding="utf-8")
+        _make_executable(path)
+        return f"created {path}"
+    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    before, old, after = _split_block(text)
+    if old is not None:
+        marks = old.splitlines()
+        new = hook_block(name, command, created=CREATED in marks,
+                         chained=any(m.startswith("chained=") for m in marks))
+        if new == old:
+            return f"{path}: already installed"
+        _write_text(path, before + new + after)
+        return f"{path}: updated the ledgit block"
+    if os.access(path, os.X_OK) and _is_shell_script(text):
+        block = hook_block(name, command)
+        if text.startswith("#!"):
+            first, _, rest = text.partition("\n")
+            new_text = first + "\n" + block + rest
+        else:
+            new_text = block + text
+        _write_text(path, new_text)
+        return f"{path}: added the ledgit block before the existing script"
+    # Not a shell script (or disabled): keep it aside and chain it from a new shell hook.
+    aside = path.with_name(name + CHAINED_SUFFIX)
+    if aside.exists():
+        raise LedgitError(f"{path}: cannot chain it: {aside} already exists", USAGE)
+    os.replace(path, aside)
+    path.write_text("#!/bin/sh\n" + hook_block(name, command, created=True, chained=True),
+                    encoding="utf-8")
+    _make_executable(path)
+    return f"{path}: moved the existing hook to {aside.name} and chained it"
+
+
+def uninstall_hook(hooks_dir: Path, name: str) -> str | None:
+    """Remove the ledgit block (and what install created around it); None if none."""
+    path = hooks_dir / name
+    try:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        return None
+    before, block, after = _split_block(text)
+    if block is None:
+        return None
+    aside = path.with_name(name + CHAINED_SUFFIX)
+    if CREATED in block.splitlines():
+        path.unlink()
+        if aside.exists() and 'chained="' in block:
+            os.replace(aside, path)
+            return f"{path}: restored the hook it had chained"
+        return f"removed {path}"
+    _write_text(path, before + after)
+    return f"{path}: removed the ledgit block"
+
+
+def hook_installed(hooks_dir: Path, name: str) -> bool:
+    """True when hook ``name`` holds the ledgit block and Git will run it (executable)."""
+    path = hooks_dir / name
+    try:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    except (FileNotFoundError, IsADirectoryError):
+        return False
+    return _split_block(text)[1] is not None and os.access(path, os.X_OK)
+
+
+def pre_commit_framework_gaps(top: Path, hooks_dir: Path) -> list[str]:
+    """What the pre-commit framework setup lacks: the hook ids in the config, and the hook
+    scripts ``pre-commit install`` writes for each hook type."""
+    try:
+        config = (top / PRE_COMMIT_CONFIG).read_text(encoding="utf-8")
+    except OSError:
+        return [f"no {PRE_COMMIT_CONFIG}"]
+    gaps = [f"{PRE_COMMIT_CONFIG} does not use hook id {hid}"
+            for hid in ("ledgit-check", "ledgit-index") if hid not in config]
+    for name in HOOKS:
+        path = hooks_dir / name
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        if "pre-commit" not in text or not os.access(path, os.X_OK):
+            gaps.append(f"the {name} hook is not installed by the pre-commit framework")
+    return gaps
+
+
+# --------------------------------------------------------------------------- attributes
+
+
+def install_attributes(path: Path) -> str:
+    """Add the ledgit attribute lines, as a marked block, unless already there."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    present = {" ".join(line.split()) for line in text.splitlines()}
+    if all(line in present for line in ATTRIBUTE_LINES):
+        return f"{path}: already routes task files to the ledgit driver"
+    block = BEGIN + "\n" + "".join(line + "\n" for line in ATTRIBUTE_LINES) + END + "\n"
+    sep = "" if not text or text.endswith("\n") else "\n"
+    _write_text(path, text + sep + block)
+    return f"{path}: added the ledgit merge attributes"
+
+
+def uninstall_attributes(path: Path) -> str | None:
+    """Remove the ledgit attribute block; delete the file when nothing else is left."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    before, block, after = _split_block(text)
+    if block is None:
+        return None
+    rest = before + after
+    if rest.strip():
+        _write_text(path, rest)
+        return f"{path}: removed the ledgit attributes"
+    path.unlink()
+    return f"removed {path}"
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> list[str]:
+    """``ledgit install``: driver config, attributes, hooks (or the pre-commit snippet).
+    Returns one line per action. Idempotent."""
+    top = _top(cwd)
+    done: list[str] = []
+    want = driver_command(command)
+    if git.config_get(cwd, f"merge.{DRIVER}.name") != DRIVER_NAME:
+        git.config_set(cwd, f"merge.{DRIVER}.name", DRIVER_NAME)
+    if git.config_get(cwd, f"merge.{DRIVER}.driver") != want:
+        git.config_set(cwd, f"merge.{DRIVER}.driver", want)
+        done.append(f"merge driver: merge.{DRIVER}.driver = {want} "
+                    f"(in {git.common_dir(cwd) / 'config'})")
+    else:
+        done.append(f"merge driver: already configured ({want})")
+    done.append(install_attributes(attributes_file(cwd)))
+    if not hooks:
+        return done
+    if _uses_pre_commit_framework(top):
+        done.append(f"hooks: {PRE_COMMIT_CONFIG} found, so the pre-commit framework manages "
+                    f"hooks; add this to it, then run `pre-commit install`:\n"
+                    + pre_commit_snippet())
+        return done
+    hdir = git.hooks_dir(cwd)
+    for name in HOOKS:
+        done.append(install_hook(hdir, name, command))
+    return done
+
+
+def uninstall(cwd: Path) -> list[str]:
+    """``ledgit uninstall``: remove exactly what install added. One line per action."""
+    _top(cwd)
+    done: list[str] = []
+    removed = [git.config_unset(cwd, f"merge.{DRIVER}.{key}") for key in ("driver", "name")]
+    if any(removed):
+        done.append(f"removed [merge \"{DRIVER}\"] from {git.common_dir(cwd) / 'config'}")
+    line = uninstall_attributes(attributes_file(cwd))
+    if line:
+        done.append(line)
+    hdir = git.hooks_dir(cwd)
+    for name in HOOKS:
+        line = uninstall_hook(hdir, name)
+        if line:
+            done.append(line)
+    return done or ["nothing to remove"]
+
+
+# --------------------------------------------------------------------------- doctor
+
+
+def _driver_runs(value: str) -> bool:
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        return False
+    if not words:
+        return False
+    exe = words[0]
+    return os.access(exe, os.X_OK) if os.path.isabs(exe) else shutil.which(exe) is not None
+
+
+def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
+    """Gaps of one worktree: driver, attributes, hooks, index freshness, interrupted writes,
+    unresolved task conflicts. With ``fix``, the index is refreshed on the way."""
+    from ledgit.gate import attributes_name_driver
+
+    gaps: list[Gap] = []
+    driver = git.config_get(wt, f"merge.{DRIVER}.driver")
+    if not driver:
+        gaps.append(Gap(wt, f"merge.{DRIVER}.driver is not configured: Git would line-merge "
+                            f"task files", "ledgit install"))
+    elif not _driver_runs(driver):
+        gaps.append(Gap(wt, f"merge.{DRIVER}.driver runs a missing program ({driver})",
+                        "ledgit install"))
+    if not attributes_name_driver(wt, board_rel):
+        gaps.append(Gap(wt, ".gitattributes does not route task files to the ledgit driver",
+                        "ledgit install"))
+    top = git.toplevel(wt) or wt
+    hdir = git.hooks_dir(wt)
+    if _uses_pre_commit_framework(top):
+        for what in pre_commit_framework_gaps(top, hdir):
+            gaps.append(Gap(wt, what, "add ledgit to .pre-commit-config.yaml (ledgit install "
+                                      "prints the snippet), then: pre-commit install"))
+    else:
+        missing = [n for n in HOOKS if not hook_installed(hdir, n)]
+        if missing:
+            gaps.append(Gap(wt, f"hooks without ledgit in {hdir}: {', '.join(missing)}",
+                            "ledgit install"))
+    board_root = top / board_rel
+    if (board_root / ".ledgit").is_dir():
+        gaps += _board_gaps(wt, board_root, fix=fix)
+    conflicted = git.conflicted_paths(wt, f"{board_rel}.ledgit/")
+    if conflicted:
+        gaps.append(Gap(wt, f"{len(conflicted)} task file(s) or histories unmerged: "
+                            + ", ".join(conflicted[:3]), "ledgit resolve"))
+    return gaps
+
+
+def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
+    from ledgit.board import Board
+
+    board = Board(root)
+    gaps: list[Gap] = []
+    stale = _index_stale(board, fix=fix)
+    if stale:
+        gaps.append(Gap(wt, stale, "ledgit cache rebuild"))
+    interrupted = interrupted_writes(board)
+    if interrupted:
+        gaps.append(Gap(wt, "interrupted writes: " + ", ".join(interrupted[:5]),
+                        "ledgit doctor --repair"))
+    return gaps
+
+
+def _index_stale(board: Board, *, fix: bool) -> str | None:
+    """A sentence when the worktree's index is missing or stale (None when fresh or fixed).
+
+    Stale: a task file has no row, or a row was built from a file whose (mtime, size, inode)
+    differ from the file's now, or a row has no file. Reads refresh the index themselves; a
+    stale index only costs the next read, so ``fix`` just refreshes it.
+    """
+    from ledgit.index import Index
+
+    state: str | None = None
+    index = Index.open_existing(board)
+    if index is None:
+        state = "the index is not built"
+    else:
+        try:
+            rows = {r[0]: tuple(r[1:]) for r in index.db.execute(
+                "SELECT id, mtime_ns, size, ino FROM tasks")}
+        finally:
+            index.close()
+        files: dict[str, tuple[int, int, int]] = {}
+        for name in _listdir(board.tasks_dir):
+            if name.endswith(".md") and not name.startswith("."):
+                try:
+                    st = os.stat(board.tasks_dir / name)
+                except FileNotFoundError:
+                    continue
+                files[name[:-3]] = (st.st_mtime_ns, st.st_size, st.st_ino)
+        differ = sorted(n for n in files.keys() | rows.keys() if files.get(n) != rows.get(n))
+        if differ:
+            state = (f"the index is stale ({len(differ)} task file(s) changed since it was "
+                     f"built: {', '.join(differ[:3])})")
+    if state is not None and fix:
+        with Index.open(board) as fresh:
+            fresh.refresh()
+        return None
+    return state
+
+
+def _listdir(path: Path) -> list[str]:
+    try:
+        return os.listdir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def interrupted_writes(board: Board) -> list[str]:
+    """Tasks whose last write was interrupted (DESIGN §6): a leftover temp file, a history
+    one event ahead of its file, or a history without its file."""
+    from ledgit.board import TMP_MARK
+    from ledgit.history import HistoryError, heads, parse_events, replay
+    from ledgit.record import parse_record, revision_of
+
+    found: set[str] = set()
+    names = _listdir(board.tasks_dir)
+    for name in names:
+        if name.startswith(".") and TMP_MARK in name:
+            found.add(name[1:name.index(TMP_MARK)])
+    tasks = {n[:-3] for n in names if n.endswith(".md") and not n.startswith(".")}
+    for name in _listdir(board.history_dir):
+        if not name.endswith(".jsonl") or name.startswith("."):
+            continue
+        tid = name[:-6]
+        if tid not in tasks:
+            found.add(tid)
+            continue
+        hpath, tpath = board.history_dir / name, board.tasks_dir / f"{tid}.md"
+        try:
+            if hpath.stat().st_mtime_ns < tpath.stat().st_mtime_ns:
+                continue  # the file was written after the history: not interrupted
+            text = hpath.read_text(encoding="utf-8", errors="replace")
+            if text and not text.endswith("\n"):
+                found.add(tid)  # a torn append
+                continue
+            events = parse_events(text, tid)
+            hs = heads(events)
+            if len(hs) != 1 or len(events) < 2:
+                continue
+            states = replay(events, tid)
+            head = events[-1] if events[-1]["id"] == hs[0] else None
+            if head is None:
+                continue
+            record = parse_record(tpath.read_bytes(), str(tpath))
+            if (record.revision != revision_of(states[hs[0]])
+                    and record.revision == revision_of(states[head["parents"][0]])):
+                found.add(tid)
+        except (OSError, HistoryError, LedgitError, ValueError):
+            continue
+    return sorted(found)
+
+
+def doctor(cwd: Path, *, fix: bool = False, repair: bool = False) -> tuple[int, list[str]]:
+    """``ledgit doctor``: every gap of every worktree with its fix; exit 1 when any is left.
+
+    ``fix`` runs ``ledgit install`` (when a gap calls for it) and refreshes stale indexes;
+    ``repair`` rolls interrupted writes forward (:meth:`Board.repair`) in every worktree.
+    """
+    from ledgit.gate import board_prefix
+
+    _top(cwd)
+    board_rel = board_prefix(cwd)
+    lines: list[str] = []
+    worktrees = git.list_worktrees(cwd)
+    if fix or repair:
+        for wt in worktrees:
+            lines += _apply(wt, board_rel, fix=fix, repair=repair)
+    gaps: list[Gap] = []
+    for wt in worktrees:
+        gaps += worktree_gaps(wt, board_rel, fix=fix)
+    for gap in gaps:
+        lines.append(f"gap: {gap}")
+    if not gaps:
+        lines.append(f"ok: {len(worktrees)} worktree(s) checked, nothing missing")
+    return (1 if gaps else 0), lines
+
+
+def _apply(wt: Path, board_rel: str, *, fix: bool, repair: bool) -> list[str]:
+    lines: list[str] = []
+    gaps = worktree_gaps(wt, board_rel)
+    if fix and any(g.fix == "ledgit install" for g in gaps):
+        lines += [f"fixed: {line}" for line in install(wt)
+                  if "already" not in line]
+    if repair and any(g.fix == "ledgit doctor --repair" for g in gaps):
+        from ledgit.board import Board
+
+        top = git.toplevel(wt) or wt
+        lines += [f"repaired: {line}" for line in Board(top / board_rel).repair()]
+    return lines
+
+
+def format_lines(lines: Sequence[str]) -> str:
+    """Join report lines for printing."""
+    return "\n".join(lines)
