@@ -59,9 +59,15 @@ COMMANDS: dict[str, str] = {
     "handoff": "ledgit.cli:handoff_cmd",
     "history": "ledgit.cli:history_cmd",
     "record": "ledgit.cli:record_cmd",
-    "verify": "ledgit.cli:verify_cmd",
+    "verify": "ledgit.gitcli:verify_cmd",  # cli.verify_cmd + the CI gate options
     "cache": "ledgit.cli:cache_group",
     "demo": "ledgit.demo:demo_cmd",
+    "install": "ledgit.gitcli:install_cmd",
+    "uninstall": "ledgit.gitcli:uninstall_cmd",
+    "doctor": "ledgit.gitcli:doctor_cmd",
+    "resolve": "ledgit.gitcli:resolve_cmd",
+    "hook": "ledgit.gitcli:hook_cmd",
+    "merge-driver": "ledgit.gitcli:merge_driver_cmd",
 }
 
 # Copies of ledgit.record's enumerations, so building the CLI does not import YAML
