@@ -1,0 +1,864 @@
+"""A board on disk: discovery, ids, locks, atomic writes and the write path (DESIGN §2, §6).
+
+Layout (DESIGN §2)::
+
+    <root>/.ledgit/config.yaml          settings (ledgit.config)
+    <root>/.ledgit/tasks/<ID>.md        canonical records (ledgit.record)
+    <root>/.ledgit/history/<ID>.jsonl   hash-linked events (ledgit.history)
+    <git dir>/ledgit/                   per worktree: index.sqlite3, locks/
+    <root>/.ledgit/.local/              the same, outside a Git repository (git-ignored)
+
+Every write goes through :meth:`Board.mutate` (or :meth:`Board.create`) and is ordered like a
+write-ahead log: per-task lock, read the file (the truth, never the index), check ``--expect``,
+append the event(s) and fsync, replace the task file atomically, fsync the directory, then
+refresh the index row (best effort). A crash between the append and the rename leaves the
+history one event ahead of the file; the next write to that task, or :meth:`Board.repair`,
+rolls it forward. No acknowledged write is lost.
+
+Import cost matters (DESIGN §10): this module imports only the standard library at the top;
+record/history (PyYAML, jsonpatch) are imported by the methods that parse or write.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ledgit.config import CONFIG_NAME, PREFIX_RE, BoardConfig, load_config, render_config
+from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
+
+if TYPE_CHECKING:
+    from ledgit.history import Event, Problem
+    from ledgit.record import Record
+
+LEDGIT_DIR = ".ledgit"
+TASKS_DIR = "tasks"
+HISTORY_DIR = "history"
+LOCAL_DIR = ".local"  # the private dir outside Git
+TASK_SUFFIX = ".md"
+HISTORY_SUFFIX = ".jsonl"
+TMP_MARK = ".md.tmp-"  # temp files: .<id>.md.tmp-<pid>-<random>, in the tasks dir
+ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"  # RFC 4648 base32, lower case
+ID_RANDOM_CHARS = 10  # 50 random bits (DESIGN §2)
+DEFAULT_LOCK_TIMEOUT = 30.0  # seconds; 8 writers x 50 writes on one task wait < 3 s here
+ROOT_ENV = "LEDGIT_ROOT"
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # = record.ID_RE
+ACTOR_ENV = "LEDGIT_ACTOR"
+
+
+class Change(NamedTuple):
+    """What a mutation callback returns: the new record, the event's op, note and meta."""
+
+    record: Record
+    op: str
+    note: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+class Board:
+    """A ledgit board rooted at ``root`` (the directory that contains ``.ledgit/``).
+
+    Cheap to construct: the config and the private dir are computed on first use.
+    """
+
+    def __init__(self, root: Path, config: BoardConfig | None = None) -> None:
+        self.root = Path(os.path.abspath(root))
+        self.dir = self.root / LEDGIT_DIR
+        self.tasks_dir = self.dir / TASKS_DIR
+        self.history_dir = self.dir / HISTORY_DIR
+        if config is not None:
+            self.__dict__["config"] = config
+
+    def __repr__(self) -> str:
+        return f"Board({str(self.root)!r})"
+
+    @cached_property
+    def config(self) -> BoardConfig:
+        """The board's settings (``.ledgit/config.yaml``; defaults when missing)."""
+        return load_config(self.dir / CONFIG_NAME)
+
+    @cached_property
+    def git_dir(self) -> Path | None:
+        """The per-worktree Git directory holding ``root``; None outside Git."""
+        return _git_dir_for(self.root)
+
+    @cached_property
+    def private_dir(self) -> Path:
+        """``$(git rev-parse --git-path ledgit)``: per worktree, never committed (DESIGN §2).
+
+        Outside a Git repository: ``.ledgit/.local/``. Not created here.
+        """
+        gd = self.git_dir
+        return gd / "ledgit" if gd is not None else self.dir / LOCAL_DIR
+
+    # ------------------------------------------------------------------ paths and ids
+
+    def task_path(self, task_id: str) -> Path:
+        """``.ledgit/tasks/<id>.md``. Raises LedgitError (exit 2) for an invalid id."""
+        return self.tasks_dir / (_checked_id(task_id) + TASK_SUFFIX)
+
+    def history_path(self, task_id: str) -> Path:
+        """``.ledgit/history/<id>.jsonl``. Raises LedgitError (exit 2) for an invalid id."""
+        return self.history_dir / (_checked_id(task_id) + HISTORY_SUFFIX)
+
+    def rel(self, path: Path) -> str:
+        """``path`` relative to the board root, POSIX style (for messages and the index)."""
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def list_ids(self) -> list[str]:
+        """Ids of every task file (stems of ``tasks/*.md``, dot-files excluded), sorted."""
+        return sorted(_stems(self.tasks_dir, TASK_SUFFIX))
+
+    def exists(self, task_id: str) -> bool:
+        """True when the task file exists (case-exact, also on case-insensitive systems)."""
+        if not _is_valid_id(task_id) or not self.task_path(task_id).is_file():
+            return False
+        if sys.platform in ("darwin", "win32"):
+            return task_id + TASK_SUFFIX in os.listdir(self.tasks_dir)
+        return True
+
+    def resolve_id(self, text: str) -> str:
+        """The task id ``text`` names: the exact id, or a unique prefix of an id or of its
+        random part (``k3v9`` finds ``T-k3v9q2mz7a``; prefixes ignore case), like short Git
+        hashes (DESIGN §2).
+
+        Raises LedgitError exit 4: no match, or ambiguous (the message lists the candidates).
+        """
+        text = text.strip()
+        if not text:
+            raise LedgitError("no task id given", USAGE)
+        if self.exists(text):
+            return text
+        want = text.lower()
+        found = []
+        for tid in self.list_ids():
+            low = tid.lower()
+            if low.startswith(want) or low.partition("-")[2].startswith(want):
+                found.append(tid)
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise LedgitError(f"no task matches {text!r}", NOT_FOUND)
+        shown = ", ".join(found[:10]) + (f", ... ({len(found)} in all)" if len(found) > 10
+                                         else "")
+        raise LedgitError(f"{text!r} is ambiguous: {shown}", NOT_FOUND)
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, task_id: str) -> Record:
+        """Parse the task file (the truth, never the index).
+
+        Raises LedgitError: missing → exit 4; malformed, or its ``id`` differs from the file
+        name → exit 2 with ``path:line: field: message``.
+        """
+        from ledgit.record import parse_record
+
+        path = self.task_path(task_id)
+        rel = self.rel(path)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise LedgitError(f"no task {task_id} ({rel})", NOT_FOUND) from None
+        except OSError as exc:
+            raise LedgitError(located(f"cannot read: {exc.strerror}", rel), USAGE) from None
+        record = parse_record(data, rel)
+        if record.id != task_id:
+            raise LedgitError(located(f"id {record.id!r} does not match the file name", rel,
+                                      _line_of_key(data, "id"), "id"), USAGE)
+        return record
+
+    def read_history_text(self, task_id: str) -> str | None:
+        """The history file's text, or None when it does not exist."""
+        try:
+            return self.history_path(task_id).read_bytes().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+
+    # ------------------------------------------------------------------ locking
+
+    @contextmanager
+    def lock(self, task_id: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
+        """Hold the task's advisory lock (``<private dir>/locks/<id>.lock``, flock).
+
+        Waits up to ``timeout`` seconds; then raises LedgitError exit 5 (busy). Compatible
+        with ``filelock.FileLock`` on the same path (both use flock on a file kept in place).
+        """
+        path = self.private_dir / "locks" / f"{_checked_id(task_id)}.lock"
+        with file_lock(path, timeout, f"{task_id} is busy"):
+            yield
+
+    # ------------------------------------------------------------------ writing
+
+    def create(self, fields: Mapping[str, Any], body: str, actor: str, *,
+               note: str | None = None, task_id: str | None = None,
+               at: str | None = None) -> Record:
+        """Create a task: a genesis ``create`` event, then the file (DESIGN §6 order).
+
+        ``fields``: typed front matter without ``id`` (``status`` defaults to ``open``);
+        ``created``/``last_modified`` default to ``at`` (RFC 3339) or now. The new id is
+        ``<prefix>-<10 random base32 chars>`` unless ``task_id`` is given. Raises LedgitError
+        exit 2 for invalid fields, a lifecycle violation, or an id that already exists.
+        """
+        from ledgit.history import new_event
+        from ledgit.record import lifecycle_problems, make_record, normalize_timestamp
+
+        actor = _checked_actor(actor)
+        try:
+            stamp = normalize_timestamp(at) if at else _now()
+        except ValueError as exc:
+            raise LedgitError(f"--at: {exc}", USAGE) from None
+        tid = _checked_id(task_id) if task_id is not None else self._new_id()
+        data = dict(fields)
+        data["id"] = tid
+        data.setdefault("status", "open")
+        data["created"] = data.get("created") or stamp
+        data["last_modified"] = data.get("last_modified") or stamp
+        path = self.task_path(tid)
+        record = make_record(data, body, self.rel(path))
+        _refuse_lifecycle(lifecycle_problems(record.fields), [], self.rel(path))
+        with self.lock(tid):
+            if path.exists():
+                raise LedgitError(f"task {tid} already exists ({self.rel(path)})", USAGE)
+            if self.history_path(tid).exists():
+                raise LedgitError(f"{self.rel(self.history_path(tid))} already exists without "
+                                  f"a task file (run: ledgit doctor --repair)", USAGE)
+            event = new_event(parents=[], at=record.fields["last_modified"], actor=actor,
+                              op="create", before_state={}, after_state=record.state(),
+                              note=note)
+            self._commit(tid, [event], record)
+        return record
+
+    def mutate(self, task_id: str, change: Callable[[Record], Change], actor: str, *,
+               expect: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+               check_lifecycle: bool = True) -> Record:
+        """Apply ``change`` to one task through the write-ahead path (DESIGN §6).
+
+        Under the task's lock: read the file; roll an interrupted write forward; check
+        ``expect`` (a full revision or a prefix of >= 12 hex digits, else exit 2; stale →
+        exit 3 naming the current revision); call ``change(current)``; set ``last_modified``
+        to now (strictly later than before); validate (exit 2; new lifecycle violations are
+        refused unless ``check_lifecycle=False``). A result equal to the current record writes
+        nothing. Otherwise a hand edit of the file is first recorded as an ``edit`` event by
+        ``actor``, then the requested event is appended, the file replaced and the index row
+        refreshed. Returns the record now on disk.
+
+        Raises LedgitError: no such task (4), lock timeout (5), damaged history or more than
+        one head (1: run ``ledgit verify`` / ``ledgit resolve``).
+        """
+        from ledgit.history import new_event
+        from ledgit.record import lifecycle_problems, make_record
+
+        actor = _checked_actor(actor)
+        if not self.exists(task_id):
+            raise LedgitError(f"no task {task_id}", NOT_FOUND)
+        path = self.task_path(task_id)
+        rel = self.rel(path)
+        with self.lock(task_id, lock_timeout):
+            now = _now()
+            current, pending, parents = self._settle(task_id, actor, now)
+            if expect is not None:
+                check_expect(task_id, current.revision, expect)
+            result = change(current)
+            if not isinstance(result, tuple) or len(result) < 2:
+                raise TypeError("a mutation callback must return a Change")
+            proposed = result[0]
+            op, note = str(result[1]), result[2] if len(result) > 2 else None
+            meta = result[3] if len(result) > 3 else None
+            if not op:
+                raise LedgitError("a change needs an op", USAGE)
+            fields = dict(proposed.fields)
+            if fields.get("id") != task_id:
+                raise LedgitError(located("a change cannot alter the task id", rel, None, "id"),
+                                  USAGE)
+            fields["last_modified"] = current.fields["last_modified"]
+            unchanged = make_record(fields, proposed.body, rel)
+            if unchanged == current:
+                return current
+            fields["last_modified"] = _later(current.fields["last_modified"], now)
+            new = make_record(fields, proposed.body, rel)
+            if check_lifecycle:
+                _refuse_lifecycle(lifecycle_problems(new.fields),
+                                  lifecycle_problems(current.fields), rel)
+            event = new_event(parents=parents, at=new.fields["last_modified"], actor=actor,
+                              op=op, before_state=current.state(), after_state=new.state(),
+                              note=note, meta=meta)
+            self._commit(task_id, [*pending, event], new)
+            return new
+
+    def record_edit(self, task_id: str, actor: str) -> dict[str, Any] | None:
+        """``ledgit record ID``: append an ``edit`` event when the file differs from its
+        history head (a hand edit, DESIGN §6), or a genesis ``create`` event when the task has
+        no history yet. Returns the appended event, or None when there was nothing to record
+        (an interrupted write is rolled forward instead). The schema still applies (exit 2).
+        """
+        actor = _checked_actor(actor)
+        if not self.exists(task_id):
+            raise LedgitError(f"no task {task_id}", NOT_FOUND)
+        with self.lock(task_id):
+            current, pending, _ = self._settle(task_id, actor, _now())
+            if not pending:
+                return None
+            self._commit(task_id, pending, None)
+            self._refresh_index([current])
+            return dict(pending[-1])
+
+    # ------------------------------------------------------------------ checking and repair
+
+    def verify(self, ids: list[str] | None = None) -> list[Problem]:
+        """Problems of the given tasks (all when None): history continuity (history.verify),
+        schema errors of task files, lifecycle invariants (DESIGN §4), orphan histories.
+
+        Never raises for one bad task: each problem is a :class:`ledgit.history.Problem`.
+        """
+        from ledgit.history import Problem, verify
+        from ledgit.record import lifecycle_problems
+
+        problems: list[Problem] = []
+        check_orphans = ids is None
+        names = self.list_ids() if ids is None else list(ids)
+        for tid in names:
+            try:
+                text = self.read_history_text(tid)
+            except LedgitError as exc:
+                problems.append(Problem(tid, 0, "schema", exc.message))
+                continue
+            record: Record | None = None
+            error: str | None = None
+            try:
+                record = self.read(tid)
+            except LedgitError as exc:
+                if exc.code == NOT_FOUND:
+                    rule = "orphan" if text is not None else "missing"
+                    what = ("a history without a task file" if text is not None
+                            else "no such task")
+                    problems.append(Problem(tid, 0, rule, what))
+                    continue
+                error = exc.message
+                problems.append(Problem(tid, 0, "schema", error))
+            try:
+                found = verify(tid, text, record, error)
+            except Exception as exc:  # noqa: BLE001 - one bad task never stops the check
+                found = [Problem(tid, 0, "internal", f"{type(exc).__name__}: {exc}")]
+            if error is not None:
+                found = [p for p in found if p.rule != "record-head"]
+            problems.extend(found)
+            if record is not None:
+                for name, message in lifecycle_problems(record.fields):
+                    problems.append(Problem(tid, 0, "lifecycle", f"{name}: {message}"))
+        if check_orphans:
+            tasks = set(names)
+            for tid in sorted(_stems(self.history_dir, HISTORY_SUFFIX) - tasks):
+                problems.append(Problem(tid, 0, "orphan", "a history without a task file "
+                                        f"({LEDGIT_DIR}/{HISTORY_DIR}/{tid}{HISTORY_SUFFIX})"))
+        return problems
+
+    def repair(self, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[str]:
+        """Roll interrupted writes forward (DESIGN §6, ``ledgit doctor --repair``).
+
+        Per task, under its lock: leftover temp files are removed; a torn last history line
+        (a crash mid-append) is cut off; a history whose head is one write ahead of the file
+        (appended, not renamed) has the file rewritten from the head state; a history holding
+        only its genesis event and no task file (a create that crashed) gets its file.
+        Returns one line per action taken. A task that stays busy is reported, not waited on.
+        """
+        from ledgit.history import HistoryError, head_state, parse_events
+        from ledgit.record import record_from_state
+
+        done: list[str] = []
+        leftovers: dict[str, list[str]] = {}
+        for name in _listdir(self.tasks_dir):
+            if name.startswith(".") and TMP_MARK in name:
+                leftovers.setdefault(name[1:name.index(TMP_MARK)], []).append(name)
+        tasks = set(_stems(self.tasks_dir, TASK_SUFFIX))
+        histories = _stems(self.history_dir, HISTORY_SUFFIX)
+        suspects = set(leftovers)
+        for tid in tasks & histories:
+            try:
+                hst = os.stat(self.history_path(tid))
+                tst = os.stat(self.task_path(tid))
+            except (OSError, LedgitError):
+                continue
+            if hst.st_mtime_ns >= tst.st_mtime_ns:
+                suspects.add(tid)
+        suspects |= histories - tasks
+        for tid in sorted(suspects):
+            if not _is_valid_id(tid):
+                continue
+            try:
+                with self.lock(tid, lock_timeout):
+                    for name in leftovers.get(tid, []):
+                        try:
+                            (self.tasks_dir / name).unlink()
+                            done.append(f"{tid}: removed leftover temp file "
+                                        f"{self.rel(self.tasks_dir / name)}")
+                        except FileNotFoundError:
+                            pass
+                    _, healed = self._read_history_healed(tid)
+                    if healed:
+                        done.append(f"{tid}: {healed}")
+                    if tid in tasks:
+                        try:
+                            before = self.read(tid).revision
+                            current, _, _ = self._settle(tid, "ledgit", _now(),
+                                                         record_hand_edit=False)
+                        except LedgitError:
+                            continue  # reported by verify
+                        if current.revision != before:
+                            done.append(f"{tid}: rolled an interrupted write forward "
+                                        f"(rewrote the task file from its history head)")
+                    elif not self.task_path(tid).exists():
+                        text = self.read_history_text(tid) or ""
+                        try:
+                            events = parse_events(text, tid)
+                            if len(events) != 1:
+                                continue
+                            _, state = head_state(events, tid)
+                            record = record_from_state(state)
+                        except (HistoryError, LedgitError):
+                            continue
+                        if record.id != tid:
+                            continue
+                        self._write_task(tid, record)
+                        self._refresh_index([record])
+                        done.append(f"{tid}: recreated the task file of an interrupted create "
+                                    f"from its history")
+            except LedgitError as exc:
+                if exc.code != BUSY:
+                    raise
+                done.append(f"{tid}: busy, skipped (another process holds its lock)")
+        return done
+
+    # ------------------------------------------------------------------ internals
+
+    def _new_id(self) -> str:
+        import secrets
+
+        prefix = self.config.id_prefix
+        while True:
+            bits = secrets.randbits(5 * ID_RANDOM_CHARS)
+            rand = "".join(ID_ALPHABET[(bits >> (5 * i)) & 31] for i in range(ID_RANDOM_CHARS))
+            tid = f"{prefix}-{rand}"
+            if not self.task_path(tid).exists() and not self.history_path(tid).exists():
+                return tid
+
+    def _settle(self, task_id: str, actor: str, now: str, *,
+                record_hand_edit: bool = True) -> tuple[Record, list[Event], list[str]]:
+        """Bring file and history into agreement before a write (caller holds the lock).
+
+        Returns (current record, events to append first, parents for the next event):
+        no history → a genesis event; history head one write ahead of the file (crash
+        between append and rename) → the file is rewritten from the head; the file differs
+        from the head otherwise (a hand edit) → an ``edit`` event. Raises LedgitError exit 1
+        for a history that does not parse or replay, or that has more than one head.
+        """
+        from ledgit.history import HistoryError, heads, new_event, parse_events, replay
+        from ledgit.record import record_from_state
+
+        current = self.read(task_id)
+        data, _ = self._read_history_healed(task_id)
+        text = None if data is None else data.decode("utf-8", errors="replace")
+        if text is None or not text.strip():
+            genesis = new_event(parents=[], at=now, actor=actor, op="create", before_state={},
+                                after_state=current.state(),
+                                note="history started from the existing task file")
+            return current, [genesis], [genesis["id"]]
+        try:
+            events = parse_events(text, task_id)
+            hs = heads(events)
+        except HistoryError as exc:
+            raise _damaged(self, task_id, str(exc.problem)) from None
+        except (KeyError, TypeError) as exc:
+            raise _damaged(self, task_id, f"malformed event ({exc})") from None
+        if len(hs) != 1:
+            raise LedgitError(f"{task_id}: history has {len(hs)} heads (a line merge?); "
+                              f"run: ledgit resolve {self.rel(self.history_path(task_id))}",
+                              CHECK_FAILED)
+        head = next(e for e in events if e["id"] == hs[0])
+        revision = current.revision
+        if head["after"] == revision:
+            return current, [], hs
+        try:
+            state = replay(events, task_id)[hs[0]]
+            head_record = record_from_state(state, self.rel(self.task_path(task_id)))
+        except HistoryError as exc:
+            raise _damaged(self, task_id, str(exc.problem)) from None
+        except LedgitError as exc:
+            raise _damaged(self, task_id, f"head state is invalid: {exc}") from None
+        if head.get("before") == revision and head["parents"] and self._history_newer(task_id):
+            self._write_task(task_id, head_record)
+            self._refresh_index([head_record])
+            return head_record, [], hs
+        if not record_hand_edit:
+            return current, [], hs
+        edit = new_event(parents=hs, at=now, actor=actor, op="edit", before_state=state,
+                         after_state=current.state(), note="recorded a hand edit of the task file")
+        return current, [edit], [edit["id"]]
+
+    def _history_newer(self, task_id: str) -> bool:
+        """The history was written no earlier than the task file: the mark of a write that
+        appended its event but did not replace the file (a hand revert of the file is newer)."""
+        try:
+            return (os.stat(self.history_path(task_id)).st_mtime_ns
+                    >= os.stat(self.task_path(task_id)).st_mtime_ns)
+        except OSError:
+            return False
+
+    def _read_history_healed(self, task_id: str) -> tuple[bytes | None, str | None]:
+        """The history's bytes (None when missing) after fixing a last line without its
+        newline: a whole event gets the newline, a torn one (a crash mid-append, never
+        acknowledged) is cut off. Caller holds the lock. Returns (data, what was done)."""
+        import json
+
+        path = self.history_path(task_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None, None
+        if not data or data.endswith(b"\n"):
+            return data, None
+        cut = data.rfind(b"\n") + 1
+        try:
+            whole = isinstance(json.loads(data[cut:]), dict)
+        except ValueError:
+            whole = False
+        with open(path, "r+b") as fh:
+            if whole:
+                fh.seek(0, os.SEEK_END)
+                fh.write(b"\n")
+            else:
+                fh.truncate(cut)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if whole:
+            return data + b"\n", "added the missing newline after the last history line"
+        return data[:cut], f"cut off a torn last history line ({len(data) - cut} bytes)"
+
+    def _commit(self, task_id: str, events: list[Event], record: Record | None) -> None:
+        """Append ``events`` (fsync), then replace the task file with ``record`` (if any) and
+        refresh its index row: the write-ahead order of DESIGN §6."""
+        from ledgit.history import event_line
+
+        path = self.history_path(task_id)
+        created = not path.exists()
+        if created:
+            self.history_dir.mkdir(parents=True, exist_ok=True)
+        data = "".join(event_line(e) for e in events).encode("utf-8")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            _fsync_dir(self.history_dir)
+        if record is not None:
+            self._write_task(task_id, record)
+            self._refresh_index([record])
+
+    def _write_task(self, task_id: str, record: Record) -> None:
+        """Replace the task file atomically: temp file in the same dir, fsync, rename,
+        fsync the dir."""
+        import secrets
+
+        from ledgit.record import render_record
+
+        self.tasks_dir.mkdir(parents=True, exist_ok=True)
+        path = self.task_path(task_id)
+        tmp = self.tasks_dir / f".{task_id}{TMP_MARK}{os.getpid()}-{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            _write_all(fd, render_record(record).encode("utf-8"))
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink()
+            raise
+        os.close(fd)
+        os.replace(tmp, path)
+        _fsync_dir(self.tasks_dir)
+
+    def _refresh_index(self, records: list[Record]) -> None:
+        """Refresh index rows after a write. Best effort: the index is derived (DESIGN §1),
+        so its failure never fails a write; only an index that already exists is touched."""
+        try:
+            from ledgit.index import Index
+
+            index = Index.open_existing(self)
+            if index is None:
+                return
+            try:
+                for record in records:
+                    index.update_one(record, self.task_path(record.id))
+            finally:
+                index.close()
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            if os.environ.get("LEDGIT_DEBUG") == "1":
+                print(f"ledgit: index update skipped: {exc!r}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------- discovery and init
+
+
+def find_board(cwd: Path | None = None) -> Board:
+    """The board for ``cwd`` (default: the working directory): ``LEDGIT_ROOT`` pins it;
+    otherwise the nearest directory upward holding ``.ledgit/`` with ``tasks/`` or
+    ``config.yaml`` (DESIGN §2). Creates nothing.
+
+    Raises LedgitError exit 4 when there is none.
+    """
+    pinned = os.environ.get(ROOT_ENV)
+    if pinned:
+        path = Path(os.path.abspath(pinned))
+        if path.name == LEDGIT_DIR and _is_board_dir(path):
+            path = path.parent
+        if not _is_board_dir(path / LEDGIT_DIR):
+            raise LedgitError(f"{ROOT_ENV}={pinned}: no ledgit board there (run: ledgit init)",
+                              NOT_FOUND)
+        return Board(path)
+    start = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    for directory in (start, *start.parents):
+        if _is_board_dir(directory / LEDGIT_DIR):
+            return Board(directory)
+    raise LedgitError(f"no ledgit board in {start} or any parent (run: ledgit init)",
+                      NOT_FOUND)
+
+
+def init_board(path: Path, id_prefix: str = "T") -> Board:
+    """Create ``.ledgit/{config.yaml,tasks/,history/}`` under ``path``; idempotent (an
+    existing config is kept). Outside Git, ``.ledgit/.local/`` is added to ``.gitignore``.
+    Raises LedgitError exit 2 for an invalid prefix.
+    """
+    if not PREFIX_RE.fullmatch(id_prefix):
+        raise LedgitError(f"invalid id prefix {id_prefix!r} (a letter, then up to 15 letters "
+                          f"or digits)", USAGE)
+    board = Board(Path(path))
+    board.tasks_dir.mkdir(parents=True, exist_ok=True)
+    board.history_dir.mkdir(parents=True, exist_ok=True)
+    config_path = board.dir / CONFIG_NAME
+    if not config_path.exists():
+        _write_new(config_path, render_config(BoardConfig(id_prefix=id_prefix)))
+    if board.git_dir is None:
+        ignore = board.root / ".gitignore"
+        entry = f"{LEDGIT_DIR}/{LOCAL_DIR}/"
+        try:
+            text = ignore.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            text = ""
+        if entry not in text.splitlines():
+            sep = "" if not text or text.endswith("\n") else "\n"
+            with open(ignore, "a", encoding="utf-8") as fh:
+                fh.write(f"{sep}{entry}\n")
+    return Board(board.root)
+
+
+def actor_name(explicit: str | None, root: Path) -> str:
+    """Who is writing (DESIGN §9): ``explicit`` (``--by``), else ``LEDGIT_ACTOR``, else Git's
+    ``user.name`` for ``root``, else ``"unknown"``. Raises LedgitError exit 2 for a name that
+    is not one line."""
+    for candidate in (explicit, os.environ.get(ACTOR_ENV)):
+        if candidate is not None and candidate.strip():
+            return _checked_actor(candidate.strip())
+    name: str | None = None
+    try:
+        from ledgit import git
+
+        name = git.user_name(root)
+    except Exception:  # noqa: BLE001 - outside Git, no git binary, a refused repository
+        name = None
+    return _checked_actor(name.strip()) if name and name.strip() else "unknown"
+
+
+def check_expect(task_id: str, revision: str, expect: str) -> None:
+    """``--expect REV`` (DESIGN §6): a full revision or a prefix of >= 12 hex digits.
+
+    Raises LedgitError exit 2 for a malformed REV, exit 3 when the task is elsewhere.
+    """
+    want = expect.strip().lower()
+    if not (12 <= len(want) <= 64 and all(c in "0123456789abcdef" for c in want)):
+        raise LedgitError(f"--expect {expect!r}: give a full revision or a prefix of at "
+                          f"least 12 hex digits", USAGE)
+    if not revision.startswith(want):
+        raise LedgitError(f"{task_id}: stale revision: expected {expect}, the task is now at "
+                          f"{revision}", STALE)
+
+
+@contextmanager
+def file_lock(path: Path, timeout: float, busy: str) -> Iterator[None]:
+    """Hold an exclusive flock on ``path`` (created, never removed), polling up to
+    ``timeout`` seconds; then LedgitError exit 5 with ``busy`` as its message."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        with _filelock_lock(path, timeout, busy):
+            yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.0005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise LedgitError(f"{busy}: lock {path} held for more than {timeout:g}s; "
+                                      f"retry later", BUSY) from None
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 0.01)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+@contextmanager
+def _filelock_lock(path: Path, timeout: float, busy: str) -> Iterator[None]:  # pragma: no cover
+    import filelock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(path))
+    try:
+        lock.acquire(timeout=timeout)
+    except filelock.Timeout:
+        raise LedgitError(f"{busy}: lock {path} held for more than {timeout:g}s; retry later",
+                          BUSY) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _is_board_dir(path: Path) -> bool:
+    return (path / TASKS_DIR).is_dir() or (path / CONFIG_NAME).is_file()
+
+
+def _git_dir_for(root: Path) -> Path | None:
+    """The per-worktree git dir of the repository containing ``root``, from the file system:
+    ``<dir>/.git`` as a directory, or a ``gitdir:`` file (linked worktree, submodule)."""
+    for directory in (root, *root.parents):
+        dotgit = directory / ".git"
+        try:
+            mode = os.stat(dotgit).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode):
+            return dotgit
+        try:
+            with open(dotgit, "rb") as fh:
+                head = fh.read(4096)
+        except OSError:
+            continue
+        if head.startswith(b"gitdir:"):
+            target = os.fsdecode(head[7:].strip())
+            return Path(os.path.normpath(os.path.join(directory, target)))
+    return None
+
+
+def _listdir(path: Path) -> list[str]:
+    try:
+        return os.listdir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _stems(path: Path, suffix: str) -> set[str]:
+    n = len(suffix)
+    return {name[:-n] for name in _listdir(path)
+            if name.endswith(suffix) and not name.startswith(".") and len(name) > n}
+
+
+def _is_valid_id(text: str) -> bool:
+    # record.is_valid_id, repeated so that resolving an id does not import PyYAML
+    # (tests/test_board.py checks that the two agree).
+    return bool(_ID_RE.fullmatch(text)) and ".." not in text
+
+
+def _checked_id(task_id: str) -> str:
+    if not isinstance(task_id, str) or not _is_valid_id(task_id):
+        raise LedgitError(f"invalid task id {task_id!r}", USAGE)
+    return task_id
+
+
+def _checked_actor(actor: str) -> str:
+    if not isinstance(actor, str) or not actor.strip() or any(
+            c in actor for c in "\n\r\x00\u2028\u2029\x85"):
+        raise LedgitError(f"invalid actor name {actor!r} (one non-empty line)", USAGE)
+    return actor.strip()
+
+
+def _now() -> str:
+    from ledgit.record import now_timestamp
+
+    return now_timestamp()
+
+
+def _later(previous: str, now: str) -> str:
+    """``now``, or ``previous`` + 1 µs when the clock has not moved past it (both canonical
+    RFC 3339 UTC µs strings, so they compare as text)."""
+    if now > previous:
+        return now
+    from datetime import timedelta
+
+    from ledgit.record import format_timestamp, parse_timestamp
+
+    return format_timestamp(parse_timestamp(previous) + timedelta(microseconds=1))
+
+
+def _refuse_lifecycle(after: list[tuple[str, str]], before: list[tuple[str, str]],
+                      rel: str) -> None:
+    new = [p for p in after if p not in before]
+    if new:
+        name, message = new[0]
+        raise LedgitError(located(message, rel, None, name), USAGE)
+
+
+def _damaged(board: Board, task_id: str, detail: str) -> LedgitError:
+    return LedgitError(f"{board.rel(board.history_path(task_id))}: the history is damaged: "
+                       f"{detail} (see: ledgit verify {task_id})", CHECK_FAILED)
+
+
+def _line_of_key(data: bytes, key: str) -> int | None:
+    for n, line in enumerate(data.split(b"\n"), start=1):
+        if line.startswith(key.encode() + b":"):
+            return n
+    return None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _write_new(path: Path, text: str) -> None:
+    with open(path, "x", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - Windows cannot open a directory
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some file systems refuse
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,573 @@
+"""ledgit.board and ledgit.config on real files (and real Git repositories where Git matters)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gitutil import git
+
+from ledgit import board as board_mod
+from ledgit.board import Board, Change, actor_name, find_board, init_board
+from ledgit.config import BoardConfig, load_config, parse_duration
+from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError
+from ledgit.history import event_line, new_event, parse_events
+from ledgit.record import Record, is_valid_id, parse_record, render_record
+
+pytest_plugins = ["gitutil"]
+
+ID_RE = re.compile(r"T-[a-z2-7]{10}")
+
+
+def setter(**changes: Any) -> Callable[[Record], Change]:
+    """A mutation callback that sets (or, with None, removes) front-matter fields."""
+
+    def change(record: Record) -> Change:
+        fields = dict(record.fields)
+        for key, value in changes.items():
+            if value is None:
+                fields.pop(key, None)
+            else:
+                fields[key] = value
+        return Change(Record(fields, record.body), "update", "set " + ", ".join(changes))
+
+    return change
+
+
+def snapshot(board: Board, task_id: str) -> tuple[bytes, bytes]:
+    return board.task_path(task_id).read_bytes(), board.history_path(task_id).read_bytes()
+
+
+def hand_edit(board: Board, task_id: str, **changes: Any) -> None:
+    """Edit the task file the way a person would: change fields, write the file in place."""
+    record = board.read(task_id)
+    fields = {**record.fields, **changes}
+    board.task_path(task_id).write_text(render_record(Record(fields, record.body)))
+
+
+def codes(excinfo: pytest.ExceptionInfo[LedgitError]) -> int:
+    return excinfo.value.code
+
+
+# --------------------------------------------------------------------------- create / read
+
+
+def test_create_writes_file_and_genesis(board: Board) -> None:
+    record = board.create({"title": "Fix the dialer"}, "## Goal\nDial.\n", "ada",
+                          note="from a test")
+    assert ID_RE.fullmatch(record.id)
+    assert record.fields["status"] == "open"
+    assert record.fields["created"] == record.fields["last_modified"]
+    assert board.read(record.id) == record
+    assert board.list_ids() == [record.id]
+    events = parse_events(board.read_history_text(record.id) or "", record.id)
+    assert [(e["op"], e["actor"], e["parents"], e.get("note")) for e in events] == [
+        ("create", "ada", [], "from a test")]
+    assert events[0]["after"] == record.revision
+    assert board.verify() == []
+
+
+def test_create_with_id_and_time(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada", task_id="T-fixed",
+                          at="2026-01-02T03:04:05+01:00")
+    assert record.id == "T-fixed"
+    assert record.fields["created"] == "2026-01-02T02:04:05.000000Z"
+    with pytest.raises(LedgitError) as exc:
+        board.create({"title": "again"}, "", "ada", task_id="T-fixed")
+    assert codes(exc) == USAGE and "already exists" in str(exc.value)
+
+
+def test_create_refuses_invalid_fields_and_writes_nothing(board: Board) -> None:
+    with pytest.raises(LedgitError) as exc:
+        board.create({"status": "open"}, "", "ada")
+    assert codes(exc) == USAGE and "title" in str(exc.value)
+    with pytest.raises(LedgitError) as exc:
+        board.create({"title": "t", "status": "done"}, "", "ada")  # done needs a response
+    assert codes(exc) == USAGE and "response" in str(exc.value)
+    assert board.list_ids() == []
+    assert os.listdir(board.history_dir) == []
+
+
+def test_create_uses_the_configured_prefix(tmp_path: Path, clean_env: None) -> None:
+    b = init_board(tmp_path / "b", id_prefix="BUG")
+    assert re.fullmatch(r"BUG-[a-z2-7]{10}", b.create({"title": "t"}, "", "ada").id)
+
+
+def test_read_errors(board: Board) -> None:
+    with pytest.raises(LedgitError) as exc:
+        board.read("T-nothere")
+    assert codes(exc) == NOT_FOUND
+    board.tasks_dir.joinpath("T-bad.md").write_text("---\nid: T-bad\ntitle: t\n"
+                                                      "status: nope\n---\n")
+    with pytest.raises(LedgitError) as exc:
+        board.read("T-bad")
+    assert codes(exc) == USAGE
+    assert str(exc.value).startswith(".ledgit/tasks/T-bad.md:4: status:")
+    record = board.create({"title": "t"}, "", "ada")
+    board.tasks_dir.joinpath("T-other.md").write_text(render_record(record))
+    with pytest.raises(LedgitError) as exc:
+        board.read("T-other")
+    assert codes(exc) == USAGE and "does not match the file name" in str(exc.value)
+    with pytest.raises(LedgitError) as exc:
+        board.read("../escape")
+    assert codes(exc) == USAGE
+
+
+def test_ids_agree_with_record() -> None:
+    for text in ("T-abc", "a", "x..y", "../x", "a/b", "-a", "T_1.2", "", "é", "a" * 129):
+        assert board_mod._is_valid_id(text) == is_valid_id(text), text
+
+
+# --------------------------------------------------------------------------- mutate
+
+
+def test_mutate_appends_one_event_and_bumps_last_modified(board: Board) -> None:
+    first = board.create({"title": "t"}, "", "ada")
+    second = board.mutate(first.id, setter(priority=1), "bob")
+    assert second.fields["priority"] == 1
+    assert second.fields["last_modified"] > first.fields["last_modified"]
+    assert board.read(first.id) == second
+    events = parse_events(board.read_history_text(first.id) or "", first.id)
+    assert len(events) == 2
+    assert events[1]["parents"] == [events[0]["id"]]
+    assert (events[1]["op"], events[1]["actor"], events[1]["note"]) == ("update", "bob",
+                                                                         "set priority")
+    assert (events[1]["before"], events[1]["after"]) == (first.revision, second.revision)
+    assert board.verify() == []
+
+
+def test_mutate_without_change_writes_nothing(board: Board) -> None:
+    record = board.create({"title": "t", "priority": 2}, "", "ada")
+    before = snapshot(board, record.id)
+    assert board.mutate(record.id, setter(priority=2), "bob") == record
+    assert snapshot(board, record.id) == before
+
+
+def test_last_modified_strictly_increases_even_when_the_clock_is_behind(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada", at="2999-01-01T00:00:00Z")
+    after = board.mutate(record.id, setter(priority=1), "bob")
+    assert after.fields["last_modified"] == "2999-01-01T00:00:00.000001Z"
+
+
+def test_expect(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    moved = board.mutate(record.id, setter(priority=1), "bob", expect=record.revision)
+    before = snapshot(board, record.id)
+    with pytest.raises(LedgitError) as exc:  # stale: the task moved on
+        board.mutate(record.id, setter(priority=3), "bob", expect=record.revision)
+    assert codes(exc) == STALE and moved.revision in str(exc.value)
+    with pytest.raises(LedgitError) as exc:  # a short prefix is not enough
+        board.mutate(record.id, setter(priority=3), "bob", expect=moved.revision[:11])
+    assert codes(exc) == USAGE
+    with pytest.raises(LedgitError) as exc:
+        board.mutate(record.id, setter(priority=3), "bob", expect="not-a-revision")
+    assert codes(exc) == USAGE
+    assert snapshot(board, record.id) == before
+    done = board.mutate(record.id, setter(priority=3), "bob",
+                        expect=moved.revision[:12].upper())
+    assert done.fields["priority"] == 3
+
+
+def test_mutate_refuses_bad_changes(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    before = snapshot(board, record.id)
+    with pytest.raises(LedgitError) as exc:
+        board.mutate(record.id, setter(id="T-other"), "bob")
+    assert codes(exc) == USAGE
+    with pytest.raises(LedgitError) as exc:
+        board.mutate(record.id, setter(priority=9), "bob")
+    assert codes(exc) == USAGE and "priority" in str(exc.value)
+    with pytest.raises(LedgitError) as exc:  # done without an account (DESIGN §4)
+        board.mutate(record.id, setter(status="done"), "bob")
+    assert codes(exc) == USAGE and "response" in str(exc.value)
+    with pytest.raises(LedgitError) as exc:
+        board.mutate(record.id, setter(priority=1), "two\nlines")
+    assert codes(exc) == USAGE
+    with pytest.raises(LedgitError) as exc:
+        board.mutate("T-nothere", setter(priority=1), "bob")
+    assert codes(exc) == NOT_FOUND
+    assert snapshot(board, record.id) == before
+    forced = board.mutate(record.id, setter(status="done"), "bob", check_lifecycle=False)
+    assert forced.fields["status"] == "done"
+    assert [p.rule for p in board.verify()] == ["lifecycle"]
+
+
+def test_lock_timeout_is_busy(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    with board.lock(record.id), pytest.raises(LedgitError) as exc:
+        board.mutate(record.id, setter(priority=1), "bob", lock_timeout=0.1)
+    assert codes(exc) == BUSY and record.id in str(exc.value)
+    assert board.read(record.id) == record
+
+
+def _hammer(root: str, task_id: str, worker: int, count: int) -> None:
+    b = Board(Path(root))
+    for i in range(count):
+        def note(record: Record, i: int = i) -> Change:
+            fields = {**record.fields, "response": f"w{worker}-{i}"}
+            return Change(Record(fields, record.body), "update", f"w{worker}-{i}")
+        b.mutate(task_id, note, f"worker-{worker}")
+
+
+def test_eight_processes_fifty_mutations_each_all_land(board: Board) -> None:
+    record = board.create({"title": "contended"}, "", "ada")
+    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    procs = [ctx.Process(target=_hammer, args=(str(board.root), record.id, w, 50))
+             for w in range(8)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * 8
+    events = parse_events(board.read_history_text(record.id) or "", record.id)
+    assert len(events) == 401
+    assert sorted(e.get("note") for e in events[1:]) == sorted(
+        f"w{w}-{i}" for w in range(8) for i in range(50))
+    stamps = [e["at"] for e in events]
+    assert stamps == sorted(stamps) and len(set(stamps)) == 401
+    assert board.verify() == []
+
+
+# --------------------------------------------------------------------------- resolve / find
+
+
+def test_resolve_id(board: Board) -> None:
+    a = board.create({"title": "a"}, "", "ada", task_id="T-k3v9q2mz7a")
+    b = board.create({"title": "b"}, "", "ada", task_id="T-k3xxq2mz7a")
+    c = board.create({"title": "c"}, "", "ada", task_id="T-zzzzzzzzzz")
+    assert board.resolve_id(a.id) == a.id
+    assert board.resolve_id("T-k3v") == a.id
+    assert board.resolve_id("k3v9") == a.id  # a prefix of the random part
+    assert board.resolve_id("K3V9") == a.id  # prefixes ignore case
+    assert board.resolve_id("zz") == c.id
+    with pytest.raises(LedgitError) as exc:
+        board.resolve_id("k3")
+    assert codes(exc) == NOT_FOUND
+    assert a.id in str(exc.value) and b.id in str(exc.value) and "ambiguous" in str(exc.value)
+    for text in ("nothing", "../etc", "T-k3v9q2mz7a-more"):
+        with pytest.raises(LedgitError) as exc:
+            board.resolve_id(text)
+        assert codes(exc) == NOT_FOUND
+
+
+def test_find_board_searches_upward(board: Board, monkeypatch: pytest.MonkeyPatch) -> None:
+    deep = board.root / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    assert find_board(deep).root == board.root
+    monkeypatch.chdir(deep)
+    assert find_board().root == board.root
+
+
+def test_ledgit_root_pins_the_board(board: Board, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("LEDGIT_ROOT", str(board.root))
+    assert find_board(elsewhere).root == board.root
+    monkeypatch.setenv("LEDGIT_ROOT", str(board.dir))  # the .ledgit dir itself also works
+    assert find_board(elsewhere).root == board.root
+    monkeypatch.setenv("LEDGIT_ROOT", str(elsewhere))
+    with pytest.raises(LedgitError) as exc:
+        find_board(board.root)
+    assert codes(exc) == NOT_FOUND
+
+
+def test_no_board_is_not_found_and_creates_nothing(tmp_path: Path, clean_env: None) -> None:
+    empty = tmp_path / "empty" / "deeper"
+    empty.mkdir(parents=True)
+    before = sorted(p for p in tmp_path.rglob("*"))
+    with pytest.raises(LedgitError) as exc:
+        find_board(empty)
+    assert codes(exc) == NOT_FOUND and "ledgit init" in str(exc.value)
+    assert sorted(p for p in tmp_path.rglob("*")) == before
+
+
+def test_reads_create_nothing(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    before = sorted(p for p in board.root.rglob("*") if "locks" not in p.parts)
+    fresh = find_board(board.root)
+    fresh.read(record.id)
+    fresh.resolve_id(record.id[:5])
+    fresh.list_ids()
+    assert fresh.verify() == []
+    assert sorted(p for p in board.root.rglob("*") if "locks" not in p.parts) == before
+
+
+# --------------------------------------------------------------------------- hand edits
+
+
+def test_hand_edit_is_detected_until_recorded(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    hand_edit(board, record.id, title="edited by hand")
+    problems = board.verify()
+    assert [(p.task, p.rule) for p in problems] == [(record.id, "record-head")]
+    assert "record differs from its history head" in problems[0].message
+    event = board.record_edit(record.id, "carol")
+    assert event is not None and (event["op"], event["actor"]) == ("edit", "carol")
+    assert board.verify() == []
+    assert board.record_edit(record.id, "carol") is None
+
+
+def test_mutate_records_a_hand_edit_first(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    hand_edit(board, record.id, title="edited by hand")
+    after = board.mutate(record.id, setter(priority=1), "bob")
+    assert after.fields["title"] == "edited by hand"
+    events = parse_events(board.read_history_text(record.id) or "", record.id)
+    assert [(e["op"], e["actor"]) for e in events] == [("create", "ada"), ("edit", "bob"),
+                                                      ("update", "bob")]
+    assert board.verify() == []
+
+
+def test_a_hand_revert_is_an_edit_not_a_roll_forward(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    old = board.task_path(record.id).read_bytes()
+    board.mutate(record.id, setter(priority=1), "bob")
+    hist = board.history_path(record.id)
+    os.utime(hist, ns=(hist.stat().st_mtime_ns - 10**9, hist.stat().st_mtime_ns - 10**9))
+    board.task_path(record.id).write_bytes(old)  # e.g. git checkout HEAD~ -- the file
+    assert board.repair() == []
+    event = board.record_edit(record.id, "carol")
+    assert event is not None and event["op"] == "edit"
+    assert board.read(record.id) == record
+
+
+def test_a_task_without_history_gets_one(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    board.history_path(record.id).unlink()
+    assert [p.rule for p in board.verify()] == ["missing"]
+    event = board.record_edit(record.id, "carol")
+    assert event is not None and event["op"] == "create" and event["parents"] == []
+    assert board.verify() == []
+
+
+# --------------------------------------------------------------------------- verify
+
+
+def test_a_flipped_byte_in_the_history_is_named(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    board.mutate(record.id, setter(priority=1), "bob")
+    board.mutate(record.id, setter(priority=2), "bob")
+    path = board.history_path(record.id)
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b'"actor":"bob"', b'"actor":"bib"')
+    path.write_bytes(b"\n".join(lines))
+    problems = board.verify()
+    assert problems and all(p.task == record.id for p in problems)
+    assert (problems[0].line, problems[0].rule) == (2, "hash")
+    assert f"{record.id}: line 2: hash:" in str(problems[0])
+
+
+def test_verify_reports_schema_errors_orphans_and_lifecycle(board: Board) -> None:
+    good = board.create({"title": "good"}, "", "ada")
+    bad = board.create({"title": "bad"}, "", "ada")
+    board.task_path(bad.id).write_text("---\ntitle: x\n---\n")
+    orphan = board.create({"title": "orphan"}, "", "ada")
+    board.task_path(orphan.id).unlink()
+    problems = {(p.task, p.rule) for p in board.verify()}
+    assert problems == {(bad.id, "schema"), (orphan.id, "orphan")}
+    assert board.verify([good.id]) == []
+    assert [p.rule for p in board.verify(["T-nothere"])] == ["missing"]
+    assert [p.rule for p in board.verify([orphan.id])] == ["orphan"]
+
+
+def test_more_than_one_head_refuses_writes(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    board.mutate(record.id, setter(priority=1), "bob")
+    genesis = parse_events(board.read_history_text(record.id) or "", record.id)[0]
+    branch = new_event(parents=[genesis["id"]], at="2030-01-01T00:00:00.000000Z",
+                       actor="x", op="update", before_state=record.state(),
+                       after_state={**record.state(), "body": "other\n"})
+    with open(board.history_path(record.id), "a") as fh:  # a line merge of two branches
+        fh.write(event_line(branch))
+    with pytest.raises(LedgitError) as exc:
+        board.mutate(record.id, setter(priority=2), "bob")
+    assert codes(exc) == CHECK_FAILED and "2 heads" in str(exc.value)
+
+
+def test_damaged_history_refuses_writes(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    board.history_path(record.id).write_text("not json\n")
+    with pytest.raises(LedgitError) as exc:
+        board.mutate(record.id, setter(priority=1), "bob")
+    assert codes(exc) == CHECK_FAILED and "damaged" in str(exc.value)
+
+
+# --------------------------------------------------------------------------- repair
+
+
+def _crash_after_append(board: Board, task_id: str, **changes: Any) -> Record:
+    """Do the first half of a write: append the event, never replace the file."""
+    current = board.read(task_id)
+    events = parse_events(board.read_history_text(task_id) or "", task_id)
+    target = Record({**current.fields, **changes,
+                     "last_modified": "2030-01-01T00:00:00.000000Z"}, current.body)
+    event = new_event(parents=[events[-1]["id"]], at="2030-01-01T00:00:00.000000Z",
+                      actor="crashy", op="update", before_state=current.state(),
+                      after_state=target.state())
+    with open(board.history_path(task_id), "a") as fh:
+        fh.write(event_line(event))
+    return target
+
+
+def test_repair_rolls_an_interrupted_write_forward(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    target = _crash_after_append(board, record.id, title="after the crash")
+    (board.tasks_dir / f".{record.id}.md.tmp-99999-abcd").write_text("half")
+    assert [p.rule for p in board.verify()] == ["record-head"]
+    done = board.repair()
+    assert len(done) == 2 and any("rolled" in line for line in done)
+    assert board.read(record.id) == target
+    assert board.verify() == []
+    assert not list(board.tasks_dir.glob(".*"))
+    assert board.repair() == []
+
+
+def test_the_next_write_rolls_an_interrupted_write_forward(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    _crash_after_append(board, record.id, title="after the crash")
+    after = board.mutate(record.id, setter(priority=1), "bob")
+    assert after.fields["title"] == "after the crash"
+    ops = [e["op"] for e in parse_events(board.read_history_text(record.id) or "", record.id)]
+    assert ops == ["create", "update", "update"]
+    assert board.verify() == []
+
+
+def test_repair_cuts_a_torn_last_line(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    with open(board.history_path(record.id), "a") as fh:
+        fh.write('{"actor":"half a li')
+    assert [p.rule for p in board.verify()] == ["parse"]
+    assert any("torn" in line for line in board.repair())
+    assert board.verify() == []
+
+
+def test_repair_recreates_an_interrupted_create(board: Board) -> None:
+    record = board.create({"title": "t"}, "", "ada")
+    board.task_path(record.id).unlink()
+    assert any("recreated" in line for line in board.repair())
+    assert board.read(record.id) == record
+    assert board.verify() == []
+
+
+# --------------------------------------------------------------------------- git, init, actor
+
+
+def test_private_dir_is_gits_per_worktree_path(git_repo: Path, clean_env: None) -> None:
+    b = init_board(git_repo)
+    assert not (git_repo / ".gitignore").exists()
+    expected = git("rev-parse", "--path-format=absolute", "--git-path", "ledgit", cwd=git_repo)
+    assert b.private_dir == Path(expected)
+    (git_repo / "README").write_text("x\n")
+    git("add", "README", ".ledgit", cwd=git_repo)
+    git("commit", "-qm", "init", cwd=git_repo)
+    wt = git_repo.parent / "wt"
+    git("worktree", "add", "-q", str(wt), cwd=git_repo)
+    other = find_board(wt)
+    expected_wt = git("rev-parse", "--path-format=absolute", "--git-path", "ledgit", cwd=wt)
+    assert other.root == wt and other.private_dir == Path(expected_wt)
+    assert other.private_dir != b.private_dir
+
+
+def test_outside_git_the_private_dir_is_ignored(board: Board) -> None:
+    assert board.private_dir == board.dir / ".local"
+    assert (board.root / ".gitignore").read_text() == ".ledgit/.local/\n"
+    init_board(board.root)  # idempotent
+    assert (board.root / ".gitignore").read_text() == ".ledgit/.local/\n"
+
+
+def test_init_keeps_an_existing_config(board: Board) -> None:
+    (board.dir / "config.yaml").write_text("id_prefix: OPS\nclaim_ttl: 2h\n")
+    again = init_board(board.root, id_prefix="T")
+    assert again.config == BoardConfig(id_prefix="OPS", claim_ttl=7200)
+    with pytest.raises(LedgitError):
+        init_board(board.root, id_prefix="not-valid")
+
+
+def test_actor_name_precedence(git_repo: Path, clean_env: None, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    assert actor_name("  cli-user ", git_repo) == "cli-user"
+    monkeypatch.setenv("LEDGIT_ACTOR", "env-user")
+    assert actor_name(None, git_repo) == "env-user"
+    assert actor_name("cli-user", git_repo) == "cli-user"
+    monkeypatch.delenv("LEDGIT_ACTOR")
+    assert actor_name(None, git_repo) == "Ada Tester"
+    empty = tmp_path / "empty.gitconfig"
+    empty.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    assert actor_name(None, git_repo) == "unknown"
+    with pytest.raises(LedgitError):
+        actor_name("two\nlines", git_repo)
+
+
+# --------------------------------------------------------------------------- config
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("1800", 1800), ("90s", 90), ("30m", 1800), ("2h", 7200), ("1d", 86400),
+    ("1h30m", 5400), (" 45M ", 2700), ("0", 0),
+])
+def test_parse_duration(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "m", "30 minutes", "1.5h", "-5", "h1", "30m1"])
+def test_parse_duration_refuses(text: str) -> None:
+    with pytest.raises(LedgitError) as exc:
+        parse_duration(text)
+    assert codes(exc) == USAGE
+
+
+def test_load_config(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    assert load_config(path) == BoardConfig()
+    path.write_text("# settings\nid_prefix: 'BUG'  # bugs\nclaim_ttl: 90s\n")
+    assert load_config(path) == BoardConfig(id_prefix="BUG", claim_ttl=90)
+    path.write_text("claim_ttl: 1h\nx:\n  team: [a, b]\n")
+    assert load_config(tmp_path).x == {"team": ["a", "b"]}
+    path.write_text("id_prefix: NO\n")  # no Norway problem
+    assert load_config(path).id_prefix == "NO"
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("id_prefix: T\nclaim_ttl: soon\n", ":2: claim_ttl:"),
+    ("claim_ttl: 0\n", ":1: claim_ttl:"),
+    ("id_prefix: a-b\n", ":1: id_prefix:"),
+    ("\n\nclaim-ttl: 5m\n", ":3: claim-ttl: unknown setting"),
+    ("claim_ttl: 5m\nclaim_ttl: 6m\n", ":2: claim_ttl: duplicate key"),
+    ("claim_ttl: !!int 5\n", ":1: claim_ttl:"),
+    ("claim_ttl: [5m]\n", ":1: claim_ttl:"),
+    ("claim_ttl: {a\n", ":"),
+])
+def test_load_config_names_file_line_field(tmp_path: Path, text: str, where: str) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(LedgitError) as exc:
+        load_config(path)
+    assert codes(exc) == USAGE
+    assert str(exc.value).startswith(str(path) + where), str(exc.value)
+
+
+def test_a_bad_config_is_reported_when_needed(board: Board) -> None:
+    (board.dir / "config.yaml").write_text("claim_ttl: soon\n")
+    fresh = Board(board.root)
+    fresh.list_ids()  # reading tasks does not need the config
+    with pytest.raises(LedgitError) as exc:
+        fresh.create({"title": "t"}, "", "ada")
+    assert codes(exc) == USAGE and "config.yaml:1: claim_ttl" in str(exc.value)
+
+
+def test_written_files_parse_and_history_lines_are_canonical(board: Board) -> None:
+    record = board.create({"title": "yes", "labels": ["on", "0123"]}, "body\n", "ada")
+    board.mutate(record.id, setter(priority=0), "bob")
+    text = board.task_path(record.id).read_text()
+    assert parse_record(text).fields["labels"] == ["on", "0123"]
+    for line in (board.read_history_text(record.id) or "").splitlines():
+        assert json.dumps(json.loads(line), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False) == line
