@@ -38,6 +38,10 @@ from ledgit.record import (
 )
 
 OURS, THEIRS, BOTH, MERGED, BASE = "ours", "theirs", "both", "merged", "base"
+#: The account an importer writes for a task its source closed without one (DESIGN §4: done
+#: needs a ``response``). It carries no information, so a merge never lets it replace a real
+#: account written on the other side (docs/merge.md).
+NO_ACCOUNT = "(closed without an account)"
 _ABSENT: Any = None
 
 
@@ -176,6 +180,28 @@ def _merge_items(sides: _Sides, base: list[dict[str, Any]] | None,
     return out
 
 
+def _merge_map(sides: _Sides, base: Any, a: Any, b: Any) -> Any:
+    """Extension maps (``x``), key by key and recursively: a key changed on one side takes
+    that side's value (an added, changed or removed key alike), so two branches that touch
+    different keys both keep their change; a key changed differently on both sides merges
+    recursively when both values are maps, else takes the later side's value (the scalar
+    rule). Empty maps left by removals are dropped. Keys: base order, then new keys sorted."""
+    value, src = _three_way(base, a, b)
+    if src is not None or _key(a) == _key(b):
+        return value
+    if not (isinstance(a, dict) and isinstance(b, dict)
+            and (base is None or isinstance(base, dict))):
+        return sides.later(a, b)[0]
+    base_d: dict[str, Any] = base or {}
+    keys = list(base_d) + sorted((set(a) | set(b)) - set(base_d))
+    out: dict[str, Any] = {}
+    for k in keys:
+        merged = _merge_map(sides, base_d.get(k), a.get(k), b.get(k))
+        if merged is not None and merged != {}:
+            out[k] = merged
+    return out
+
+
 def _merge_body(sides: _Sides, base: str, a: str, b: str,
                 marker_size: int) -> tuple[str, bool, str]:
     value, src = _three_way(base, a, b)
@@ -216,7 +242,10 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
     for k in keys:
         vb, va, vbb = bf.get(k), af.get(k), bbf.get(k)
         if k == "last_modified":
-            out[k] = max(str(va), str(vbb))
+            # One side moved it (even backwards: an imported or restored snapshot): that
+            # side, like every field; both moved it: the later of the two.
+            value, src3 = _three_way(vb, va, vbb)
+            out[k] = value if src3 is not None else max(str(va), str(vbb))
             continue
         if k == "contested":
             continue  # merged after claims, below
@@ -227,6 +256,11 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
             src = src3 or BOTH
             if src3 is None and _key(va) != _key(vbb):
                 value, src = merge_set(vb, va, vbb), MERGED
+        elif k == "x":
+            value, src3 = _three_way(vb, va, vbb)
+            src = src3 or BOTH
+            if src3 is None and _key(va) != _key(vbb):
+                value, src = _merge_map(sides, vb, va, vbb), MERGED
         elif k == "items":
             value, src3 = _three_way(vb, va, vbb)
             src = src3 or BOTH
@@ -240,6 +274,8 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
                         str(vbb), 0):
                     value = max(va, vbb, key=lambda s: TERMINAL_RANK.get(str(s), 0))
                     src = "a" if value == va else "b"
+                elif k == "response" and (va == NO_ACCOUNT) != (vbb == NO_ACCOUNT):
+                    value, src = (vbb, "b") if va == NO_ACCOUNT else (va, "a")
                 else:
                     value, src = sides.later(va, vbb)
         if value not in (None, "", [], {}):
