@@ -1,0 +1,798 @@
+"""The per-worktree SQLite index: build, refresh, query (DESIGN §1, §8, §10).
+
+Derived and disposable: it lives in ``<private dir>/index.sqlite3`` (never committed), is
+rebuilt whenever it is missing, corrupt or of another schema, and is never read for truth on
+a write path. Reads answer from it after a stat-level freshness check:
+
+* a scan stats every ``tasks/*.md`` and compares ``(mtime_ns, size, inode)`` with the
+  snapshot the previous scan stored (one marshalled blob, not 10,000 rows);
+* a file whose stat changed, that is new, or that was written through
+  :meth:`Index.update_one` since the last scan is re-checked: read, hashed (BLAKE2b) and
+  re-parsed only when the bytes differ from what the row was built from;
+* Git's "racily clean" rule (DESIGN §8): a file whose mtime is within :data:`RACY_WINDOW_NS`
+  of the scan that recorded it could change again without changing its stat (coarse clocks,
+  1-2 s file systems), so it is re-checked by content on the following scans until it is
+  older than that window.
+
+Malformed task files are kept as rows holding their error: queries return valid tasks and
+:meth:`Index.errors` lists the others. Import cost matters: only sqlite3/json/marshal at the
+top; record.py (PyYAML) is imported only when a file must be parsed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import marshal
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
+from ledgit.errors import BUSY, USAGE, LedgitError, located
+
+if TYPE_CHECKING:
+    from ledgit.board import Board
+    from ledgit.record import Record
+
+SCHEMA_VERSION = 1  # PRAGMA user_version; another value means: rebuild
+INDEX_NAME = "index.sqlite3"
+RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
+BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
+WRITE_PATH_BUSY_TIMEOUT = 2.0  # the write path gives up on the index sooner (best effort)
+_SCAN_FORMAT = 1
+
+# Every front-matter key (record.FIELD_ORDER, repeated so that reads do not import PyYAML;
+# tests/test_index.py checks they agree) with the value a row holds when it is not set.
+ROW_FIELDS: tuple[tuple[str, Any], ...] = (
+    ("id", None), ("title", None), ("status", None), ("priority", None), ("owner", None),
+    ("worker", None), ("claim", None), ("contested", []), ("depends_on", []), ("labels", []),
+    ("commits", []), ("response", None), ("next_action", None), ("gate", None),
+    ("waiting_on", None), ("signal", None), ("outcome", None), ("items", []),
+    ("created", None), ("last_modified", None), ("x", None),
+)
+# Searchable fields -> docs column (casefolded text). DEFAULT_SEARCH: what `search` covers.
+SEARCH_COLUMNS = {
+    "title": "s_title", "body": "s_body", "response": "s_response", "items": "s_items",
+    "next_action": "s_next_action", "gate": "s_gate", "waiting_on": "s_waiting_on",
+    "outcome": "s_outcome",
+}
+DEFAULT_SEARCH = ("title", "body", "response", "items")
+SORTS = {
+    "desc": "t.last_modified DESC, t.id ASC",
+    "asc": "t.last_modified ASC, t.id ASC",
+    "priority": "coalesce(t.priority, 5) ASC, t.created ASC, t.id ASC",
+    "created": "t.created DESC, t.id ASC",
+}
+# ready (DESIGN §4): open, unclaimed, no negative outcome, every dependency done. An archived
+# dependency counts as done unless its outcome says otherwise (archiving ends a done task).
+_READY_SQL = (
+    "t.status = 'open' AND t.claimed = 0"
+    " AND coalesce(t.outcome_kind, '') NOT IN ('drop', 'no_change')"
+    " AND NOT EXISTS (SELECT 1 FROM deps p LEFT JOIN tasks u ON u.id = p.dep"
+    " AND u.error IS NULL WHERE p.id = t.id AND NOT (coalesce(u.status, '') = 'done'"
+    " OR (coalesce(u.status, '') = 'archived' AND coalesce(u.outcome_kind, 'done') = 'done')))"
+)
+
+_SCHEMA = """
+CREATE TABLE tasks (
+    id TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
+    mtime_ns INTEGER, size INTEGER, ino INTEGER,
+    checked_ns INTEGER,          -- wall clock (ns) when the stat was taken
+    digest BLOB,                 -- BLAKE2b-128 of the bytes the row was built from
+    error TEXT,                  -- NULL for a valid task file
+    title TEXT, status TEXT, priority INTEGER, owner TEXT, worker TEXT,
+    claimed INTEGER NOT NULL DEFAULT 0, outcome_kind TEXT,
+    last_modified TEXT, created TEXT, revision TEXT
+);
+CREATE INDEX tasks_last_modified ON tasks (last_modified);
+CREATE INDEX tasks_status ON tasks (status, last_modified);
+CREATE TABLE docs (
+    id TEXT PRIMARY KEY,
+    doc TEXT NOT NULL,           -- canonical JSON {"fields": ..., "body": ...}
+    s_title TEXT, s_body TEXT, s_response TEXT, s_items TEXT,
+    s_next_action TEXT, s_gate TEXT, s_waiting_on TEXT, s_outcome TEXT
+);
+CREATE TABLE labels (id TEXT NOT NULL, label TEXT NOT NULL, PRIMARY KEY (label, id));
+CREATE INDEX labels_id ON labels (id);
+CREATE TABLE deps (id TEXT NOT NULL, dep TEXT NOT NULL, PRIMARY KEY (id, dep));
+CREATE TABLE dirty (id TEXT PRIMARY KEY);  -- rows written by update_one since the last scan
+CREATE TABLE meta (key TEXT PRIMARY KEY, value);
+"""
+_TABLES = ("tasks", "docs", "labels", "deps", "dirty", "meta")
+_TOUCH_SQL = "UPDATE tasks SET mtime_ns = ?, size = ?, ino = ?, checked_ns = ? WHERE id = ?"
+
+Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
+T = TypeVar("T")
+
+
+class RefreshStats(NamedTuple):
+    """What a refresh or rebuild did: files seen, files re-checked by content, files parsed,
+    rows removed, malformed files, whether it was a full rebuild, and the time it took."""
+
+    files: int
+    rechecked: int
+    parsed: int
+    removed: int
+    errors: int
+    rebuilt: bool
+    seconds: float
+
+
+class _Row(NamedTuple):
+    task: tuple[Any, ...]
+    doc: tuple[Any, ...] | None
+    labels: list[tuple[str, str]]
+    deps: list[tuple[str, str]]
+
+
+def _recovering(method: Callable[..., T]) -> Callable[..., T]:
+    """Run ``method``; on a corrupt database, rebuild it once and run it again. A busy
+    database (after the busy timeout) is LedgitError exit 5, never deleted."""
+
+    @functools.wraps(method)
+    def run(self: Index, *args: Any, **kwargs: Any) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if _is_busy(exc):
+                raise _busy(self.path) from None
+            self._recover()
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+class Index:
+    """One worktree's index of one board. Open it with :meth:`Index.open`.
+
+    The first query of an instance refreshes it (a stat scan); later queries of the same
+    instance reuse that scan, so an instance is a snapshot per command: call :meth:`refresh`
+    to see changes made since. :meth:`get` always re-checks its one file.
+    """
+
+    def __init__(self, board: Board, path: Path | str, db: sqlite3.Connection) -> None:
+        self.board = board
+        self.path = path  # a Path, or ":memory:" when the private dir cannot be written
+        self.db = db
+        self._fresh = False
+        self._rel_dir = board.rel(board.tasks_dir)
+        self._inode: int | None = None  # of the file opened: tells a replaced file apart
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, board: Board, *, busy_timeout: float = BUSY_TIMEOUT) -> Index:
+        """The board's index (``<private dir>/index.sqlite3``), built when missing, corrupt
+        (sqlite3.DatabaseError) or of another schema (PRAGMA user_version). Creates the
+        private dir; falls back to an in-memory index when it cannot be written."""
+        path = board.private_dir / INDEX_NAME
+        try:
+            board.private_dir.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return cls._in_memory(board)
+        inode = _inode(path)
+        try:
+            index = cls(board, path, _connect(path, busy_timeout))
+            index._prepare()
+        except sqlite3.DatabaseError as exc:
+            if _is_busy(exc):
+                raise _busy(path) from None
+            if _is_readonly(exc):
+                return cls._in_memory(board)
+            index = cls._discard_and_open(board, path, busy_timeout, inode)
+        index._inode = inode if inode is not None else _inode(path)
+        return index
+
+    @classmethod
+    def open_existing(cls, board: Board, *,
+                      busy_timeout: float = WRITE_PATH_BUSY_TIMEOUT) -> Index | None:
+        """The index if it exists with the current schema, else None (creates nothing).
+        For the write path, which must not pay for a build (DESIGN §10)."""
+        path = board.private_dir / INDEX_NAME
+        if not path.is_file():
+            return None
+        try:
+            db = _connect(path, busy_timeout)
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                db.close()
+                return None
+        except sqlite3.DatabaseError:
+            return None
+        return cls(board, path, db)
+
+    @classmethod
+    def _in_memory(cls, board: Board) -> Index:
+        index = cls(board, ":memory:", sqlite3.connect(":memory:", isolation_level=None))
+        index._prepare()
+        return index
+
+    @classmethod
+    def _discard_and_open(cls, board: Board, path: Path, busy_timeout: float,
+                          broken: int | None) -> Index:
+        """Replace the corrupt index file (inode ``broken``) with a fresh build. Serialised
+        by a lock file; a file another process has already replaced is used as it is."""
+        from ledgit.board import file_lock
+
+        with file_lock(board.private_dir / "index.lock", busy_timeout, "the index is busy"):
+            now = _inode(path)
+            if now is not None and now != broken:
+                db: sqlite3.Connection | None = None
+                try:
+                    db = _connect(path, busy_timeout)
+                    index = cls(board, path, db)
+                    index._prepare()
+                    index._inode = now
+                    return index
+                except sqlite3.DatabaseError as exc:
+                    if _is_busy(exc):
+                        raise _busy(path) from None
+                    if db is not None:
+                        db.close()
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with suppress(FileNotFoundError):
+                    os.unlink(f"{path}{suffix}")
+            index = cls(board, path, _connect(path, busy_timeout))
+            index._prepare()
+            index._inode = _inode(path)
+            return index
+
+    def _prepare(self) -> None:
+        """Create or rebuild the schema when user_version or the board root differ."""
+        db = self.db
+        if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION \
+                and self._meta("root") == str(self.board.root):
+            return
+        if self.path != ":memory:":
+            db.execute("PRAGMA journal_mode=WAL")
+        with self._writing():
+            if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION \
+                    and self._meta("root") == str(self.board.root):
+                return  # another process built it while we waited
+            names = [r[0] for r in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite_%'")]
+            for name in names:
+                db.execute(f'DROP TABLE "{name}"')
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            self._fill()
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self._fresh = True
+
+    def _recover(self) -> None:
+        """After a DatabaseError that is not "busy": start again from an empty file."""
+        with suppress(sqlite3.Error):  # closing a broken connection
+            self.db.close()
+        if self.path == ":memory:":
+            fresh = Index._in_memory(self.board)
+        else:
+            assert isinstance(self.path, Path)
+            fresh = Index._discard_and_open(self.board, self.path, BUSY_TIMEOUT, self._inode)
+            self._inode = fresh._inode
+        self.db = fresh.db
+        self._fresh = fresh._fresh
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.db.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ freshness
+
+    @_recovering
+    def refresh(self) -> RefreshStats:
+        """Bring the index up to date with the task files (the stat scan described in the
+        module docstring): re-check changed, new, dirty and racy files; drop rows of removed
+        files. Writes only when something changed. Never raises for a malformed file."""
+        started = time.perf_counter()
+        scan_ns = time.time_ns()
+        stored, racy = self._load_scan()
+        dirty = [r[0] for r in self.db.execute("SELECT id FROM dirty")]
+        current = _stat_scan(self.board.tasks_dir)
+        horizon = scan_ns - RACY_WINDOW_NS
+        candidates: list[str] = []
+        new_racy: list[str] = []
+        get = stored.get
+        for name, st in current.items():
+            if st[0] >= horizon:
+                new_racy.append(name)
+            if get(name) != st:
+                candidates.append(name)
+        seen = set(candidates)
+        for name in (*racy, *dirty):
+            if name in current and name not in seen:
+                candidates.append(name)
+                seen.add(name)
+        removed = [n for n in {*stored, *dirty} if n not in current]
+        self._fresh = True
+        touched, rows = self._examine(candidates, current, scan_ns)
+        moved = any(get(n) != current[n] for n in candidates)
+        if not (rows or removed or dirty or moved or sorted(new_racy) != sorted(racy)):
+            return RefreshStats(len(current), len(candidates), 0, 0, 0, False,
+                                time.perf_counter() - started)
+        with self._writing():
+            self.db.executemany(_TOUCH_SQL, touched)
+            self._delete([*removed, *(r.task[0] for r in rows)])
+            self._insert(rows)
+            self.db.executemany("DELETE FROM dirty WHERE id = ?", [(n,) for n in dirty])
+            self._store_scan(current, new_racy, scan_ns)
+        return RefreshStats(len(current), len(candidates), len(rows), len(removed),
+                            sum(1 for r in rows if r.doc is None), False,
+                            time.perf_counter() - started)
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One write transaction (BEGIN IMMEDIATE: waits up to the busy timeout)."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    @_recovering
+    def rebuild(self) -> RefreshStats:
+        """Drop every row and re-read every task file: one transaction, executemany
+        (``ledgit cache rebuild``)."""
+        with self._writing():
+            for table in _TABLES:
+                self.db.execute(f"DELETE FROM {table}")
+            stats = self._fill()
+        self._fresh = True
+        return stats
+
+    def _fill(self) -> RefreshStats:
+        """Read every task file into the (empty) tables; caller holds a write transaction."""
+        started = time.perf_counter()
+        scan_ns = time.time_ns()
+        current = _stat_scan(self.board.tasks_dir)
+        rows = []
+        for name, st in current.items():
+            data = self._read(name)
+            if data is not None:
+                rows.append(self._build(name, st, scan_ns, data))
+        self._insert(rows)
+        self._store_scan(current, [n for n, st in current.items()
+                                   if st[0] >= scan_ns - RACY_WINDOW_NS], scan_ns)
+        self._set_meta("root", str(self.board.root))
+        self._set_meta("built_ns", scan_ns)
+        errors = sum(1 for r in rows if r.doc is None)
+        return RefreshStats(len(current), len(rows), len(rows), 0, errors, True,
+                            time.perf_counter() - started)
+
+    def _examine(self, names: list[str], current: dict[str, Stat],
+                 scan_ns: int) -> tuple[list[tuple[int, int, int, int, str]], list[_Row]]:
+        """Re-check ``names`` by content: (stat updates for files whose bytes are what their
+        row was built from, rebuilt rows for the others). Writes nothing."""
+        if not names:
+            return [], []
+        digests = self._digests(names)
+        touched: list[tuple[int, int, int, int, str]] = []
+        rows: list[_Row] = []
+        for name in names:
+            data = self._read(name)
+            if data is None:
+                continue
+            st = current[name]
+            if digests.get(name) == _digest(data):
+                touched.append((st[0], st[1], st[2], scan_ns, name))
+            else:
+                rows.append(self._build(name, st, scan_ns, data))
+        return touched, rows
+
+    def update_one(self, record: Record, path: Path) -> None:
+        """Refresh one task's row after a write (called by Board.mutate/create). ``record``
+        must be what was written to ``path``; the next scan re-checks the file anyway, so
+        a wrong call costs a re-parse, never a wrong answer."""
+        from ledgit.record import render_record
+
+        name = path.name[:-3] if path.name.endswith(".md") else path.name
+        checked = time.time_ns()
+        try:
+            s = os.stat(path)
+            row = self._build(name, (s.st_mtime_ns, s.st_size, s.st_ino), checked,
+                              render_record(record).encode("utf-8"), record)
+        except FileNotFoundError:
+            row = None
+        with self._writing():
+            self._delete([name])
+            if row is not None:
+                self._insert([row])
+            self.db.execute("INSERT OR IGNORE INTO dirty (id) VALUES (?)", (name,))
+
+    def _ensure_fresh(self) -> None:
+        if not self._fresh:
+            self.refresh()
+
+    # ------------------------------------------------------------------ queries
+
+    @_recovering
+    def rows(self, *, status: Sequence[str] | str | None = None, owner: str | None = None,
+             worker: str | None = None, label: Sequence[str] | str | None = None,
+             ready: bool = False, include_archived: bool = False, outcome: str | None = None,
+             sort: str = "desc", limit: int | None = None) -> list[dict[str, Any]]:
+        """Valid tasks matching every filter, as row dicts (see :meth:`get`), ordered by
+        ``sort``: ``desc``/``asc`` (last_modified), ``priority`` (0 first, then oldest
+        created) or ``created`` (newest first). Archived tasks are left out unless
+        ``include_archived`` or ``status`` names archived. ``label``: every label given must
+        be present. ``ready`` (DESIGN §4): open, unclaimed, every dependency done (an
+        archived one counts unless its outcome is negative), no drop/no_change outcome."""
+        self._ensure_fresh()
+        where, params = _filters(status, owner, worker, label, ready, include_archived,
+                                 outcome)
+        return self._select(where, params, sort, limit)
+
+    @_recovering
+    def search(self, text: str, fields: Sequence[str] | None = None,
+               **filters: Any) -> list[dict[str, Any]]:
+        """Tasks whose fields contain ``text``: exact substring, case-insensitive (Unicode
+        casefold of NFC text), no tokenising or stemming ('dialer' finds 'Dialer';
+        'networking' does not find 'network'). ``fields``: some of :data:`SEARCH_COLUMNS`
+        (default: title, body, response, items). ``filters``: as :meth:`rows`. Each row also
+        holds ``matches``: the fields that contain the text. Raises LedgitError exit 2 for
+        empty text or an unknown field."""
+        needle = _fold(text)
+        if not needle:
+            raise LedgitError("search needs non-empty text", USAGE)
+        names = list(fields) if fields else list(DEFAULT_SEARCH)
+        for name in names:
+            if name not in SEARCH_COLUMNS:
+                raise LedgitError(f"cannot search field {name!r} (one of "
+                                  f"{', '.join(SEARCH_COLUMNS)})", USAGE)
+        self._ensure_fresh()
+        sort = filters.pop("sort", "desc")
+        limit = filters.pop("limit", None)
+        where, params = _filters(**filters)
+        cols = [SEARCH_COLUMNS[n] for n in names]
+        where += " AND (" + " OR ".join(f"instr(d.{c}, ?) > 0" for c in cols) + ")"
+        params.extend([needle] * len(cols))
+        extra = ", " + ", ".join(f"d.{c}" for c in cols)
+        out = []
+        for row in self._select(where, params, sort, limit, extra):
+            texts = row.pop("_extra")
+            row["matches"] = [n for n, t in zip(names, texts, strict=True) if t and needle in t]
+            out.append(row)
+        return out
+
+    @_recovering
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        """One task's row, after re-checking its one file (no board scan). None when there is
+        no such file. A malformed file gives a row whose ``error`` holds the message.
+
+        A row holds every front-matter key (unset: None or []), plus ``path`` (relative to
+        the board root), ``revision``, ``body``, ``fields`` (the full front matter) and
+        ``error``."""
+        name = task_id
+        if "/" in name or "\\" in name or name.startswith(".") or not name:
+            return None
+        path = self.board.tasks_dir / f"{name}.md"
+        checked = time.time_ns()
+        try:
+            s = os.stat(path)
+            st: Stat | None = (s.st_mtime_ns, s.st_size, s.st_ino)
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+        found = self.db.execute("SELECT mtime_ns, size, ino, checked_ns FROM tasks WHERE id = ?",
+                                (name,)).fetchone()
+        stale = (st is None) != (found is None) or (
+            st is not None and found is not None
+            and ((found[0], found[1], found[2]) != st
+                 or found[0] >= (found[3] or 0) - RACY_WINDOW_NS))
+        if stale and st is None:
+            with self._writing():
+                self._delete([name])
+        if st is None:
+            return None
+        if stale:
+            touched, rows = self._examine([name], {name: st}, checked)
+            if rows or found is None or (found[0], found[1], found[2]) != st:
+                with self._writing():
+                    self.db.executemany(_TOUCH_SQL, touched)
+                    self._delete([r.task[0] for r in rows])
+                    self._insert(rows)
+        row = self.db.execute("SELECT t.id, t.path, t.revision, d.doc, t.error FROM tasks t "
+                              "LEFT JOIN docs d ON d.id = t.id WHERE t.id = ?",
+                              (name,)).fetchone()
+        if row is None:
+            return None
+        if row[4] is not None:
+            return _error_row(row[0], row[1], row[4])
+        return _row_dict(row[0], row[1], row[2], row[3])
+
+    @_recovering
+    def ids(self) -> list[str]:
+        """Ids of the valid tasks, sorted."""
+        self._ensure_fresh()
+        return [r[0] for r in self.db.execute(
+            "SELECT id FROM tasks WHERE error IS NULL ORDER BY id")]
+
+    @_recovering
+    def errors(self) -> list[tuple[str, str]]:
+        """(path relative to the board root, message) of every malformed task file."""
+        self._ensure_fresh()
+        return [(r[0], r[1]) for r in self.db.execute(
+            "SELECT path, error FROM tasks WHERE error IS NOT NULL ORDER BY path")]
+
+    @_recovering
+    def status(self) -> dict[str, Any]:
+        """Where the index is and what it holds (no refresh): path, tasks, errors, rows,
+        schema, last_scan and built (RFC 3339 UTC or None), size (bytes, incl. the WAL)."""
+        total, bad = self.db.execute(
+            "SELECT count(*), count(error) FROM tasks").fetchone()
+        size = 0
+        if isinstance(self.path, Path):
+            for suffix in ("", "-wal"):
+                with suppress(OSError):
+                    size += os.stat(f"{self.path}{suffix}").st_size
+        scan = self._meta("scan_ns")
+        built = self._meta("built_ns")
+        return {
+            "path": str(self.path), "tasks": total - bad, "errors": bad, "rows": total,
+            "schema": SCHEMA_VERSION, "last_scan": _iso(scan), "built": _iso(built),
+            "size": size,
+        }
+
+    # ------------------------------------------------------------------ internals
+
+    def _select(self, where: str, params: list[Any], sort: str, limit: int | None,
+                extra: str = "") -> list[dict[str, Any]]:
+        order = SORTS.get(sort)
+        if order is None:
+            raise LedgitError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})", USAGE)
+        sql = (f"SELECT t.id, t.path, t.revision, d.doc{extra} FROM tasks t "
+               f"JOIN docs d ON d.id = t.id WHERE {where} ORDER BY {order}")
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = [*params, int(limit)]
+        out = []
+        for r in self.db.execute(sql, params):
+            row = _row_dict(r[0], r[1], r[2], r[3])
+            if extra:
+                row["_extra"] = r[4:]
+            out.append(row)
+        return out
+
+    def _read(self, name: str) -> bytes | None:
+        try:
+            with open(self.board.tasks_dir / f"{name}.md", "rb") as fh:
+                return fh.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def _build(self, name: str, st: Stat, checked_ns: int, data: bytes,
+               record: Record | None = None) -> _Row:
+        """Rows for one task file (parsed from ``data`` unless ``record`` is given)."""
+        from ledgit.record import canonical_json, parse_record
+
+        rel = f"{self._rel_dir}/{name}.md"
+        head = (name, rel, st[0], st[1], st[2], checked_ns, _digest(data))
+        try:
+            if record is None:
+                record = parse_record(data, rel)
+            if record.id != name:
+                raise LedgitError(located(f"id {record.id!r} does not match the file name",
+                                          rel, None, "id"))
+            doc = canonical_json(record.state())
+        except LedgitError as exc:
+            return _Row((*head, exc.message, *([None] * 5), 0, None, None, None, None),
+                        None, [], [])
+        except Exception as exc:  # noqa: BLE001 - a file must never crash a read
+            message = f"{rel}: cannot index: {type(exc).__name__}: {exc}"
+            return _Row((*head, message, *([None] * 5), 0, None, None, None, None),
+                        None, [], [])
+        import hashlib
+
+        f = record.fields
+        outcome = f.get("outcome") or {}
+        task = (*head, None, f.get("title"), f.get("status"), f.get("priority"),
+                f.get("owner"), f.get("worker"), 1 if f.get("claim") else 0,
+                outcome.get("kind"), f.get("last_modified"), f.get("created"),
+                hashlib.sha256(doc).hexdigest())
+        items = "\n".join(str(i.get(k)) for i in f.get("items", ())
+                          for k in ("text", "why", "evidence") if i.get(k))
+        outcome_text = "\n".join(str(outcome[k]) for k in ("reason", "reuse") if outcome.get(k))
+        docrow = (name, doc.decode("utf-8"), _fold(f.get("title")), _fold(record.body),
+                  _fold(f.get("response")), _fold(items), _fold(f.get("next_action")),
+                  _fold(f.get("gate")), _fold(f.get("waiting_on")), _fold(outcome_text))
+        return _Row(task, docrow, [(name, lab) for lab in f.get("labels", ())],
+                    [(name, dep) for dep in f.get("depends_on", ())])
+
+    def _insert(self, rows: list[_Row]) -> None:
+        db = self.db
+        db.executemany("INSERT INTO tasks VALUES (" + ", ".join("?" * 18) + ")",
+                       [r.task for r in rows])
+        db.executemany("INSERT INTO docs VALUES (" + ", ".join("?" * 10) + ")",
+                       [r.doc for r in rows if r.doc is not None])
+        db.executemany("INSERT OR IGNORE INTO labels VALUES (?, ?)",
+                       [lab for r in rows for lab in r.labels])
+        db.executemany("INSERT OR IGNORE INTO deps VALUES (?, ?)",
+                       [dep for r in rows for dep in r.deps])
+
+    def _delete(self, names: Iterable[str]) -> None:
+        params = [(n,) for n in names]
+        if not params:
+            return
+        for table in ("tasks", "docs", "labels", "deps"):
+            self.db.executemany(f"DELETE FROM {table} WHERE id = ?", params)
+
+    def _digests(self, names: list[str]) -> dict[str, bytes]:
+        if len(names) > 200:
+            return {r[0]: r[1] for r in self.db.execute("SELECT id, digest FROM tasks")}
+        marks = ", ".join("?" * len(names))
+        return {r[0]: r[1] for r in self.db.execute(
+            f"SELECT id, digest FROM tasks WHERE id IN ({marks})", names)}
+
+    def _load_scan(self) -> tuple[dict[str, Stat], list[str]]:
+        blob = self._meta("scan")
+        if isinstance(blob, bytes):
+            try:
+                fmt, stats, racy = marshal.loads(blob)
+                if fmt == _SCAN_FORMAT and isinstance(stats, dict) and isinstance(racy, list):
+                    return stats, racy
+            except (ValueError, EOFError, TypeError):
+                pass
+        return {}, []
+
+    def _store_scan(self, current: dict[str, Stat], racy: list[str], scan_ns: int) -> None:
+        self._set_meta("scan", marshal.dumps((_SCAN_FORMAT, current, racy)))
+        self._set_meta("scan_ns", scan_ns)
+
+    def _meta(self, key: str) -> Any:
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise
+            return None  # no meta table yet
+        return row[0] if row else None
+
+    def _set_meta(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=busy_timeout, isolation_level=None)
+    db.execute("PRAGMA synchronous = NORMAL")  # disposable: a lost tail is rebuilt
+    return db
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _is_busy(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _is_readonly(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+def _busy(path: Path | str) -> LedgitError:
+    return LedgitError(f"the index {path} is busy (another ledgit process is writing it); "
+                       f"retry", BUSY)
+
+
+def _stat_scan(tasks_dir: Path) -> dict[str, Stat]:
+    """{stem: (mtime_ns, size, inode)} of the regular ``*.md`` files (dot-files excluded)."""
+    out: dict[str, Stat] = {}
+    if os.stat in os.supports_dir_fd:
+        try:
+            fd = os.open(tasks_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except (FileNotFoundError, NotADirectoryError):
+            return out
+        try:
+            stat = os.stat
+            for name in os.listdir(fd):
+                if name.endswith(".md") and name[0] != "." and len(name) > 3:
+                    try:
+                        s = stat(name, dir_fd=fd)
+                    except FileNotFoundError:
+                        continue
+                    if s.st_mode & 0o170000 == 0o100000:
+                        out[name[:-3]] = (s.st_mtime_ns, s.st_size, s.st_ino)
+        finally:
+            os.close(fd)
+        return out
+    try:  # pragma: no cover - platforms without dir_fd
+        entries = list(os.scandir(tasks_dir))
+    except (FileNotFoundError, NotADirectoryError):  # pragma: no cover
+        return out
+    for entry in entries:  # pragma: no cover
+        name = entry.name
+        if name.endswith(".md") and name[0] != "." and len(name) > 3 and entry.is_file():
+            s = entry.stat()
+            out[name[:-3]] = (s.st_mtime_ns, s.st_size, s.st_ino)
+    return out
+
+
+def _digest(data: bytes) -> bytes:
+    import hashlib
+
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _fold(text: Any) -> str | None:
+    """Search normal form: NFC, then Unicode casefold ('Straße' and 'STRASSE' agree)."""
+    if not text:
+        return None
+    s = str(text)
+    if not s.isascii():
+        import unicodedata
+
+        return unicodedata.normalize("NFC", s).casefold()
+    return s.lower()
+
+
+def _filters(status: Sequence[str] | str | None = None, owner: str | None = None,
+             worker: str | None = None, label: Sequence[str] | str | None = None,
+             ready: bool = False, include_archived: bool = False,
+             outcome: str | None = None) -> tuple[str, list[Any]]:
+    conds = ["t.error IS NULL"]
+    params: list[Any] = []
+    statuses = [status] if isinstance(status, str) else list(status or ())
+    if statuses:
+        conds.append(f"t.status IN ({', '.join('?' * len(statuses))})")
+        params.extend(statuses)
+    if not include_archived and "archived" not in statuses:
+        conds.append("t.status != 'archived'")
+    if owner is not None:
+        conds.append("t.owner = ?")
+        params.append(owner)
+    if worker is not None:
+        conds.append("t.worker = ?")
+        params.append(worker)
+    for lab in [label] if isinstance(label, str) else list(label or ()):
+        conds.append("EXISTS (SELECT 1 FROM labels l WHERE l.id = t.id AND l.label = ?)")
+        params.append(lab)
+    if outcome is not None:
+        conds.append("t.outcome_kind = ?")
+        params.append(outcome)
+    if ready:
+        conds.append(_READY_SQL)
+    return " AND ".join(conds), params
+
+
+def _row_dict(task_id: str, path: str, revision: str, doc: str) -> dict[str, Any]:
+    state = json.loads(doc)
+    stored = state["fields"]
+    fields = {k: stored[k] for k, _ in ROW_FIELDS if k in stored}  # the writer's key order
+    row = {k: fields.get(k, list(d) if isinstance(d, list) else d) for k, d in ROW_FIELDS}
+    row.update(id=task_id, path=path, revision=revision, body=state["body"], fields=fields,
+               error=None)
+    return row
+
+
+def _error_row(task_id: str, path: str, error: str) -> dict[str, Any]:
+    row = {k: list(d) if isinstance(d, list) else d for k, d in ROW_FIELDS}
+    row.update(id=task_id, path=path, revision=None, body=None, fields=None, error=error)
+    return row
+
+
+def _iso(ns: Any) -> str | None:
+    if not isinstance(ns, int):
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 1_000_000_000)) + \
+        f".{ns // 1000 % 1_000_000:06d}Z"
