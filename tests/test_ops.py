@@ -394,7 +394,8 @@ def test_handoff_has_only_locked_items() -> None:
 
 def test_readout_reports_unknowns_with_reasons() -> None:
     r = claimed()
-    out = build_readout(r, path=".ledgit/tasks/T-abc.md", now=ts(45), ttl=TTL)
+    out = build_readout(r.fields, r.body, path=".ledgit/tasks/T-abc.md", revision=r.revision,
+                        now=ts(45), ttl=TTL)
     assert out["freshness"]["state"] == "stale"
     reasons = {u["field"]: u["reason"] for u in out["unknown"]}
     assert reasons["claim"] == "claim by agent-a last heartbeat 45m ago, TTL 30m"
@@ -406,9 +407,19 @@ def test_readout_reports_unknowns_with_reasons() -> None:
 
 def test_readout_of_complete_task_has_no_spurious_unknowns() -> None:
     r = apply(ops.complete(claimed(), by="agent-a", response="done", now=ts(), ttl=TTL))
-    out = build_readout(r, path="p", now=ts(100), ttl=TTL)
+    out = build_readout(r.fields, r.body, path="p", revision=r.revision, now=ts(100),
+                        ttl=TTL)
     assert out["unknown"] == []
     assert out["freshness"]["state"] == "none"
+
+
+def test_epoch_seconds_accepts_canonical_and_other_forms() -> None:
+    from ledgit.readout import epoch_seconds
+
+    base = T0.timestamp()
+    assert epoch_seconds("2026-08-29T10:00:00.000000Z") == base
+    assert epoch_seconds("2026-08-29T12:00:00+02:00") == base
+    assert epoch_seconds("2026-08-29T10:00:00.5Z") == base + 0.5
 
 
 def test_durations() -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ledgit import __version__
-from ledgit.errors import CHECK_FAILED, OK, USAGE, LedgitError
+from ledgit.errors import BUSY, CHECK_FAILED, OK, USAGE, LedgitError
 
 if TYPE_CHECKING:
     from ledgit.board import Board
@@ -373,10 +373,9 @@ def get_cmd(task: str, no_body: bool, as_json: bool) -> int:
     from ledgit.readout import build_readout, render_readout
 
     board = _board()
-    tid = board.resolve_id(task)
-    record = board.read(tid)
-    readout = build_readout(record, path=board.rel(board.task_path(tid)), now=_now(),
-                            ttl=int(board.config.claim_ttl), revision=record.revision)
+    fields, body, path, revision = _one_task(board, task)
+    readout = build_readout(fields, body, path=path, revision=revision, now=_now(),
+                            ttl=int(board.config.claim_ttl))
     if as_json:
         _json(readout)
     else:
@@ -384,31 +383,62 @@ def get_cmd(task: str, no_body: bool, as_json: bool) -> int:
     return OK
 
 
+def _one_task(board: Board, task: str) -> tuple[dict[str, Any], str, str, str]:
+    """(fields, body, path relative to the board root, revision) of one task: from the index
+    when this worktree has one (it re-checks the one file by stat and content, no board scan,
+    no YAML for an unchanged file), else by parsing the file. A malformed file: exit 2."""
+    tid = board.resolve_id(task)
+    row = None
+    try:
+        from ledgit.index import Index
+
+        index = Index.open_existing(board)
+        if index is not None:
+            try:
+                row = index.get(tid)
+            finally:
+                index.close()
+    except LedgitError as exc:
+        if exc.code != BUSY:
+            raise
+    except Exception:  # noqa: BLE001 - the index is derived: fall back to the file
+        if os.environ.get("LEDGIT_DEBUG", "") not in ("", "0"):
+            raise
+        row = None
+    if row is not None and row.get("error"):
+        raise LedgitError(str(row["error"]), USAGE)
+    if row is not None and row.get("fields") is not None:
+        return dict(row["fields"]), str(row["body"]), str(row["path"]), str(row["revision"])
+    record = board.read(tid)
+    return dict(record.fields), record.body, board.rel(board.task_path(tid)), record.revision
+
+
 ROW_KEYS = ("id", "title", "status", "priority", "owner", "worker", "claim", "labels",
             "depends_on", "outcome", "next_action", "gate", "created", "last_modified",
             "path", "revision")
 
 
-def _row_view(row: dict[str, Any], now: str, ttl: int) -> dict[str, Any]:
-    """A list/search/ready row in the documented shape, with claim freshness."""
+def _row_view(row: dict[str, Any], now: float, ttl: int) -> dict[str, Any]:
+    """A list/search/ready row in the documented shape, with claim freshness.
+
+    Uses ledgit.readout (standard library only), not ops/record: no YAML on a list.
+    """
+    from ledgit.readout import epoch_seconds, format_duration, format_ttl
+
     out = {k: row.get(k) for k in ROW_KEYS}
     for k in ("labels", "depends_on"):
         out[k] = list(out[k] or [])
     claim = out["claim"]
     if claim:
-        from ledgit.ops import format_duration, format_ttl
-        from ledgit.record import parse_timestamp
-
         last = claim.get("heartbeat") or claim.get("at")
-        age = (parse_timestamp(now) - parse_timestamp(last)).total_seconds()
+        age = max(now - epoch_seconds(last), 0.0)
         state = "stale" if age > ttl else "fresh"
-        fields = row.get("fields")
-        if isinstance(fields, dict) and fields.get("contested"):
+        if row.get("contested"):
             state = "contested"
+        beat = "last heartbeat" if claim.get("heartbeat") else "claimed"
         out["freshness"] = {"state": state,
-                            "reason": f"claim by {claim.get('by')} last heartbeat "
-                                      f"{format_duration(max(age, 0))} ago, TTL "
-                                      f"{format_ttl(ttl)}"}
+                            "reason": f"claim by {claim.get('by')} {beat} {format_duration(age)} "
+                                      f"ago, TTL {format_ttl(ttl)}"}
     else:
         out["freshness"] = {"state": "none", "reason": "nobody holds a claim"}
     return out
@@ -416,8 +446,10 @@ def _row_view(row: dict[str, Any], now: str, ttl: int) -> dict[str, Any]:
 
 def _print_rows(rows: list[dict[str, Any]], as_json: bool, board: Board,
                 errors: list[tuple[str, str]]) -> None:
-    now = _now()
+    import time
+
     ttl = int(board.config.claim_ttl)
+    now = time.time()
     views = [_row_view(r, now, ttl) for r in rows]
     for path, message in errors:
         _err(f"ledgit: warning: skipped {path}: {message}" if path not in message
@@ -923,10 +955,11 @@ def writeback_cmd(task: str, sets: tuple[str, ...], artifacts: tuple[str, ...],
 @json_option
 def handoff_cmd(task: str, as_json: bool) -> int:
     """A compact handoff packet: goal, acceptance, status, next action, gate, locked items."""
-    from ledgit.ops import handoff_packet, render_handoff
+    from ledgit.readout import handoff_of, render_handoff
 
     board = _board()
-    packet = handoff_packet(board.read(board.resolve_id(task)))
+    fields, body, _path, revision = _one_task(board, task)
+    packet = handoff_of(fields, body, revision)
     if as_json:
         _json(packet)
     else:

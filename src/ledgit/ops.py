@@ -12,13 +12,21 @@ Times are RFC 3339 UTC text (``now``); claim TTLs are seconds (``ttl``).
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
+from ledgit.readout import (
+    Freshness,
+    _section,
+    acceptance_of,
+    format_duration,
+    format_ttl,
+    freshness_of,
+    goal_of,
+    handoff_of,
+    render_handoff,
+)
 from ledgit.record import (
     ITEM_KINDS,
     OUTCOME_KINDS,
@@ -56,48 +64,12 @@ class Change(NamedTuple):
     meta: dict[str, Any] | None = None
 
 
-class Freshness(NamedTuple):
-    """A claim's freshness: ``state`` fresh|stale|none|contested, a one-line ``reason``,
-    ``age`` seconds since the last heartbeat (None without a claim), ``ttl`` seconds, and
-    ``stale``: the lease has expired (also when the state is contested)."""
-
-    state: str
-    reason: str
-    age: int | None
-    ttl: int
-    stale: bool = False
-
-
 # --------------------------------------------------------------------------- helpers
 
 
 def fail(message: str, code: int = USAGE) -> LedgitError:
     """A LedgitError to raise: ``raise fail("...")``."""
     return LedgitError(message, code)
-
-
-def format_duration(seconds: float) -> str:
-    """Human duration: ``45s``, ``30m``, ``2h``, ``1h05m``, ``3d`` (rounded down)."""
-    s = int(max(seconds, 0))
-    if s < 120:
-        return f"{s}s"
-    if s < 2 * 3600:
-        m, rest = divmod(s, 60)
-        return f"{m}m" if rest == 0 or s >= 600 else f"{m}m{rest:02d}s"
-    if s < 48 * 3600:
-        h, rest = divmod(s, 3600)
-        m = rest // 60
-        return f"{h}h" if m == 0 else f"{h}h{m:02d}m"
-    return f"{s // 86400}d"
-
-
-def format_ttl(seconds: int) -> str:
-    """A TTL in the units config uses: ``90s``, ``30m``, ``2h``."""
-    if seconds % 3600 == 0 and seconds >= 3600:
-        return f"{seconds // 3600}h"
-    if seconds % 60 == 0 and seconds >= 60:
-        return f"{seconds // 60}m"
-    return f"{seconds}s"
 
 
 def _seconds_between(earlier: str, later: str) -> float:
@@ -211,83 +183,12 @@ def create_fields(*, title: str, goal: str | None = None, accept: Sequence[str] 
     return fields, text
 
 
-# --------------------------------------------------------------------------- body sections
-
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-
-
-def _section(body: str, name: str) -> str | None:
-    """The text under the first heading named ``name`` (case-insensitive) up to the next
-    heading of the same or a higher level; None when there is no such heading."""
-    lines = body.split("\n")
-    start = level = None
-    for i, line in enumerate(lines):
-        m = _HEADING.match(line)
-        if not m:
-            continue
-        if start is None:
-            if m.group(2).strip().lower() == name:
-                start, level = i + 1, len(m.group(1))
-        elif level is not None and len(m.group(1)) <= level:
-            return "\n".join(lines[start:i]).strip("\n")
-    if start is None:
-        return None
-    return "\n".join(lines[start:]).strip("\n")
-
-
-def goal_of(body: str) -> str | None:
-    """The ``## Goal`` section's text (stripped), None when missing or empty."""
-    text = _section(body, "goal")
-    return text.strip() if text and text.strip() else None
-
-
-def acceptance_of(body: str) -> list[str] | None:
-    """The ``## Acceptance`` criteria, list markers and ``[ ]`` checkboxes removed; None when
-    the section is missing. When the section has list items only they count; otherwise every
-    non-empty line is one criterion."""
-    text = _section(body, "acceptance")
-    if text is None:
-        return None
-    lines = [line for line in text.split("\n") if line.strip()]
-    bullets = [line for line in lines if _BULLET.match(line) and not line.startswith((" ", "\t"))]
-    chosen = bullets if bullets else lines
-    return [_BULLET.sub("", line).strip() for line in chosen if _BULLET.sub("", line).strip()]
-
-
 # --------------------------------------------------------------------------- claims
 
 
 def claim_freshness(record: Record, now: str, ttl: int) -> Freshness:
-    """Freshness of the task's claim (DESIGN §4).
-
-    ``none`` without a claim; ``contested`` while ``contested`` lists claims that lost to the
-    current one in a merge; ``stale`` when the last heartbeat (or the claim time) is more than
-    ``ttl`` seconds before ``now``; else ``fresh``.
-    """
-    claim = record.fields.get("claim")
-    if not claim:
-        return Freshness("none", "nobody holds a claim", None, ttl)
-    by = claim["by"]
-    last = claim.get("heartbeat") or claim["at"]
-    age = _seconds_between(last, now)
-    beat = "last heartbeat" if claim.get("heartbeat") else "claimed"
-    if age < 0:
-        timing = f"{beat} {format_duration(-age)} in the future (clock skew?)"
-        age = 0
-    else:
-        timing = f"{beat} {format_duration(age)} ago, TTL {format_ttl(ttl)}"
-    stale = age > ttl
-    contested = record.fields.get("contested") or []
-    if contested:
-        losers = ", ".join(sorted({c["by"] for c in contested}))
-        extra = "; stale" if stale else ""
-        return Freshness("contested",
-                         f"claim by {by} {timing}{extra}; contested in a merge by {losers}, "
-                         f"whose claim lost", int(age), ttl, stale)
-    if stale:
-        return Freshness("stale", f"claim by {by} {timing}", int(age), ttl, True)
-    return Freshness("fresh", f"claim by {by} {timing}", int(age), ttl)
+    """Freshness of the task's claim (DESIGN §4): see :func:`ledgit.readout.freshness_of`."""
+    return freshness_of(record.fields, now, ttl)
 
 
 def lost_to(record: Record, by: str) -> str | None:
@@ -657,6 +558,9 @@ def update(record: Record, *, title: str | None = None, priority: int | None = N
 def item_id(task: str, by: str, now: str, kind: str, text: str, salt: int = 0) -> str:
     """A short item id derived from its content: ``i-`` + 8 lower-case base32 characters
     (40 bits of sha256). Deterministic, so a replayed or merged item keeps its id."""
+    import base64
+    import hashlib
+
     digest = hashlib.sha256(f"{task}\0{by}\0{now}\0{kind}\0{text}\0{salt}".encode()).digest()
     return "i-" + base64.b32encode(digest).decode("ascii")[:8].lower()
 
@@ -886,59 +790,9 @@ def writeback(record: Record, *, by: str, now: str, evidence: str | None,
 # --------------------------------------------------------------------------- handoff
 
 
-def _item_view(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: item[k] for k in ("id", "kind", "text", "why", "evidence", "by", "at")
-            if k in item}
-
-
 def handoff_packet(record: Record) -> dict[str, Any]:
-    """The compact handoff packet (DESIGN §5): id, title, status, revision, goal, acceptance,
-    next_action, gate, outcome and the locked items only (never candidate or deprecated).
-    Missing values are None (acceptance: an empty list)."""
-    f = record.fields
-    return {
-        "id": record.id,
-        "title": f["title"],
-        "status": f["status"],
-        "revision": record.revision,
-        "goal": goal_of(record.body),
-        "acceptance": acceptance_of(record.body) or [],
-        "next_action": f.get("next_action"),
-        "gate": f.get("gate"),
-        "outcome": f.get("outcome"),
-        "items": [_item_view(i) for i in f.get("items", []) if i["trust"] == "locked"],
-    }
-
-
-def render_handoff(packet: Mapping[str, Any]) -> str:
-    """The handoff packet as Markdown (``UNKNOWN (not set)`` for missing values)."""
-
-    def val(v: Any) -> str:
-        return str(v) if v else "UNKNOWN (not set)"
-
-    out = [f"# Handoff: {packet['id']} {packet['title']}", "",
-           f"- status: {packet['status']}",
-           f"- revision: {packet['revision']}",
-           f"- next action: {val(packet['next_action'])}",
-           f"- gate: {val(packet['gate'])}"]
-    outcome = packet.get("outcome")
-    if outcome:
-        extra = f" (reuse: {outcome['reuse']})" if outcome.get("reuse") else ""
-        out.append(f"- outcome: {outcome['kind']}: {outcome.get('reason', '')}{extra}")
-    out += ["", "## Goal", val(packet["goal"]), "", "## Acceptance"]
-    out += [f"- {a}" for a in packet["acceptance"]] or ["UNKNOWN (not set)"]
-    out += ["", "## Locked state"]
-    if packet["items"]:
-        for i in packet["items"]:
-            line = f"- [{i['kind']}] {i['text']} ({i['id']})"
-            if i.get("why"):
-                line += f" — why: {i['why']}"
-            if i.get("evidence"):
-                line += f" — evidence: {i['evidence']}"
-            out.append(line)
-    else:
-        out.append("(none)")
-    return "\n".join(out) + "\n"
+    """The compact handoff packet of a record: see :func:`ledgit.readout.handoff_of`."""
+    return handoff_of(record.fields, record.body, record.revision)
 
 
 # --------------------------------------------------------------------------- readiness
@@ -957,3 +811,12 @@ def age_seconds(since: str, now: str) -> float:
     """Seconds from ``since`` to ``now`` (both RFC 3339)."""
     return _seconds_between(since, now)
 
+
+
+__all__ = ["CLAIMABLE", "Change", "Freshness", "NOT_READY_OUTCOMES", "SETTABLE", "accept",
+           "acceptance_of", "age_seconds", "archive", "claim", "claim_freshness", "complete",
+           "compose_body", "create_fields", "drop", "fail", "finish", "format_duration",
+           "format_ttl", "goal_of", "handoff_packet", "heartbeat", "is_ready", "item_add",
+           "item_id", "lost_to", "may_lock", "monitor", "park", "parse_assignment", "release",
+           "render_handoff", "reopen", "resolve_item", "revise", "update", "wait",
+           "writeback"]

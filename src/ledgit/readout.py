@@ -1,34 +1,38 @@
-"""The `ledgit get` readout (DESIGN §4): everything a fresh process needs about one task.
+"""The `ledgit get` readout and the handoff packet (DESIGN §4-§5), plus the pure helpers they
+share with :mod:`ledgit.ops`: claim freshness, durations, the Goal/Acceptance body sections.
 
-Pure: built from a Record plus where it was read (path, revision) and the clock. Anything
-missing, contradictory or stale is listed in ``unknown`` as ``{"field", "reason"}`` and shown
-as ``UNKNOWN (reason)`` in text, never guessed.
+Pure, and light on purpose: it works on ``fields`` (the front matter as a dict) and ``body``,
+so ``get`` can answer from an index row without parsing YAML, and it imports only the
+standard library at the top. Anything missing, contradictory or stale is listed in
+``unknown`` as ``{"field", "reason"}`` and shown as ``UNKNOWN (reason)`` in text, never guessed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any
-
-from ledgit.ops import acceptance_of, claim_freshness, goal_of
-from ledgit.record import Record, lifecycle_problems
+from datetime import datetime
+from typing import Any, NamedTuple
 
 READOUT_VERSION = 1
 ACTIVE = ("open", "in_progress", "waiting", "monitoring", "parked")
 
 
-def build_readout(record: Record, *, path: str, now: str, ttl: int,
-                  revision: str | None = None) -> dict[str, Any]:
+def build_readout(fields: Mapping[str, Any], body: str, *, path: str, revision: str,
+                  now: str, ttl: int) -> dict[str, Any]:
     """The readout as a JSON-ready dict (shape documented in docs/cli.md, ``readout: 1``).
 
-    ``path``: the task file relative to the repository root; ``revision``: the record's
-    revision (computed when None); ``ttl``: claim TTL in seconds.
+    ``fields``/``body``: a valid record's front matter and body; ``path``: the task file
+    relative to the board root; ``revision``: the record's revision; ``now``: RFC 3339 UTC;
+    ``ttl``: claim TTL in seconds.
     """
-    f = record.fields
+    from ledgit.record import lifecycle_problems
+
+    f = fields
     status = f["status"]
-    goal = goal_of(record.body)
-    acceptance = acceptance_of(record.body)
-    fresh = claim_freshness(record, now, ttl)
+    goal = goal_of(body)
+    acceptance = acceptance_of(body)
+    fresh = freshness_of(f, now, ttl)
     items: list[dict[str, Any]] = f.get("items", [])
     unknown: list[dict[str, str]] = []
 
@@ -62,11 +66,11 @@ def build_readout(record: Record, *, path: str, now: str, ttl: int,
         missing("claim", f"contradictory: a claim is held but status is {status}")
     return {
         "readout": READOUT_VERSION,
-        "id": record.id,
+        "id": f["id"],
         "title": f["title"],
         "status": status,
         "path": path,
-        "revision": revision or record.revision,
+        "revision": revision,
         "created": f["created"],
         "last_modified": f["last_modified"],
         "priority": f.get("priority"),
@@ -93,7 +97,7 @@ def build_readout(record: Record, *, path: str, now: str, ttl: int,
         "deprecated_items": [i["id"] for i in items if i["trust"] == "deprecated"],
         "unknown": unknown,
         "fields": dict(f),
-        "body": record.body,
+        "body": body,
     }
 
 
@@ -193,3 +197,190 @@ def _item_line(item: Mapping[str, Any]) -> str:
     if item.get("supersedes"):
         line += f" (supersedes {', '.join(item['supersedes'])})"
     return str(line).replace("\n", "\n    ")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class Freshness(NamedTuple):
+    """A claim's freshness: ``state`` fresh|stale|none|contested, a one-line ``reason``,
+    ``age`` seconds since the last heartbeat (None without a claim), ``ttl`` seconds, and
+    ``stale``: the lease has expired (also when the state is contested)."""
+
+    state: str
+    reason: str
+    age: int | None
+    ttl: int
+    stale: bool = False
+
+
+def format_duration(seconds: float) -> str:
+    """Human duration: ``45s``, ``30m``, ``2h``, ``1h05m``, ``3d`` (rounded down)."""
+    s = int(max(seconds, 0))
+    if s < 120:
+        return f"{s}s"
+    if s < 2 * 3600:
+        m, rest = divmod(s, 60)
+        return f"{m}m" if rest == 0 or s >= 600 else f"{m}m{rest:02d}s"
+    if s < 48 * 3600:
+        h, rest = divmod(s, 3600)
+        m = rest // 60
+        return f"{h}h" if m == 0 else f"{h}h{m:02d}m"
+    return f"{s // 86400}d"
+
+
+def epoch_seconds(stamp: str) -> float:
+    """Seconds since the epoch of an RFC 3339 UTC timestamp as ledgit writes them
+    (``2026-08-29T10:00:00.000000Z``; other offsets and precisions are accepted too)."""
+    text = stamp.strip().replace("z", "Z").replace("t", "T")
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    m = re.fullmatch(r"(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?([+-]\d\d:\d\d)", text)
+    if m:  # Python 3.10's fromisoformat wants 0, 3 or 6 fraction digits
+        frac = (m.group(2) or "0")[:6].ljust(6, "0")
+        text = f"{m.group(1)}.{frac}{m.group(3)}"
+    return datetime.fromisoformat(text).timestamp()
+
+
+def format_ttl(seconds: int) -> str:
+    """A TTL in the units config uses: ``90s``, ``30m``, ``2h``."""
+    if seconds % 3600 == 0 and seconds >= 3600:
+        return f"{seconds // 3600}h"
+    if seconds % 60 == 0 and seconds >= 60:
+        return f"{seconds // 60}m"
+    return f"{seconds}s"
+
+
+
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+
+
+def _section(body: str, name: str) -> str | None:
+    """The text under the first heading named ``name`` (case-insensitive) up to the next
+    heading of the same or a higher level; None when there is no such heading."""
+    lines = body.split("\n")
+    start = level = None
+    for i, line in enumerate(lines):
+        m = _HEADING.match(line)
+        if not m:
+            continue
+        if start is None:
+            if m.group(2).strip().lower() == name:
+                start, level = i + 1, len(m.group(1))
+        elif level is not None and len(m.group(1)) <= level:
+            return "\n".join(lines[start:i]).strip("\n")
+    if start is None:
+        return None
+    return "\n".join(lines[start:]).strip("\n")
+
+
+def goal_of(body: str) -> str | None:
+    """The ``## Goal`` section's text (stripped), None when missing or empty."""
+    text = _section(body, "goal")
+    return text.strip() if text and text.strip() else None
+
+
+def acceptance_of(body: str) -> list[str] | None:
+    """The ``## Acceptance`` criteria, list markers and ``[ ]`` checkboxes removed; None when
+    the section is missing. When the section has list items only they count; otherwise every
+    non-empty line is one criterion."""
+    text = _section(body, "acceptance")
+    if text is None:
+        return None
+    lines = [line for line in text.split("\n") if line.strip()]
+    bullets = [line for line in lines if _BULLET.match(line) and not line.startswith((" ", "\t"))]
+    chosen = bullets if bullets else lines
+    return [_BULLET.sub("", line).strip() for line in chosen if _BULLET.sub("", line).strip()]
+
+
+
+
+def freshness_of(fields: Mapping[str, Any], now: str, ttl: int) -> Freshness:
+    """Freshness of a task's claim (DESIGN §4); ``now``: RFC 3339 UTC, ``ttl``: seconds.
+
+    ``none`` without a claim; ``contested`` while ``contested`` lists claims that lost to the
+    current one in a merge; ``stale`` when the last heartbeat (or the claim time) is more than
+    ``ttl`` seconds before ``now``; else ``fresh``.
+    """
+    claim = fields.get("claim")
+    if not claim:
+        return Freshness("none", "nobody holds a claim", None, ttl)
+    by = claim["by"]
+    last = claim.get("heartbeat") or claim["at"]
+    age = epoch_seconds(now) - epoch_seconds(last)
+    beat = "last heartbeat" if claim.get("heartbeat") else "claimed"
+    if age < 0:
+        timing = f"{beat} {format_duration(-age)} in the future (clock skew?)"
+        age = 0
+    else:
+        timing = f"{beat} {format_duration(age)} ago, TTL {format_ttl(ttl)}"
+    stale = age > ttl
+    contested = fields.get("contested") or []
+    if contested:
+        losers = ", ".join(sorted({c["by"] for c in contested}))
+        extra = "; stale" if stale else ""
+        return Freshness("contested",
+                         f"claim by {by} {timing}{extra}; contested in a merge by {losers}, "
+                         f"whose claim lost", int(age), ttl, stale)
+    if stale:
+        return Freshness("stale", f"claim by {by} {timing}", int(age), ttl, True)
+    return Freshness("fresh", f"claim by {by} {timing}", int(age), ttl)
+
+
+
+
+def _item_view(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: item[k] for k in ("id", "kind", "text", "why", "evidence", "by", "at")
+            if k in item}
+
+
+def handoff_of(fields: Mapping[str, Any], body: str, revision: str) -> dict[str, Any]:
+    """The compact handoff packet (DESIGN §5): id, title, status, revision, goal, acceptance,
+    next_action, gate, outcome and the locked items only (never candidate or deprecated).
+    Missing values are None (acceptance: an empty list)."""
+    f = fields
+    return {
+        "id": f["id"],
+        "title": f["title"],
+        "status": f["status"],
+        "revision": revision,
+        "goal": goal_of(body),
+        "acceptance": acceptance_of(body) or [],
+        "next_action": f.get("next_action"),
+        "gate": f.get("gate"),
+        "outcome": f.get("outcome"),
+        "items": [_item_view(i) for i in f.get("items", []) if i["trust"] == "locked"],
+    }
+
+
+def render_handoff(packet: Mapping[str, Any]) -> str:
+    """The handoff packet as Markdown (``UNKNOWN (not set)`` for missing values)."""
+
+    def val(v: Any) -> str:
+        return str(v) if v else "UNKNOWN (not set)"
+
+    out = [f"# Handoff: {packet['id']} {packet['title']}", "",
+           f"- status: {packet['status']}",
+           f"- revision: {packet['revision']}",
+           f"- next action: {val(packet['next_action'])}",
+           f"- gate: {val(packet['gate'])}"]
+    outcome = packet.get("outcome")
+    if outcome:
+        extra = f" (reuse: {outcome['reuse']})" if outcome.get("reuse") else ""
+        out.append(f"- outcome: {outcome['kind']}: {outcome.get('reason', '')}{extra}")
+    out += ["", "## Goal", val(packet["goal"]), "", "## Acceptance"]
+    out += [f"- {a}" for a in packet["acceptance"]] or ["UNKNOWN (not set)"]
+    out += ["", "## Locked state"]
+    if packet["items"]:
+        for i in packet["items"]:
+            line = f"- [{i['kind']}] {i['text']} ({i['id']})"
+            if i.get("why"):
+                line += f" — why: {i['why']}"
+            if i.get("evidence"):
+                line += f" — evidence: {i['evidence']}"
+            out.append(line)
+    else:
+        out.append("(none)")
+    return "\n".join(out) + "\n"
