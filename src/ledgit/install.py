@@ -334,6 +334,7 @@ def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> lis
     else:
         done.append(f"merge driver: already configured ({want})")
     done.append(install_attributes(attributes_file(cwd)))
+    done += _warm_index(cwd)
     if not hooks:
         return done
     if _uses_pre_commit_framework(top):
@@ -345,6 +346,20 @@ def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> lis
     for name in HOOKS:
         done.append(install_hook(hdir, name, command))
     return done
+
+
+def _warm_index(cwd: Path) -> list[str]:
+    """Build or refresh this worktree's index (what the post-checkout hook would have done)."""
+    from ledgit.board import find_board
+    from ledgit.index import Index
+
+    try:
+        board = find_board(cwd)
+    except LedgitError:
+        return []
+    with Index.open(board) as index:
+        stats = index.refresh()
+    return [f"index: {stats.files} task(s) indexed in {board.private_dir}"]
 
 
 def uninstall(cwd: Path) -> list[str]:
