@@ -6,8 +6,10 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ledgit import ops
+from ledgit import ops, readout, record
 from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
 from ledgit.readout import build_readout, render_readout
 from ledgit.record import Record, lifecycle_problems, parse_record, render_record
@@ -420,6 +422,18 @@ def test_epoch_seconds_accepts_canonical_and_other_forms() -> None:
     assert epoch_seconds("2026-08-29T10:00:00.000000Z") == base
     assert epoch_seconds("2026-08-29T12:00:00+02:00") == base
     assert epoch_seconds("2026-08-29T10:00:00.5Z") == base + 0.5
+
+
+@given(st.fixed_dictionaries({}, optional={
+    "status": st.sampled_from(record.STATUSES),
+    "waiting_on": st.sampled_from(["", "kim"]),
+    "outcome": st.sampled_from([{}, {"kind": "drop"}, {"kind": "park", "reason": "r"}]),
+    "response": st.sampled_from(["", "did it"]),
+    "claim": st.sampled_from([{}, {"by": "a", "at": "2026-01-01T00:00:00.000000Z"}]),
+    "next_action": st.sampled_from(["", "go"]),
+}))
+def test_readout_lifecycle_rules_agree_with_record(fields: dict[str, Any]) -> None:
+    assert readout.lifecycle_problems(fields) == record.lifecycle_problems(fields)
 
 
 def test_durations() -> None:

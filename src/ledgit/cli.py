@@ -62,6 +62,8 @@ COMMANDS: dict[str, str] = {
     "verify": "ledgit.gitcli:verify_cmd",  # cli.verify_cmd + the CI gate options
     "cache": "ledgit.cli:cache_group",
     "demo": "ledgit.demo:demo_cmd",
+    "import": "ledgit.interop.cli:import_group",
+    "export": "ledgit.interop.cli:export_group",
     "install": "ledgit.gitcli:install_cmd",
     "uninstall": "ledgit.gitcli:uninstall_cmd",
     "doctor": "ledgit.gitcli:doctor_cmd",
@@ -213,9 +215,11 @@ def _board() -> Board:
 
 
 def _now() -> str:
-    from ledgit.record import now_timestamp
+    """Now as canonical RFC 3339 UTC with microseconds (= record.now_timestamp, without
+    importing record.py and PyYAML on read paths)."""
+    from datetime import datetime, timezone
 
-    return now_timestamp()
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 Op = Callable[["Record", str, str, int], "Change"]
@@ -528,7 +532,7 @@ def list_cmd(status: tuple[str, ...], owner: str | None, worker: str | None,
 
 
 def _negative(row: dict[str, Any]) -> bool:
-    from ledgit.ops import NOT_READY_OUTCOMES
+    from ledgit.readout import NOT_READY_OUTCOMES
 
     return (row.get("outcome") or {}).get("kind") in NOT_READY_OUTCOMES
 
@@ -567,10 +571,9 @@ def ready_cmd(owner: str | None, worker: str | None, label: tuple[str, ...],
     board = _board()
     index = _index(board)
     filters = _filters((), owner, worker, label, False, None)
-    rows = [r for r in index.rows(ready=True, sort="asc", **filters) if not _negative(r)]
-    rows.sort(key=lambda r: (r.get("priority") if r.get("priority") is not None else 5,
-                             r.get("created") or ""))
-    _print_rows(rows[:limit] if limit else rows, as_json, board, index.errors())
+    rows = [r for r in index.rows(ready=True, sort="priority", limit=limit, **filters)
+            if not _negative(r)]
+    _print_rows(rows, as_json, board, index.errors())
     return OK
 
 

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
 from ledgit.readout import (
+    NOT_READY_OUTCOMES,
     Freshness,
     _section,
     acceptance_of,
@@ -39,7 +40,6 @@ from ledgit.record import (
 # Statuses a task can be claimed from, and the statuses each transition may start from.
 CLAIMABLE = ("open", "in_progress")
 ENDED = ("done", "dropped", "archived")
-NOT_READY_OUTCOMES = ("drop", "no_change")
 # Fields `update --set` and `writeback --set` may write (lifecycle fields have their commands).
 SETTABLE = ("title", "priority", "owner", "worker", "response", "next_action", "gate",
             "waiting_on", "signal", "depends_on", "labels", "commits")
