@@ -200,6 +200,18 @@ def test_unknown_and_ambiguous_ids_exit_4(lg: Ledgit) -> None:
     assert sum(1 for i in ids if i in res.err) >= 2
 
 
+def test_init_in_a_subdirectory_uses_the_work_tree_top(
+        repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    sub = repo / "src" / "pkg"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    runner = Ledgit(repo, capsys)
+    runner.ok("init")
+    assert (repo / ".ledgit" / "tasks").is_dir() and not (sub / ".ledgit").exists()
+    tid = runner.create("From deep down")
+    assert runner.task_file(tid).is_file()
+
+
 def test_no_board_exits_4_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     empty = tmp_path / "empty"
@@ -563,6 +575,24 @@ def test_reads_import_no_yaml_and_no_write_path_code(lg: Ledgit) -> None:
         modules = imported_by(lg.root, argv)
         assert not {m for m in modules if m.split(".")[0] in HEAVY or m in HEAVY}, argv
     assert "ledgit.board" not in imported_by(lg.root, ["--version"])
+
+
+def test_concurrent_updates_through_the_console_script(lg: Ledgit) -> None:
+    tid = lg.create("Shared")
+    procs = 4
+    each = 5
+    script = " ; ".join(f"{' '.join(console_script())} update {tid} --response "
+                        f"\"p$P-{n}\" --by p$P || exit 1" for n in range(each))
+    running = [subprocess.Popen(["sh", "-c", script], cwd=lg.root,
+                                env={**os.environ, "P": str(p)}, stderr=subprocess.PIPE,
+                                text=True) for p in range(procs)]
+    for proc in running:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        assert err == ""
+    events = lg.ok("history", tid, "--json").json()["events"]
+    assert len(events) == 1 + procs * each
+    lg.ok("verify", tid)
 
 
 def test_console_script_demo_runs() -> None:

@@ -312,12 +312,18 @@ def _read_text_option(text: str | None, path: str | None, what: str) -> str | No
               help="Task id prefix (ids look like T-k3v9q2mz7a).")
 @json_option
 def init_cmd(path: str | None, id_prefix: str, as_json: bool) -> int:
-    """Create a board (.ledgit/) in PATH (default: the current directory)."""
+    """Create a board (.ledgit/) in PATH (default: the top of the Git work tree, else the
+    current directory). Idempotent."""
     from pathlib import Path
 
     from ledgit.board import init_board
 
-    board = init_board(Path(path or os.getcwd()), id_prefix=id_prefix)
+    if path is None:
+        from ledgit import git
+
+        top = git.toplevel(Path.cwd())
+        path = str(top) if top is not None else os.getcwd()
+    board = init_board(Path(path), id_prefix=id_prefix)
     if as_json:
         _json({"root": str(board.root), "dir": str(board.dir)})
     else:
