@@ -104,7 +104,7 @@ def test_ready(board: Board) -> None:
 
 def test_search_is_exact_case_insensitive_substring(board: Board) -> None:
     dialer = add(board, "Fix the Dialer", body="## Goal\nReconnect the network.\n")
-    resp = add(board, "other", response="Measured 100% of calls; a_b stays")
+    resp = add(board, "other", response="Measured 100% of calls; a_b stays in C:\\tmp")
     item = add(board, "items", items=[{"id": "i1", "kind": "fact", "text": "Straße closed",
                                        "trust": "locked", "by": "ada",
                                        "at": "2026-01-01T00:00:00Z"}])
@@ -118,6 +118,7 @@ def test_search_is_exact_case_insensitive_substring(board: Board) -> None:
     assert ids(idx.search("100%")) == [resp.id]
     assert ids(idx.search("a_b")) == [resp.id]
     assert idx.search("a%b") == [] and idx.search("1_0") == []
+    assert ids(idx.search("c:\\tmp")) == [resp.id] and idx.search("c:\\%") == []
     assert ids(idx.search("STRASSE")) == [item.id]
     assert ids(idx.search("straße closed")) == [item.id]
     assert ids(idx.search("reconnect", fields=["title"])) == []

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ledgit.board import Board
     from ledgit.record import Record
 
-SCHEMA_VERSION = 1  # PRAGMA user_version; another value means: rebuild
+SCHEMA_VERSION = 2  # PRAGMA user_version; another value means: rebuild
 INDEX_NAME = "index.sqlite3"
 RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
 BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
@@ -54,7 +54,7 @@ ROW_FIELDS: tuple[tuple[str, Any], ...] = (
     ("waiting_on", None), ("signal", None), ("outcome", None), ("items", []),
     ("created", None), ("last_modified", None), ("x", None),
 )
-# Searchable fields -> docs column (casefolded text). DEFAULT_SEARCH: what `search` covers.
+# Searchable fields -> texts column (casefolded text). DEFAULT_SEARCH: what `search` covers.
 SEARCH_COLUMNS = {
     "title": "s_title", "body": "s_body", "response": "s_response", "items": "s_items",
     "next_action": "s_next_action", "gate": "s_gate", "waiting_on": "s_waiting_on",
@@ -93,9 +93,12 @@ CREATE INDEX tasks_last_modified ON tasks (last_modified);
 CREATE INDEX tasks_status ON tasks (status, last_modified);
 CREATE TABLE docs (
     id TEXT PRIMARY KEY,
-    doc TEXT NOT NULL,           -- canonical JSON {"fields": ..., "body": ...}
-    s_title TEXT, s_body TEXT, s_response TEXT, s_items TEXT,
-    s_next_action TEXT, s_gate TEXT, s_waiting_on TEXT, s_outcome TEXT
+    doc TEXT NOT NULL            -- canonical JSON {"fields": ..., "body": ...}
+);
+CREATE TABLE texts (             -- search normal form (NFC, casefold), kept apart from docs
+    id TEXT PRIMARY KEY,         -- so that a search scans only the text it looks at
+    s_title TEXT, s_response TEXT, s_items TEXT, s_next_action TEXT, s_gate TEXT,
+    s_waiting_on TEXT, s_outcome TEXT, s_body TEXT
 );
 CREATE TABLE labels (id TEXT NOT NULL, label TEXT NOT NULL, PRIMARY KEY (label, id));
 CREATE INDEX labels_id ON labels (id);
@@ -103,7 +106,7 @@ CREATE TABLE deps (id TEXT NOT NULL, dep TEXT NOT NULL, PRIMARY KEY (id, dep));
 CREATE TABLE dirty (id TEXT PRIMARY KEY);  -- rows written by update_one since the last scan
 CREATE TABLE meta (key TEXT PRIMARY KEY, value);
 """
-_TABLES = ("tasks", "docs", "labels", "deps", "dirty", "meta")
+_TABLES = ("tasks", "docs", "texts", "labels", "deps", "dirty", "meta")
 _TOUCH_SQL = "UPDATE tasks SET mtime_ns = ?, size = ?, ino = ?, checked_ns = ? WHERE id = ?"
 
 Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
@@ -126,6 +129,7 @@ class RefreshStats(NamedTuple):
 class _Row(NamedTuple):
     task: tuple[Any, ...]
     doc: tuple[Any, ...] | None
+    text: tuple[Any, ...] | None
     labels: list[tuple[str, str]]
     deps: list[tuple[str, str]]
 
@@ -162,6 +166,7 @@ class Index:
         self._fresh = False
         self._rel_dir = board.rel(board.tasks_dir)
         self._inode: int | None = None  # of the file opened: tells a replaced file apart
+        self._built: RefreshStats | None = None  # set when opening built it from scratch
 
     # ------------------------------------------------------------------ opening
 
@@ -261,7 +266,7 @@ class Index:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
-            self._fill()
+            self._built = self._fill()
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self._fresh = True
 
@@ -297,9 +302,13 @@ class Index:
         files. Writes only when something changed. Never raises for a malformed file."""
         started = time.perf_counter()
         scan_ns = time.time_ns()
+        self._built = None
         stored, racy = self._load_scan()
         dirty = [r[0] for r in self.db.execute("SELECT id FROM dirty")]
         current = _stat_scan(self.board.tasks_dir)
+        self._fresh = True
+        if not racy and not dirty and current == stored:  # the common case, compared in C
+            return RefreshStats(len(current), 0, 0, 0, 0, False, time.perf_counter() - started)
         horizon = scan_ns - RACY_WINDOW_NS
         candidates: list[str] = []
         new_racy: list[str] = []
@@ -315,7 +324,6 @@ class Index:
                 candidates.append(name)
                 seen.add(name)
         removed = [n for n in {*stored, *dirty} if n not in current]
-        self._fresh = True
         touched, rows = self._examine(candidates, current, scan_ns)
         moved = any(get(n) != current[n] for n in candidates)
         if not (rows or removed or dirty or moved or sorted(new_racy) != sorted(racy)):
@@ -348,6 +356,9 @@ class Index:
     def rebuild(self) -> RefreshStats:
         """Drop every row and re-read every task file: one transaction, executemany
         (``ledgit cache rebuild``)."""
+        if self._built is not None:  # this instance has just built it from scratch
+            stats, self._built = self._built, None
+            return stats
         with self._writing():
             for table in _TABLES:
                 self.db.execute(f"DELETE FROM {table}")
@@ -360,11 +371,8 @@ class Index:
         started = time.perf_counter()
         scan_ns = time.time_ns()
         current = _stat_scan(self.board.tasks_dir)
-        rows = []
-        for name, st in current.items():
-            data = self._read(name)
-            if data is not None:
-                rows.append(self._build(name, st, scan_ns, data))
+        rows = [self._build(name, current[name], scan_ns, data)
+                for name, data in _read_many(self.board.tasks_dir, sorted(current))]
         self._insert(rows)
         self._store_scan(current, [n for n, st in current.items()
                                    if st[0] >= scan_ns - RACY_WINDOW_NS], scan_ns)
@@ -458,11 +466,16 @@ class Index:
         limit = filters.pop("limit", None)
         where, params = _filters(**filters)
         cols = [SEARCH_COLUMNS[n] for n in names]
-        where += " AND (" + " OR ".join(f"instr(d.{c}, ?) > 0" for c in cols) + ")"
-        params.extend([needle] * len(cols))
-        extra = ", " + ", ".join(f"d.{c}" for c in cols)
+        # LIKE, not instr(): SQLite runs it several times faster. Both sides are casefolded,
+        # so LIKE's ASCII case folding changes nothing; %, _ and \\ are escaped.
+        pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        match = " OR ".join(f"x.{c} LIKE ? ESCAPE '\\'" for c in cols)
+        params = [pattern] * len(cols) + params
+        extra = ", " + ", ".join(f"x.{c}" for c in cols)
+        # Scan the texts first (CROSS JOIN fixes the order), then look up the few matches.
+        source = f"texts x CROSS JOIN tasks t ON t.id = x.id AND ({match})"
         out = []
-        for row in self._select(where, params, sort, limit, extra):
+        for row in self._select(where, params, sort, limit, extra, source):
             texts = row.pop("_extra")
             row["matches"] = [n for n, t in zip(names, texts, strict=True) if t and needle in t]
             out.append(row)
@@ -510,7 +523,7 @@ class Index:
         if row is None:
             return None
         if row[4] is not None:
-            return _error_row(row[0], row[1], row[4])
+            return _error_dict(row[0], row[1], row[4])
         return _row_dict(row[0], row[1], row[2], row[3])
 
     @_recovering
@@ -549,11 +562,11 @@ class Index:
     # ------------------------------------------------------------------ internals
 
     def _select(self, where: str, params: list[Any], sort: str, limit: int | None,
-                extra: str = "") -> list[dict[str, Any]]:
+                extra: str = "", source: str = "tasks t") -> list[dict[str, Any]]:
         order = SORTS.get(sort)
         if order is None:
             raise LedgitError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})", USAGE)
-        sql = (f"SELECT t.id, t.path, t.revision, d.doc{extra} FROM tasks t "
+        sql = (f"SELECT t.id, t.path, t.revision, d.doc{extra} FROM {source} "
                f"JOIN docs d ON d.id = t.id WHERE {where} ORDER BY {order}")
         if limit is not None:
             sql += " LIMIT ?"
@@ -576,7 +589,9 @@ class Index:
     def _build(self, name: str, st: Stat, checked_ns: int, data: bytes,
                record: Record | None = None) -> _Row:
         """Rows for one task file (parsed from ``data`` unless ``record`` is given)."""
-        from ledgit.record import canonical_json, parse_record
+        import hashlib
+
+        from ledgit.record import parse_record
 
         rel = f"{self._rel_dir}/{name}.md"
         head = (name, rel, st[0], st[1], st[2], checked_ns, _digest(data))
@@ -586,16 +601,13 @@ class Index:
             if record.id != name:
                 raise LedgitError(located(f"id {record.id!r} does not match the file name",
                                           rel, None, "id"))
-            doc = canonical_json(record.state())
+            # record.canonical_json without its float check: parsed records hold none.
+            doc = json.dumps(record.state(), sort_keys=True, separators=(",", ":"),
+                             ensure_ascii=False).encode("utf-8")
         except LedgitError as exc:
-            return _Row((*head, exc.message, *([None] * 5), 0, None, None, None, None),
-                        None, [], [])
+            return _error_row(head, exc.message)
         except Exception as exc:  # noqa: BLE001 - a file must never crash a read
-            message = f"{rel}: cannot index: {type(exc).__name__}: {exc}"
-            return _Row((*head, message, *([None] * 5), 0, None, None, None, None),
-                        None, [], [])
-        import hashlib
-
+            return _error_row(head, f"{rel}: cannot index: {type(exc).__name__}: {exc}")
         f = record.fields
         outcome = f.get("outcome") or {}
         task = (*head, None, f.get("title"), f.get("status"), f.get("priority"),
@@ -605,18 +617,21 @@ class Index:
         items = "\n".join(str(i.get(k)) for i in f.get("items", ())
                           for k in ("text", "why", "evidence") if i.get(k))
         outcome_text = "\n".join(str(outcome[k]) for k in ("reason", "reuse") if outcome.get(k))
-        docrow = (name, doc.decode("utf-8"), _fold(f.get("title")), _fold(record.body),
-                  _fold(f.get("response")), _fold(items), _fold(f.get("next_action")),
-                  _fold(f.get("gate")), _fold(f.get("waiting_on")), _fold(outcome_text))
-        return _Row(task, docrow, [(name, lab) for lab in f.get("labels", ())],
+        text = (name, _fold(f.get("title")), _fold(f.get("response")), _fold(items),
+                _fold(f.get("next_action")), _fold(f.get("gate")), _fold(f.get("waiting_on")),
+                _fold(outcome_text), _fold(record.body))
+        return _Row(task, (name, doc.decode("utf-8")), text,
+                    [(name, lab) for lab in f.get("labels", ())],
                     [(name, dep) for dep in f.get("depends_on", ())])
 
     def _insert(self, rows: list[_Row]) -> None:
         db = self.db
         db.executemany("INSERT INTO tasks VALUES (" + ", ".join("?" * 18) + ")",
                        [r.task for r in rows])
-        db.executemany("INSERT INTO docs VALUES (" + ", ".join("?" * 10) + ")",
+        db.executemany("INSERT INTO docs VALUES (?, ?)",
                        [r.doc for r in rows if r.doc is not None])
+        db.executemany("INSERT INTO texts VALUES (" + ", ".join("?" * 9) + ")",
+                       [r.text for r in rows if r.text is not None])
         db.executemany("INSERT OR IGNORE INTO labels VALUES (?, ?)",
                        [lab for r in rows for lab in r.labels])
         db.executemany("INSERT OR IGNORE INTO deps VALUES (?, ?)",
@@ -626,7 +641,7 @@ class Index:
         params = [(n,) for n in names]
         if not params:
             return
-        for table in ("tasks", "docs", "labels", "deps"):
+        for table in ("tasks", "docs", "texts", "labels", "deps"):
             self.db.executemany(f"DELETE FROM {table} WHERE id = ?", params)
 
     def _digests(self, names: list[str]) -> dict[str, bytes]:
@@ -696,7 +711,9 @@ def _busy(path: Path | str) -> LedgitError:
 
 
 def _stat_scan(tasks_dir: Path) -> dict[str, Stat]:
-    """{stem: (mtime_ns, size, inode)} of the regular ``*.md`` files (dot-files excluded)."""
+    """{stem: (mtime_ns, size, inode)} of ``tasks/*.md`` (dot-files excluded): one stat per
+    file and nothing else, the floor of a freshness check (DESIGN §10). A directory named
+    ``x.md`` is listed too; reading it fails and it is skipped."""
     out: dict[str, Stat] = {}
     if os.stat in os.supports_dir_fd:
         try:
@@ -710,9 +727,8 @@ def _stat_scan(tasks_dir: Path) -> dict[str, Stat]:
                     try:
                         s = stat(name, dir_fd=fd)
                     except FileNotFoundError:
-                        continue
-                    if s.st_mode & 0o170000 == 0o100000:
-                        out[name[:-3]] = (s.st_mtime_ns, s.st_size, s.st_ino)
+                        continue  # removed while we looked
+                    out[name[:-3]] = (s.st_mtime_ns, s.st_size, s.st_ino)
         finally:
             os.close(fd)
         return out
@@ -722,10 +738,46 @@ def _stat_scan(tasks_dir: Path) -> dict[str, Stat]:
         return out
     for entry in entries:  # pragma: no cover
         name = entry.name
-        if name.endswith(".md") and name[0] != "." and len(name) > 3 and entry.is_file():
+        if name.endswith(".md") and name[0] != "." and len(name) > 3:
             s = entry.stat()
             out[name[:-3]] = (s.st_mtime_ns, s.st_size, s.st_ino)
     return out
+
+
+def _read_many(tasks_dir: Path, names: list[str]) -> Iterator[tuple[str, bytes]]:
+    """(stem, bytes) of each readable ``<stem>.md``: os-level reads through one directory
+    descriptor (a cold rebuild reads every file; the file-object layer is measurable)."""
+    if os.open not in os.supports_dir_fd:  # pragma: no cover
+        for name in names:
+            try:
+                yield name, (tasks_dir / f"{name}.md").read_bytes()
+            except OSError:
+                continue
+        return
+    try:
+        dfd = os.open(tasks_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    try:
+        for name in names:
+            try:
+                fd = os.open(f"{name}.md", os.O_RDONLY, dir_fd=dfd)
+            except OSError:
+                continue
+            try:
+                chunks = []
+                while True:
+                    chunk = os.read(fd, 1 << 20)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                yield name, b"".join(chunks)
+            except OSError:  # e.g. a directory named x.md
+                continue
+            finally:
+                os.close(fd)
+    finally:
+        os.close(dfd)
 
 
 def _digest(data: bytes) -> bytes:
@@ -775,6 +827,10 @@ def _filters(status: Sequence[str] | str | None = None, owner: str | None = None
     return " AND ".join(conds), params
 
 
+def _error_row(head: tuple[Any, ...], message: str) -> _Row:
+    return _Row((*head, message, *([None] * 5), 0, None, None, None, None), None, None, [], [])
+
+
 def _row_dict(task_id: str, path: str, revision: str, doc: str) -> dict[str, Any]:
     state = json.loads(doc)
     stored = state["fields"]
@@ -785,7 +841,7 @@ def _row_dict(task_id: str, path: str, revision: str, doc: str) -> dict[str, Any
     return row
 
 
-def _error_row(task_id: str, path: str, error: str) -> dict[str, Any]:
+def _error_dict(task_id: str, path: str, error: str) -> dict[str, Any]:
     row = {k: list(d) if isinstance(d, list) else d for k, d in ROW_FIELDS}
     row.update(id=task_id, path=path, revision=None, body=None, fields=None, error=error)
     return row
