@@ -1,0 +1,199 @@
+"""The hooks under real Git: pre-commit on the index, post-* index refresh, odd paths, and the
+pre-commit framework's ``try-repo`` against this repository."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from gitflow import (
+    LEDGIT,
+    PY,
+    commit_all,
+    create,
+    fields,
+    git_rc,
+    history_file,
+    ledgit,
+    new_repo,
+    task_file,
+)
+from gitutil import git
+
+pytest_plugins = ["gitutil"]
+
+PROJECT = Path(__file__).resolve().parents[1]
+# The pre-commit framework pip-installs ledgit into its own virtualenv: keep pip's download
+# cache across tests (the tests' HOME is a throwaway directory).
+PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
+
+
+def _break(repo: Path, tid: str) -> None:
+    path = task_file(repo, tid)
+    path.write_text(path.read_text().replace("status: open", "status: opne"))
+
+
+def _fix(repo: Path, tid: str) -> None:
+    path = task_file(repo, tid)
+    path.write_text(path.read_text().replace("status: opne", "status: open"))
+
+
+def test_pre_commit_checks_the_index_not_the_work_tree(tmp_path: Path, git_env: Path) -> None:
+    repo = new_repo(tmp_path / "repo")
+    tid = create(repo, "Guarded", "--by", "a")
+    commit_all(repo, "task")
+    _break(repo, tid)
+    git("add", "-A", cwd=repo)
+    _fix(repo, tid)  # the work tree is fine again, the staged blob is not
+    proc = git_rc(repo, "commit", "-m", "broken")
+    assert proc.returncode == 1
+    assert f"ledgit pre-commit: .ledgit/tasks/{tid}.md:4: schema:" in proc.stderr
+    assert "commit refused: 1 problem(s) in 1 staged task(s)" in proc.stderr
+    git("add", "-A", cwd=repo)
+    assert git_rc(repo, "commit", "-m", "nothing changed after all").returncode == 1
+    # a partial commit (`git commit PATH`) checks the temporary index GIT_INDEX_FILE names
+    _break(repo, tid)
+    proc = git_rc(repo, "commit", "-m", "partial", "--", f".ledgit/tasks/{tid}.md")
+    assert proc.returncode == 1 and "schema" in proc.stderr
+    _fix(repo, tid)
+    ledgit(repo, "update", tid, "--priority", "1", "--by", "a")
+    proc = git_rc(repo, "commit", "-m", "partial", "--", ".ledgit")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_pre_commit_looks_only_at_staged_tasks(tmp_path: Path, git_env: Path) -> None:
+    repo = new_repo(tmp_path / "repo")
+    bad = create(repo, "Broken in HEAD", "--by", "a")
+    good = create(repo, "Fine", "--by", "a")
+    _break(repo, bad)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "--no-verify", "-m", "slipped past", cwd=repo)
+    ledgit(repo, "update", good, "--priority", "2", "--by", "a")
+    git("add", "-A", cwd=repo)
+    proc = git_rc(repo, "commit", "-m", "only the fine task is staged")
+    assert proc.returncode == 0, proc.stderr
+    # a hand edit staged without `ledgit record` is refused with the way out
+    path = task_file(repo, good)
+    path.write_text(path.read_text().replace("title: Fine", "title: Finer"))
+    git("add", "-A", cwd=repo)
+    proc = git_rc(repo, "commit", "-m", "hand edit")
+    assert proc.returncode == 1 and "record-head" in proc.stderr
+    assert f"ledgit record {good}" in proc.stderr
+    ledgit(repo, "record", good, "--by", "a")
+    git("add", "-A", cwd=repo)
+    assert git_rc(repo, "commit", "-m", "hand edit, recorded").returncode == 0
+
+
+def test_worktree_add_builds_its_own_index_and_leaves_main_alone(tmp_path: Path,
+                                                                 git_env: Path) -> None:
+    repo = new_repo(tmp_path / "repo")
+    create(repo, "Indexed", "--by", "a")
+    commit_all(repo, "task")
+    ledgit(repo, "list")
+    main_index = repo / ".git" / "ledgit" / "index.sqlite3"
+    before = (main_index.read_bytes(), main_index.stat().st_mtime_ns)
+    git("worktree", "add", "-q", "-b", "wt", str(tmp_path / "wt"), cwd=repo)
+    wt_index = repo / ".git" / "worktrees" / "wt" / "ledgit" / "index.sqlite3"
+    assert wt_index.is_file(), "post-checkout built the new worktree's index"
+    assert (main_index.read_bytes(), main_index.stat().st_mtime_ns) == before
+    assert "Indexed" in ledgit(tmp_path / "wt", "list").out
+
+
+def test_post_hooks_always_exit_0(tmp_path: Path, git_env: Path) -> None:
+    repo = new_repo(tmp_path / "repo")
+    for name in ("post-checkout", "post-merge", "post-rewrite", "index"):
+        assert ledgit(repo, "hook", name, "a", "b", "1").code == 0
+    (repo / ".ledgit" / "config.yaml").write_text("id_prefix: [broken\n")
+    r = ledgit(repo, "hook", "post-merge")
+    assert r.code == 0
+    ledgit(tmp_path, "hook", "post-checkout")  # outside any repository
+    ledgit(repo, "hook", "no-such-hook", code=2)
+
+
+def test_index_refresh_is_bounded_in_time(tmp_path: Path, git_env: Path) -> None:
+    repo = new_repo(tmp_path / "repo")
+    script = ("import time, sys\n"
+              "from pathlib import Path\n"
+              "from ledgit import index, hooks\n"
+              "index.Index.refresh = lambda self: time.sleep(30)\n"
+              "sys.exit(hooks.refresh_index(Path(sys.argv[1]), budget=0.5))\n")
+    started = time.monotonic()
+    proc = subprocess.run([PY, "-c", script, str(repo)], capture_output=True, text=True,
+                          check=False, timeout=20)
+    assert proc.returncode == 0
+    assert time.monotonic() - started < 10
+    assert "the next read finishes it" in proc.stderr
+
+
+def test_paths_with_spaces_and_quotes(tmp_path: Path, git_env: Path) -> None:
+    odd = tmp_path / "we ird \"dir\" 'x'"
+    bindir = odd / "bin dir"
+    bindir.mkdir(parents=True)
+    wrapper = bindir / "led git"
+    wrapper.write_text(f"#!/bin/sh\nexec {LEDGIT} \"$@\"\n")
+    wrapper.chmod(0o755)
+    repo = odd / "re po"
+    repo.mkdir()
+    git("init", "-q", str(repo), cwd=odd)
+    ledgit(repo, "init")
+    ledgit(repo, "install", "--command", shlex.quote(str(wrapper)))
+    tid = create(repo, "Odd paths", "--by", "a")
+    commit_all(repo, "task")
+    git("worktree", "add", "-q", "-b", "side", str(odd / "side 'wt'"), cwd=repo)
+    side = odd / "side 'wt'"
+    ledgit(side, "update", tid, "--priority", "1", "--by", "b")
+    commit_all(side, "side")
+    ledgit(repo, "update", tid, "--label", "main", "--by", "a")
+    commit_all(repo, "main")
+    log = tmp_path / "merge log"
+    proc = git_rc(repo, "merge", "--no-edit", "side", env={"LEDGIT_MERGE_LOG": str(log)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f".ledgit/tasks/{tid}.md: priority from theirs" in log.read_text()
+    assert fields(repo, tid)["priority"] == 1
+    _break(repo, tid)
+    git("add", "-A", cwd=repo)
+    assert git_rc(repo, "commit", "-m", "broken").returncode == 1
+    _fix(repo, tid)
+    git("add", "-A", cwd=repo)
+    ledgit(repo, "verify", "--range", "HEAD~2..HEAD")
+    assert "index is stale" in ledgit(repo, "doctor", code=1).out  # a hand edit, no read yet
+    ledgit(repo, "list")
+    ledgit(repo, "doctor")
+    assert history_file(repo, tid).is_file()
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (PROJECT / ".git").exists(),
+                    reason="needs this project's Git checkout")
+def test_pre_commit_try_repo_refuses_then_accepts(tmp_path: Path, git_env: Path) -> None:
+    """The framework path: ``pre-commit try-repo <ledgit> ledgit-check`` pip-installs this
+    project (its committed HEAD, cloned) and runs the hook on the staged tasks."""
+    source = tmp_path / "ledgit-src"
+    git("clone", "-q", "--no-hardlinks", str(PROJECT), str(source), cwd=tmp_path)
+    repo = new_repo(tmp_path / "repo", install=False)
+    tid = create(repo, "Framework", "--by", "a")
+    commit_all(repo, "task")
+    env = {**os.environ, "PIP_CACHE_DIR": PIP_CACHE, "PRE_COMMIT_COLOR": "never",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+    def try_repo() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(source),
+                               "ledgit-check"], cwd=repo, env=env, capture_output=True,
+                              text=True, check=False, timeout=600)
+
+    _break(repo, tid)
+    git("add", "-A", cwd=repo)
+    proc = try_repo()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f".ledgit/tasks/{tid}.md:4: schema:" in proc.stdout
+    _fix(repo, tid)
+    ledgit(repo, "update", tid, "--priority", "1", "--by", "a")
+    git("add", "-A", cwd=repo)
+    proc = try_repo()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ledgit check" in proc.stdout and "Passed" in proc.stdout
