@@ -332,3 +332,14 @@ def test_reads_do_not_import_yaml(board: Board) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_an_index_from_an_earlier_boot_is_rebuilt(board: Board) -> None:
+    record = add(board, "t")
+    fresh(board).close()
+    db = sqlite3.connect(board.private_dir / "index.sqlite3")
+    db.execute("UPDATE meta SET value = 'an-earlier-boot' WHERE key = 'boot'")
+    db.execute("DELETE FROM tasks")  # what a power loss could leave behind
+    db.commit()
+    db.close()
+    assert fresh(board).ids() == [record.id]  # the blob alone would have said "unchanged"
