@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import PurePosixPath
 
 TASKS_PREFIX = ".ledgit/tasks/"
 HISTORY_PREFIX = ".ledgit/history/"
@@ -90,7 +89,7 @@ def merge_history_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: in
     """Merge three history versions: (output bytes, conflicted, notes). Raises on bad input."""
     from ledgit.merge import merge_histories
 
-    task = PurePosixPath(path).stem
+    task = os.path.splitext(os.path.basename(path))[0]
     res = merge_histories(base.decode(), ours.decode(), theirs.decode(), task, marker_size)
     if res.conflict:
         out, _ = line_merge(base, ours, theirs, marker_size)
