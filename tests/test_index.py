@@ -90,14 +90,15 @@ def test_ready(board: Board) -> None:
     done = add(board, "done", status="done", response="did it")
     archived = add(board, "archived", status="archived")
     todo = add(board, "todo")
-    ok = add(board, "ready", depends_on=[done.id, archived.id])
+    ok = add(board, "ready", depends_on=[done.id])
+    after_archived = add(board, "archived is not done", depends_on=[archived.id])
     blocked = add(board, "blocked", depends_on=[todo.id])
     missing = add(board, "missing dep", depends_on=["T-nosuchtask"])
     claimed = add(board, "claimed", claim={"by": "x", "at": "2026-01-01T00:00:00Z"})
     dropped = add(board, "no change", outcome={"kind": "no_change", "reason": "none"})
     ready = set(ids(fresh(board).rows(ready=True)))
     assert ready == {todo.id, ok.id}
-    assert not ready & {blocked.id, missing.id, claimed.id, dropped.id}
+    assert not ready & {blocked.id, missing.id, claimed.id, dropped.id, after_archived.id}
     board.mutate(todo.id, setter(status="done", response="ok"), "bob")
     assert blocked.id in ids(fresh(board).rows(ready=True))
 

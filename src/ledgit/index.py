@@ -67,14 +67,13 @@ SORTS = {
     "priority": "coalesce(t.priority, 5) ASC, t.created ASC, t.id ASC",
     "created": "t.created DESC, t.id ASC",
 }
-# ready (DESIGN §4): open, unclaimed, no negative outcome, every dependency done. An archived
-# dependency counts as done unless its outcome says otherwise (archiving ends a done task).
+# ready (DESIGN §4, the same rule as ops/readout): open, unclaimed, no drop/no_change
+# outcome, every dependency present and done.
 _READY_SQL = (
     "t.status = 'open' AND t.claimed = 0"
     " AND coalesce(t.outcome_kind, '') NOT IN ('drop', 'no_change')"
     " AND NOT EXISTS (SELECT 1 FROM deps p LEFT JOIN tasks u ON u.id = p.dep"
-    " AND u.error IS NULL WHERE p.id = t.id AND NOT (coalesce(u.status, '') = 'done'"
-    " OR (coalesce(u.status, '') = 'archived' AND coalesce(u.outcome_kind, 'done') = 'done')))"
+    " AND u.error IS NULL WHERE p.id = t.id AND coalesce(u.status, '') != 'done')"
 )
 
 _SCHEMA = """
@@ -454,8 +453,8 @@ class Index:
         ``sort``: ``desc``/``asc`` (last_modified), ``priority`` (0 first, then oldest
         created) or ``created`` (newest first). Archived tasks are left out unless
         ``include_archived`` or ``status`` names archived. ``label``: every label given must
-        be present. ``ready`` (DESIGN §4): open, unclaimed, every dependency done (an
-        archived one counts unless its outcome is negative), no drop/no_change outcome."""
+        be present. ``ready`` (DESIGN §4): open, unclaimed, every dependency done, no
+        drop/no_change outcome."""
         self._ensure_fresh()
         where, params = _filters(status, owner, worker, label, ready, include_archived,
                                  outcome)
