@@ -571,3 +571,11 @@ def test_written_files_parse_and_history_lines_are_canonical(board: Board) -> No
     for line in (board.read_history_text(record.id) or "").splitlines():
         assert json.dumps(json.loads(line), sort_keys=True, separators=(",", ":"),
                           ensure_ascii=False) == line
+
+
+def test_init_where_it_cannot_is_one_clear_error(tmp_path: Path, clean_env: None) -> None:
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / ".ledgit").write_text("a file, not a directory")
+    with pytest.raises(LedgitError) as exc:
+        init_board(tmp_path / "x")
+    assert codes(exc) == USAGE and "cannot create a board" in str(exc.value)

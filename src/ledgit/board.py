@@ -643,11 +643,15 @@ def init_board(path: Path, id_prefix: str = "T") -> Board:
         raise LedgitError(f"invalid id prefix {id_prefix!r} (a letter, then up to 15 letters "
                           f"or digits)", USAGE)
     board = Board(Path(path))
-    board.tasks_dir.mkdir(parents=True, exist_ok=True)
-    board.history_dir.mkdir(parents=True, exist_ok=True)
     config_path = board.dir / CONFIG_NAME
-    if not config_path.exists():
-        _write_new(config_path, render_config(BoardConfig(id_prefix=id_prefix)))
+    try:
+        board.tasks_dir.mkdir(parents=True, exist_ok=True)
+        board.history_dir.mkdir(parents=True, exist_ok=True)
+        if not config_path.exists():
+            _write_new(config_path, render_config(BoardConfig(id_prefix=id_prefix)))
+    except OSError as exc:
+        raise LedgitError(f"cannot create a board in {board.root}: {exc.strerror or exc}",
+                          USAGE) from None
     if board.git_dir is None:
         ignore = board.root / ".gitignore"
         entry = f"{LEDGIT_DIR}/{LOCAL_DIR}/"
