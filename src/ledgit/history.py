@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import heapq
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,8 +55,11 @@ class HistoryError(ValueError):
 
 
 def event_id(event: Mapping[str, Any]) -> str:
-    """sha256 hex of the canonical JSON of ``event`` without its ``id`` (DESIGN §6)."""
-    body = {k: v for k, v in event.items() if k != "id"}
+    """sha256 hex of the canonical JSON of ``event`` without its ``id`` (DESIGN §6).
+
+    The parser's private ``_line`` key is not content and is left out too.
+    """
+    body = {k: v for k, v in event.items() if k != "id" and k != "_line"}
     return hashlib.sha256(canonical_json(body)).hexdigest()
 
 
@@ -107,13 +111,28 @@ def render_history(events: Iterable[Mapping[str, Any]]) -> str:
     return "".join(event_line(e) for e in events)
 
 
-def parse_events(text: str, task: str) -> list[Event]:
-    """Parse history text into events (structure only; ids are checked by :func:`verify`).
+def parse_events(text: str | bytes, task: str) -> list[Event]:
+    """Parse history text (or the file's bytes) into events; ids are checked by :func:`verify`.
 
-    Raises HistoryError naming the line for a line that is not a JSON event object.
+    Each event gets a private ``_line`` key (1-based file line). Raises HistoryError (rule
+    ``parse``) naming the first line that is not UTF-8 or not a JSON event object.
     """
-    events: list[Event] = []
-    for n, line in enumerate(text.split("\n"), start=1):
+    return [event for _, event in _parse_lines(text, task)]
+
+
+def _parse_lines(text: str | bytes, task: str) -> list[tuple[str, Event]]:
+    """(line text, event) per non-blank line. Raises HistoryError (rule ``parse``)."""
+    out: list[tuple[str, Event]] = []
+    lines: Iterable[str | bytes] = text.split(b"\n") if isinstance(text, bytes) else \
+        text.split("\n")
+    for n, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise HistoryError(Problem(task, n, "parse", "not valid UTF-8")) from None
+        else:
+            line = raw
         if not line.strip():
             continue
         try:
@@ -124,8 +143,8 @@ def parse_events(text: str, task: str) -> list[Event]:
         if problem:
             raise HistoryError(Problem(task, n, "parse", problem))
         event["_line"] = n
-        events.append(event)
-    return events
+        out.append((line, event))
+    return out
 
 
 def _shape_problem(event: Any) -> str | None:
@@ -182,25 +201,27 @@ def replay(events: Sequence[Mapping[str, Any]], task: str = "?") -> dict[str, St
     return states
 
 
-def verify(task: str, text: str | None, record: Record | None,
+def verify(task: str, text: str | bytes | None, record: Record | None,
            record_error: str | None = None) -> list[Problem]:
     """Check a task's history continuity (DESIGN §6); one Problem per broken rule.
 
-    ``text``: the history file (None = missing); ``record``: the parsed task file (None when
-    missing or unparsable; pass ``record_error`` to say why). Rules: parse, hash, duplicate,
-    parent-order, genesis, replay, before, after, heads, record-head.
+    ``text``: the history file as text or bytes (None = missing); ``record``: the parsed task
+    file (None when missing or unparsable; pass ``record_error`` to say why). Rules: missing,
+    parse, hash, duplicate, parent-order, genesis, replay, before, after, heads, record-head,
+    schema (docs/history.md).
     """
     problems: list[Problem] = []
     if text is None:
         return [Problem(task, 0, "missing", "the task has no history file")]
     try:
-        events = parse_events(text, task)
+        parsed = _parse_lines(text, task)
     except HistoryError as exc:
         return [exc.problem]
-    if not events:
+    if not parsed:
         return [Problem(task, 0, "genesis", "the history is empty")]
+    events = [e for _, e in parsed]
     seen: dict[str, int] = {}
-    for e in events:
+    for raw, e in parsed:
         line = e["_line"]
         body = {k: v for k, v in e.items() if k not in ("id", "_line")}
         try:
@@ -212,6 +233,11 @@ def verify(task: str, text: str | None, record: Record | None,
             problems.append(Problem(task, line, "hash",
                                     f"id {e['id'][:12]} does not match the event's content "
                                     f"(sha256 {computed[:12]}): the line was edited"))
+        elif raw.removesuffix("\r") != canonical_json(dict(body, id=e["id"])).decode("utf-8"):
+            # Same content, other bytes (e.g. "\u001F" for "\u001f"): still an edit.
+            problems.append(Problem(task, line, "hash",
+                                    "the line is not the canonical JSON of its event: "
+                                    "the line was edited"))
         if e["id"] in seen:
             problems.append(Problem(task, line, "duplicate",
                                     f"event {e['id'][:12]} already on line {seen[e['id']]}"))
@@ -306,8 +332,6 @@ def topological_order(events: Iterable[Mapping[str, Any]]) -> list[Event]:
     by_id: dict[str, Event] = {}
     for e in events:
         by_id.setdefault(e["id"], {k: v for k, v in e.items() if k != "_line"})
-    import heapq
-
     pending = {eid: sum(1 for p in set(e["parents"]) if p in by_id) for eid, e in by_id.items()}
     children: dict[str, list[str]] = {}
     for eid, e in by_id.items():

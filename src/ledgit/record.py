@@ -7,7 +7,7 @@ deterministic and quotes every string a YAML 1.1 or 1.2 reader could misread.
 
 In memory a record is ``Record(fields, body)``: ``fields`` is a plain JSON-compatible dict
 (str, int, list, dict; never float or None) holding only the keys that are set, ``body`` is
-the Markdown text (LF line ends; empty or ending with one ``\\n``).
+the Markdown text (LF line ends; empty or ending with ``\\n``). Format: docs/format.md.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -53,8 +53,6 @@ ITEM_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 COMMIT_RE = re.compile(r"[0-9a-fA-F]{4,64}")
 TIMESTAMP_RE = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})")
-# Characters that YAML readers treat as line breaks or refuse outright.
-_BREAKS = ("\u2028", "\u2029", "\x85")
 
 
 def is_valid_id(text: str) -> bool:
@@ -80,18 +78,6 @@ class Record:
     @property
     def revision(self) -> str:
         return revision_of(self.state())
-
-
-@dataclass
-class _Ctx:
-    path: str
-    lines: dict[str, int] = field(default_factory=dict)
-    offset: int = 1  # file line of the front matter's first line, minus one
-
-    def fail(self, message: str, fieldname: str | None = None, line: int | None = None) -> None:
-        if line is None and fieldname is not None:
-            line = self.lines.get(fieldname.split(".")[0].split("[")[0])
-        raise LedgitError(located(message, self.path, line, fieldname))
 
 
 # --------------------------------------------------------------------------- canonical JSON
@@ -125,10 +111,15 @@ def revision_of(state: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- timestamps
 
+_CANONICAL_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+
 
 def format_timestamp(moment: datetime) -> str:
     """RFC 3339 UTC with microseconds: ``2026-08-29T10:00:00.000000Z``."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    m = moment.astimezone(timezone.utc)
+    # Not strftime: its %Y does not zero-pad years before 1000 on every platform.
+    return (f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:"
+            f"{m.second:02d}.{m.microsecond:06d}Z")
 
 
 def now_timestamp() -> str:
@@ -139,47 +130,105 @@ def now_timestamp() -> str:
 def parse_timestamp(text: str) -> datetime:
     """Parse RFC 3339 date-time text (any offset) into an aware UTC datetime.
 
-    Raises ValueError for anything else (a bare date included).
+    Digits beyond microseconds are dropped. Raises ValueError for anything else (a bare date
+    included) or a date-time that does not exist or is out of range once in UTC.
     """
     m = TIMESTAMP_RE.fullmatch(text.strip())
     if not m:
-        raise ValueError(f"expected an RFC 3339 timestamp like 2026-01-01T00:00:00.000000Z, "
-                         f"got {text!r}")
+        raise ValueError(f"expected an RFC 3339 UTC timestamp like "
+                         f"2026-01-01T00:00:00.000000Z, got {text!r}")
     frac = (m.group(7) or ".0")[1:7].ljust(6, "0")
     tz = m.group(8)
     base = f"{m.group(1)}-{m.group(2)}-{m.group(3)}T{m.group(4)}:{m.group(5)}:{m.group(6)}"
     offset = "+00:00" if tz in ("Z", "z") else tz
-    return datetime.fromisoformat(f"{base}.{frac}{offset}").astimezone(timezone.utc)
+    try:
+        return datetime.fromisoformat(f"{base}.{frac}{offset}").astimezone(timezone.utc)
+    except (ValueError, OverflowError) as exc:
+        raise ValueError(f"invalid timestamp {text!r}: {exc}") from None
 
 
 def normalize_timestamp(text: str) -> str:
     """Any RFC 3339 date-time → the canonical UTC µs form. Raises ValueError."""
+    if _CANONICAL_TIMESTAMP.fullmatch(text):
+        try:  # already canonical: only check that the date and time exist
+            datetime.fromisoformat(text[:-1])
+            return text
+        except ValueError:
+            pass  # parse_timestamp says why
     return format_timestamp(parse_timestamp(text))
 
 
 # --------------------------------------------------------------------------- parsing
 
 
-class _Loader(yaml.SafeLoader):
-    """Composer only: we walk the node graph ourselves (no implicit typing, no tags)."""
+class _FieldError(Exception):
+    """Internal: a refused value, located later by field name or node."""
 
 
-_Loader.yaml_implicit_resolvers = {}
+class _Ctx:
+    """Where errors point: the file path and, for parsed files, the front matter's node tree."""
+
+    __slots__ = ("path", "root")
+
+    def __init__(self, path: str, root: yaml.MappingNode | None = None) -> None:
+        self.path = path
+        self.root = root
+
+    def fail(self, message: str, fieldname: str | None = None, line: int | None = None
+             ) -> NoReturn:
+        """Raise LedgitError ``path:line: field: message`` (line looked up from the field)."""
+        if line is None and fieldname is not None and self.root is not None:
+            line = _line_of_field(self.root, fieldname)
+        raise LedgitError(located(message, self.path, line, fieldname))
+
+
+class _StringsOnly:
+    """Loader mixin: no implicit typing (DESIGN §3), every untagged scalar is a string."""
+
+    yaml_implicit_resolvers: dict[Any, Any] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        # Called by the composer for nodes without an explicit tag (or with "!").
+        if kind is yaml.ScalarNode:
+            return _STR_TAG
+        return _SEQ_TAG if kind is yaml.SequenceNode else _MAP_TAG
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        return None
+
+    def ascend_resolver(self) -> None:
+        return None
+
+
+class _Loader(_StringsOnly, yaml.SafeLoader):
+    """Composer only: we walk the node graph ourselves."""
+
 
 try:  # the C parser when PyYAML was built with libyaml
     from yaml import CSafeLoader as _FastBase
 
-    class _FastLoader(_FastBase):
+    class _FastLoader(_StringsOnly, _FastBase):
         pass
 
-    _FastLoader.yaml_implicit_resolvers = {}
-    _LOADER: type = _FastLoader
+    _LOADER: Any = _FastLoader
 except ImportError:  # pragma: no cover - depends on the PyYAML build
     _LOADER = _Loader
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MAP_TAG = "tag:yaml.org,2002:map"
+_MAX_DEPTH = 32  # nesting levels below the front matter's top mapping
+_MAX_KEY = 256  # YAML readers refuse implicit keys longer than 1024 characters
+
+# Refused raw in front matter (the writer always escapes them): C0/C1 controls other than TAB
+# and LF, DEL, U+2028/U+2029 (line breaks to a YAML 1.1 reader, not to a 1.2 one), BOM,
+# U+FFFE/U+FFFF and lone surrogates (not printable in YAML).
+_RAW_REFUSED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff"
+                          "\ufffe\uffff]")
+_TAB_INDENT = re.compile(r"^ *\t", re.MULTILINE)
+_CHAR_NAMES = {"\u2028": "line separator", "\u2029": "paragraph separator",
+               "\x85": "next line", "\ufeff": "byte order mark", "\ufffe": "non-character",
+               "\uffff": "non-character"}
 
 
 def split_front_matter(text: str, path: str = "<record>") -> tuple[str, str, int]:
@@ -196,7 +245,8 @@ def split_front_matter(text: str, path: str = "<record>") -> tuple[str, str, int
         if text.endswith("\n---"):
             end = len(text) - 4
         else:
-            raise LedgitError(located("unclosed front matter: no closing line '---'", path, 1))
+            raise LedgitError(located("unclosed front matter: no line '---' closes it",
+                                      path, 1))
     yaml_text = text[4:end + 1]
     body = text[end + 5:]
     nlines = yaml_text.count("\n")
@@ -207,17 +257,19 @@ def parse_record(data: str | bytes, path: str = "<record>") -> Record:
     """Parse and validate a task file. ``data``: the file's bytes or text.
 
     Handled exactly: a UTF-8 BOM (ignored), CRLF/CR line ends (read as LF), ``---`` inside the
-    body. Refused with ``path:line: field: message`` (LedgitError, exit 2): invalid UTF-8,
-    missing/unclosed/empty front matter, tabs in indentation, duplicate keys, YAML tags,
-    anchors/aliases, raw U+2028/U+2029/U+0085 in the front matter, unknown keys (outside
-    ``x:``), and every schema violation.
+    body, a missing final newline (added). Text is NFC-normalised. Refused with
+    ``path:line: field: message`` (LedgitError, exit 2): invalid UTF-8, missing/unclosed/empty
+    front matter, tabs in indentation, duplicate keys, YAML tags, anchors/aliases, raw control
+    characters or U+2028/U+2029/U+0085 in the front matter, unknown keys (outside ``x:``), and
+    every schema violation. Rules: docs/format.md.
     """
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data[:exc.start].count(b"\n") + 1
-            raise LedgitError(located("not valid UTF-8", path, line)) from None
+            raise LedgitError(located(f"not valid UTF-8 (byte 0x{data[exc.start]:02x})",
+                                      path, line)) from None
     else:
         text = data
     if text.startswith("\ufeff"):
@@ -225,77 +277,195 @@ def parse_record(data: str | bytes, path: str = "<record>") -> Record:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     yaml_text, body, _ = split_front_matter(text, path)
-    if not yaml_text.strip():
-        raise LedgitError(located("empty front matter", path, 2))
-    ctx = _Ctx(path)
-    raw = _load_mapping(yaml_text, ctx)
-    if body and not body.endswith("\n"):
-        body += "\n"
+    root = _load_front_matter(yaml_text, path)
+    ctx = _Ctx(path, root)
+    raw = _walk_root(root, ctx)
     fields = coerce_fields(raw, ctx)
-    body = unicodedata.normalize("NFC", body) if not body.isascii() else body
+    if body:
+        if not body.endswith("\n"):
+            body += "\n"
+        if not body.isascii():
+            body = unicodedata.normalize("NFC", body)
     return Record(fields, body)
 
 
-def _load_mapping(yaml_text: str, ctx: _Ctx) -> dict[str, Any]:
-    for i, line in enumerate(yaml_text.split("\n"), start=2):
-        indent = line[:len(line) - len(line.lstrip(" \t"))]
-        if "\t" in indent:
-            ctx.fail("tab in indentation (YAML allows spaces only)", line=i)
-        for ch in _BREAKS:
-            if ch in line:
-                ctx.fail(f"raw U+{ord(ch):04X} in front matter; write it as an escape "
-                         f"inside double quotes", line=i)
+def _line_at(yaml_text: str, pos: int) -> int:
+    """The file line of offset ``pos`` in the front matter (which starts on line 2)."""
+    return yaml_text.count("\n", 0, pos) + 2
+
+
+def _field_at(yaml_text: str, pos: int) -> str | None:
+    """The top-level field whose value holds offset ``pos`` (best effort, for messages)."""
+    start = yaml_text.rfind("\n", 0, pos) + 1
+    while True:
+        line = yaml_text[start:yaml_text.find("\n", start)]
+        if line[:1] not in ("", " ", "\t", "-", "#") and ":" in line:
+            return line.split(":", 1)[0].strip().strip("\"'") or None
+        if start == 0:
+            return None
+        start = yaml_text.rfind("\n", 0, start - 1) + 1
+
+
+def _load_front_matter(yaml_text: str, path: str) -> yaml.MappingNode:
+    """Compose the front matter into a node tree, refusing what YAML would misread."""
+    def fail(message: str, pos: int) -> None:
+        raise LedgitError(located(message, path, _line_at(yaml_text, pos),
+                                  _field_at(yaml_text, pos)))
+
+    if not yaml_text.strip():
+        raise LedgitError(located("empty front matter: no fields between the '---' lines",
+                                  path, 2))
+    bad = _RAW_REFUSED.search(yaml_text)
+    if bad:
+        ch = bad.group()
+        name = _CHAR_NAMES.get(ch, "lone surrogate" if "\ud800" <= ch <= "\udfff"
+                               else "control character")
+        fail(f"raw U+{ord(ch):04X} ({name}) in front matter; write it as \\u{ord(ch):04x} "
+             f"inside double quotes", bad.start())
+    if "\t" in yaml_text:
+        tab = _TAB_INDENT.search(yaml_text)
+        if tab:
+            fail("tab in indentation (YAML allows spaces only)", tab.end() - 1)
+    if "&" in yaml_text or "*" in yaml_text:
+        _refuse_anchors(yaml_text, path)
     loader = _LOADER(yaml_text)
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = mark.line + 2 if mark is not None else None
-        ctx.fail(f"invalid YAML: {exc.problem or exc.context}", line=where)
-        raise  # unreachable
-    except yaml.YAMLError as exc:
-        ctx.fail(f"invalid YAML: {exc}")
-        raise  # unreachable
+        raise LedgitError(_yaml_error_message(exc, yaml_text, path)) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - reader errors are pre-checked above
+        raise LedgitError(located(f"invalid YAML: {str(exc).splitlines()[0]}", path)) from None
+    except RecursionError:
+        raise LedgitError(located("invalid YAML: nested too deeply", path)) from None
     finally:
         loader.dispose()
     if node is None:
-        ctx.fail("empty front matter", line=2)
+        raise LedgitError(located("empty front matter: no fields between the '---' lines",
+                                  path, 2))
     if not isinstance(node, yaml.MappingNode):
-        ctx.fail("front matter must be a mapping of field: value", line=2)
-    value = _walk(node, ctx, "", set())
+        raise LedgitError(located("front matter must be a mapping of field: value", path,
+                                  node.start_mark.line + 2))
+    return node
+
+
+def _yaml_error_message(exc: yaml.MarkedYAMLError, yaml_text: str, path: str) -> str:
+    """One line: where the parser stopped, and the field of the construct it was reading."""
+    mark = exc.problem_mark or exc.context_mark
+    problem = exc.problem or exc.context or "unreadable"
+    where = mark.line + 2 if mark is not None else None
+    field = _field_at(yaml_text, mark.index) if mark is not None else None
+    if exc.context and exc.problem:
+        context = exc.context
+        if exc.context_mark is not None and exc.problem_mark is not None:
+            field = _field_at(yaml_text, exc.context_mark.index)
+            if exc.context_mark.line != exc.problem_mark.line:
+                context += f" that starts on line {exc.context_mark.line + 2}"
+        problem += f" ({context})"
+    return located(f"invalid YAML: {problem}", path, where, field)
+
+
+def _refuse_anchors(yaml_text: str, path: str) -> None:
+    """Refuse YAML anchors and aliases (an alias bomb stops at its first anchor)."""
+    loader = _LOADER(yaml_text)
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                pos = event.start_mark.index
+                raise LedgitError(located("YAML anchors and aliases are not allowed", path,
+                                          _line_at(yaml_text, pos), _field_at(yaml_text, pos)))
+    except yaml.YAMLError:
+        pass  # composing reports it with its line
+    finally:
+        loader.dispose()
+
+
+def _walk_root(root: yaml.MappingNode, ctx: _Ctx) -> dict[str, Any]:
+    try:
+        value = _walk(root, 0)
+    except _FieldError as exc:
+        message, node = exc.args
+        ctx.fail(message, _field_of_node(root, node), node.start_mark.line + 2)
+        raise  # unreachable
     assert isinstance(value, dict)
     return value
 
 
-def _walk(node: yaml.Node, ctx: _Ctx, where: str, seen: set[int]) -> Any:
-    line = node.start_mark.line + 2
-    if id(node) in seen:
-        ctx.fail("YAML anchors and aliases are not allowed", where or None, line)
-    seen.add(id(node))
-    if isinstance(node, yaml.ScalarNode):
+def _walk(node: yaml.Node, depth: int) -> Any:
+    """Node tree → str / list / dict. Raises _FieldError(message, node)."""
+    if node.__class__ is yaml.ScalarNode:
         if node.tag != _STR_TAG:
-            ctx.fail(f"YAML tag {node.tag!r} is not allowed", where or None, line)
+            raise _FieldError(_tag_message(node.tag), node)
         return node.value
-    if node.tag not in (_SEQ_TAG, _MAP_TAG):
-        ctx.fail(f"YAML tag {node.tag!r} is not allowed", where or None, line)
-    if isinstance(node, yaml.SequenceNode):
-        return [_walk(child, ctx, f"{where}[{i}]", seen) for i, child in enumerate(node.value)]
-    if isinstance(node, yaml.MappingNode):
+    if depth > _MAX_DEPTH:
+        raise _FieldError(f"nested more than {_MAX_DEPTH} levels deep", node)
+    if node.__class__ is yaml.MappingNode:
+        if node.tag != _MAP_TAG:
+            raise _FieldError(_tag_message(node.tag), node)
         out: dict[str, Any] = {}
         for knode, vnode in node.value:
-            kline = knode.start_mark.line + 2
-            if not isinstance(knode, yaml.ScalarNode) or knode.tag != _STR_TAG:
-                ctx.fail("keys must be plain strings", where or None, kline)
+            if knode.__class__ is not yaml.ScalarNode or knode.tag != _STR_TAG:
+                raise _FieldError("keys must be plain strings", knode)
             key = knode.value
-            name = f"{where}.{key}" if where else key
             if key in out:
-                ctx.fail("duplicate key", name, kline)
-            if not where:
-                ctx.lines[key] = kline
-            out[key] = _walk(vnode, ctx, name, seen)
+                first = next(k for k, _ in node.value if k.value == key)
+                raise _FieldError(f"duplicate key (first on line {first.start_mark.line + 2})",
+                                  knode)
+            out[key] = _walk(vnode, depth + 1)
         return out
-    ctx.fail("unsupported YAML node", where or None, line)  # pragma: no cover
+    if node.__class__ is yaml.SequenceNode:
+        if node.tag != _SEQ_TAG:
+            raise _FieldError(_tag_message(node.tag), node)
+        return [_walk(child, depth + 1) for child in node.value]
+    raise _FieldError("unsupported YAML node", node)  # pragma: no cover
+
+
+def _tag_message(tag: str) -> str:
+    shown = "!!" + tag[18:] if tag.startswith("tag:yaml.org,2002:") else tag
+    return f"YAML tag {shown} is not allowed (values are plain strings, lists and mappings)"
+
+
+def _field_of_node(root: yaml.Node, target: yaml.Node) -> str | None:
+    """The field name (``items[0].kind``) of ``target`` in the tree, or None for the root."""
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:
+        node, name = stack.pop()
+        if node is target:
+            return name or None
+        if isinstance(node, yaml.MappingNode):
+            for knode, vnode in node.value:
+                child = f"{name}.{knode.value}" if name else str(knode.value)
+                if knode is target:
+                    return child
+                stack.append((vnode, child))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((c, f"{name}[{i}]") for i, c in enumerate(node.value))
     return None
+
+
+_FIELD_STEP = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
+
+
+def _line_of_field(root: yaml.Node, fieldname: str) -> int | None:
+    """The file line of ``fieldname`` (``claim.at``, ``items[1].kind``): the deepest node of
+    the path that exists; None when not even its first step is in the file."""
+    node: yaml.Node = root
+    line: int | None = None
+    for m in _FIELD_STEP.finditer(fieldname):
+        index, key = m.groups()
+        nxt: yaml.Node | None = None
+        if key is not None and isinstance(node, yaml.MappingNode):
+            for knode, vnode in node.value:
+                if knode.value == key:
+                    line, nxt = knode.start_mark.line + 2, vnode
+        elif (index is not None and isinstance(node, yaml.SequenceNode)
+              and int(index) < len(node.value)):
+            nxt = node.value[int(index)]
+            line = nxt.start_mark.line + 2
+        if nxt is None:
+            break
+        node = nxt
+    return line
 
 
 # --------------------------------------------------------------------------- schema
@@ -309,38 +479,55 @@ def coerce_fields(raw: Mapping[str, Any], ctx: _Ctx | None = None,
     naming the field. Rules: DESIGN §3 and docs/format.md.
     """
     ctx = ctx or _Ctx(path)
-    out: dict[str, Any] = {}
     for key in raw:
-        if key not in FIELD_ORDER:
-            ctx.fail("unknown field (put extensions under 'x:')", key)
+        if key not in _FIELD_SET:
+            ctx.fail("unknown field (extensions go under 'x:')", key)
+    out: dict[str, Any] = {}
     for key in FIELD_ORDER:
         if key not in raw:
             continue
-        value = raw[key]
-        coerced = _coerce_field(key, value, ctx)
-        if coerced in ("", [], {}, None):
+        coerced = _coerce_field(key, raw[key], ctx)
+        if coerced is None or coerced == "" or coerced == [] or coerced == {}:
             continue
         out[key] = coerced
     for key in REQUIRED:
         if key not in out:
-            ctx.fail("required field is missing", key, ctx.lines.get(key, 2))
+            ctx.fail("required field is missing" if key not in raw else "must not be empty",
+                     key)
     return out
 
 
+_FIELD_SET = frozenset(FIELD_ORDER)
+_LINE_BREAKS = re.compile("[\n\r\u2028\u2029\x85]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text(value: Any, name: str, ctx: _Ctx, *, one_line: bool = False) -> str:
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        ctx.fail("expected a string", name)
-    text = str(value)
+    if value.__class__ is str:
+        text: str = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        text = str(value)
+    else:
+        ctx.fail(f"expected a string, got {_kind(value)}", name)
     if not text.isascii():
+        if _SURROGATE.search(text):
+            ctx.fail("lone surrogate in text", name)
         text = unicodedata.normalize("NFC", text)
-        for ch in text:
-            if "\ud800" <= ch <= "\udfff":
-                ctx.fail("lone surrogate in text", name)
     if "\x00" in text:
         ctx.fail("NUL character in text", name)
-    if one_line and ("\n" in text or "\r" in text or any(c in text for c in _BREAKS)):
-        ctx.fail("must be one line", name)
+    if one_line and _LINE_BREAKS.search(text):
+        ctx.fail("must be one line (no line breaks, U+2028 or U+2029)", name)
     return text
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    return type(value).__name__
 
 
 def _timestamp(value: Any, name: str, ctx: _Ctx) -> str:
@@ -349,31 +536,47 @@ def _timestamp(value: Any, name: str, ctx: _Ctx) -> str:
         return normalize_timestamp(text)
     except ValueError as exc:
         ctx.fail(str(exc), name)
-        raise  # unreachable
 
 
-def _str_list(value: Any, name: str, ctx: _Ctx) -> list[str]:
-    if isinstance(value, str) and value == "":
+def _str_list(value: Any, name: str, ctx: _Ctx, check: Callable[[str], str | None] | None = None
+              ) -> list[str]:
+    """A set-like list of one-line strings: stripped, empties and repeats dropped."""
+    if value == "":
         return []
     if not isinstance(value, list):
-        ctx.fail("expected a list", name)
+        ctx.fail(f"expected a list, got {_kind(value)}", name)
     out: list[str] = []
     for i, v in enumerate(value):
         text = _text(v, f"{name}[{i}]", ctx, one_line=True).strip()
-        if text and text not in out:
-            out.append(text)
+        if not text or text in out:
+            continue
+        if check is not None:
+            problem = check(text)
+            if problem:
+                ctx.fail(problem, f"{name}[{i}]")
+        out.append(text)
     return out
 
 
+def _commit_problem(text: str) -> str | None:
+    if COMMIT_RE.fullmatch(text):
+        return None
+    return f"not a commit hash (4 to 64 hex digits): {text!r}"
+
+
+def _task_id_problem(text: str) -> str | None:
+    return None if is_valid_id(text) else f"not a task id: {text!r}"
+
+
 def _mapping(value: Any, name: str, ctx: _Ctx, keys: tuple[str, ...]) -> dict[str, Any]:
-    if isinstance(value, str) and value == "":
+    if value == "":
         return {}
     if not isinstance(value, dict):
-        ctx.fail("expected a mapping", name)
+        ctx.fail(f"expected a mapping, got {_kind(value)}", name)
     for k in value:
         if k not in keys:
             ctx.fail(f"unknown key (allowed: {', '.join(keys)})", f"{name}.{k}")
-    return dict(value)
+    return value
 
 
 def _claim(value: Any, name: str, ctx: _Ctx) -> dict[str, Any]:
@@ -385,7 +588,9 @@ def _claim(value: Any, name: str, ctx: _Ctx) -> dict[str, Any]:
         if k not in m:
             continue
         if k in ("at", "heartbeat"):
-            out[k] = _timestamp(m[k], f"{name}.{k}", ctx)
+            t = _text(m[k], f"{name}.{k}", ctx, one_line=True)
+            if t:
+                out[k] = _timestamp(t, f"{name}.{k}", ctx)
         else:
             t = _text(m[k], f"{name}.{k}", ctx, one_line=(k == "by"))
             if t:
@@ -398,10 +603,17 @@ def _claim(value: Any, name: str, ctx: _Ctx) -> dict[str, Any]:
 
 def _x(value: Any, name: str, ctx: _Ctx) -> Any:
     if isinstance(value, dict):
-        return {str(k): _x(v, f"{name}.{k}", ctx) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = _text(k, f"{name}.{k}", ctx, one_line=True)
+            if len(key) > _MAX_KEY:
+                ctx.fail(f"extension key longer than {_MAX_KEY} characters: {key[:24]!r}...",
+                         name)
+            out[key] = _x(v, f"{name}.{key}", ctx)
+        return out
     if isinstance(value, list):
         return [_x(v, f"{name}[{i}]", ctx) for i, v in enumerate(value)]
-    if isinstance(value, bool) or isinstance(value, float) or value is None:
+    if isinstance(value, (bool, float)) or value is None:
         ctx.fail("extension values must be strings, lists or mappings", name)
     return _text(value, name, ctx)
 
@@ -414,13 +626,17 @@ def _item(value: Any, name: str, ctx: _Ctx) -> dict[str, Any]:
             continue
         v = m[k]
         if k == "at":
-            out[k] = _timestamp(v, f"{name}.{k}", ctx)
+            t = _text(v, f"{name}.{k}", ctx, one_line=True)
+            if t:
+                out[k] = _timestamp(t, f"{name}.{k}", ctx)
         elif k in ("supersedes", "superseded_by"):
             ids = _str_list(v, f"{name}.{k}", ctx)
             if ids:
                 out[k] = ids
         elif k == "x":
-            xv = _x(v, f"{name}.x", ctx)
+            if not isinstance(v, (dict, str)) or (isinstance(v, str) and v):
+                ctx.fail(f"expected a mapping, got {_kind(v)}", f"{name}.x")
+            xv = _x(v, f"{name}.x", ctx) if v else {}
             if xv:
                 out[k] = xv
         else:
@@ -431,71 +647,95 @@ def _item(value: Any, name: str, ctx: _Ctx) -> dict[str, Any]:
         if k not in out:
             ctx.fail("required in an item", f"{name}.{k}")
     if not ITEM_ID_RE.fullmatch(out["id"]):
-        ctx.fail("invalid item id", f"{name}.id")
+        ctx.fail(f"invalid item id {out['id']!r} (letters, digits, '-', '_', '.')",
+                 f"{name}.id")
     if out["kind"] not in ITEM_KINDS:
-        ctx.fail(f"unknown kind (one of {', '.join(ITEM_KINDS)})", f"{name}.kind")
+        ctx.fail(f"unknown kind {out['kind']!r} (one of {', '.join(ITEM_KINDS)})",
+                 f"{name}.kind")
     if out["trust"] not in TRUST_LEVELS:
-        ctx.fail(f"unknown trust (one of {', '.join(TRUST_LEVELS)})", f"{name}.trust")
+        ctx.fail(f"unknown trust {out['trust']!r} (one of {', '.join(TRUST_LEVELS)})",
+                 f"{name}.trust")
+    return out
+
+
+def _claim_list(value: Any, key: str, ctx: _Ctx) -> list[dict[str, Any]]:
+    if value == "":
+        return []
+    if not isinstance(value, list):
+        ctx.fail(f"expected a list of claims, got {_kind(value)}", key)
+    out = []
+    for i, v in enumerate(value):
+        claim = _claim(v, f"{key}[{i}]", ctx)
+        if not claim:
+            ctx.fail("expected a claim {by, at, heartbeat, note}", f"{key}[{i}]")
+        out.append(claim)
     return out
 
 
 def _coerce_field(key: str, value: Any, ctx: _Ctx) -> Any:
+    if key in STRING_FIELDS:
+        return _text(value, key, ctx, one_line=(key in ("title", "owner", "worker")))
     if key == "id":
         text = _text(value, key, ctx, one_line=True)
         if not is_valid_id(text):
-            ctx.fail("invalid id (letters, digits, '-', '_', '.'; no path separators or '..')",
-                     key)
+            ctx.fail(f"invalid id {text!r} (letters, digits, '-', '_', '.'; at most 128; "
+                     f"no path separators or '..')", key)
         return text
-    if key in STRING_FIELDS:
-        return _text(value, key, ctx, one_line=(key in ("title", "owner", "worker")))
     if key == "status":
         text = _text(value, key, ctx, one_line=True)
         if text not in STATUSES:
             ctx.fail(f"unknown status {text!r} (one of {', '.join(STATUSES)})", key)
         return text
     if key == "priority":
-        text = _text(value, key, ctx, one_line=True).strip()
-        if text == "":
+        if value.__class__ is int and 0 <= value <= 4:
+            return value
+        digit = value.strip() if isinstance(value, str) else None
+        if digit == "":
             return None
-        if text not in ("0", "1", "2", "3", "4"):
-            ctx.fail(f"priority must be an integer 0-4, got {text!r}", key)
-        return int(text)
+        if digit is None or digit not in ("0", "1", "2", "3", "4"):
+            shown = repr(digit) if digit is not None else repr(value)
+            ctx.fail(f"must be an integer 0-4 (0 most urgent), got {shown}", key)
+        return int(digit)
     if key in ("created", "last_modified"):
         return _timestamp(value, key, ctx)
     if key == "claim":
         return _claim(value, key, ctx)
     if key == "contested":
-        if not isinstance(value, list):
-            ctx.fail("expected a list of claims", key)
-        return [_claim(v, f"{key}[{i}]", ctx) for i, v in enumerate(value)]
-    if key in SET_FIELDS:
-        items = _str_list(value, key, ctx)
-        for i, item in enumerate(items):
-            if key == "commits" and not COMMIT_RE.fullmatch(item):
-                ctx.fail(f"not a commit hash: {item!r}", f"{key}[{i}]")
-            if key == "depends_on" and not is_valid_id(item):
-                ctx.fail(f"not a task id: {item!r}", f"{key}[{i}]")
-        return items
+        return _claim_list(value, key, ctx)
+    if key == "commits":
+        return _str_list(value, key, ctx, _commit_problem)
+    if key == "depends_on":
+        return _str_list(value, key, ctx, _task_id_problem)
+    if key == "labels":
+        return _str_list(value, key, ctx)
     if key == "outcome":
         m = _mapping(value, key, ctx, OUTCOME_KEYS)
         if not m:
             return {}
-        out = {k: _text(m[k], f"{key}.{k}", ctx) for k in OUTCOME_KEYS if k in m}
+        out = {k: _text(m[k], f"{key}.{k}", ctx, one_line=(k == "kind"))
+               for k in OUTCOME_KEYS if k in m}
         out = {k: v for k, v in out.items() if v}
         if out.get("kind") not in OUTCOME_KINDS:
-            ctx.fail(f"outcome.kind must be one of {', '.join(OUTCOME_KINDS)}", "outcome.kind")
+            got = f"got {out['kind']!r}" if "kind" in out else "it is missing"
+            ctx.fail(f"must be one of {', '.join(OUTCOME_KINDS)}; {got}", "outcome.kind")
         return out
     if key == "items":
+        if value == "":
+            return []
         if not isinstance(value, list):
-            ctx.fail("expected a list of items", key)
+            ctx.fail(f"expected a list of items, got {_kind(value)}", key)
         parsed = [_item(v, f"{key}[{i}]", ctx) for i, v in enumerate(value)]
-        ids = [i["id"] for i in parsed]
-        if len(set(ids)) != len(ids):
-            ctx.fail("duplicate item id", key)
+        seen: set[str] = set()
+        for i, item in enumerate(parsed):
+            if item["id"] in seen:
+                ctx.fail(f"duplicate item id {item['id']!r}", f"{key}[{i}].id")
+            seen.add(item["id"])
         return parsed
     if key == "x":
+        if value == "":
+            return {}
         if not isinstance(value, dict):
-            ctx.fail("x must be a mapping", key)
+            ctx.fail(f"expected a mapping, got {_kind(value)}", key)
         return _x(value, key, ctx)
     raise AssertionError(key)  # pragma: no cover
 
@@ -505,13 +745,7 @@ def validate_fields(fields: Mapping[str, Any], path: str = "<record>") -> dict[s
 
     Raises LedgitError naming the field. The same rules as parsing.
     """
-    raw: dict[str, Any] = {}
-    for k, v in fields.items():
-        if k == "priority" and isinstance(v, int) and not isinstance(v, bool):
-            raw[k] = str(v)
-        else:
-            raw[k] = v
-    return coerce_fields(raw, _Ctx(path))
+    return coerce_fields(fields, _Ctx(path))
 
 
 def make_record(fields: Mapping[str, Any], body: str = "", path: str = "<record>") -> Record:
@@ -547,38 +781,30 @@ def lifecycle_problems(fields: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 # --------------------------------------------------------------------------- rendering
 
-_YAML_SPECIAL = frozenset(("y", "n", "yes", "no", "on", "off", "true", "false", "null", "~",
-                           "nan", "inf", ".nan", ".inf", "-.inf", "+.inf", "=", "<<"))
-_PLAIN_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_./()+@-]*(?: [A-Za-z0-9_./()+@'-]+)*")
+# Plain (unquoted) scalars the writer emits: start with a letter (any script) or '_', then
+# letters, digits and ``_ . / ( ) + @ -``, words separated by single spaces (a later word may
+# also start with '-' or hold an apostrophe). No plain scalar of this shape is a number, date,
+# null or timestamp to a YAML 1.1 or 1.2 reader (those start with an ASCII digit, a sign, '.',
+# '~', '<' or '='); the words below are the booleans and nulls that remain.
+_PLAIN_OK = re.compile(r"(?![0-9])\w[\w./()+@-]*(?: [\w./()+@'-]+)*")
+_YAML_WORDS = frozenset(("y", "n", "yes", "no", "on", "off", "true", "false", "null"))
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t"}
+_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]')
 
 
 def _needs_quotes(text: str) -> bool:
-    if not _PLAIN_OK.fullmatch(text):
-        return True
-    if text.lower() in _YAML_SPECIAL:
-        return True
-    # YAML 1.1 sexagesimal / booleans / hex-ish words that look like numbers
-    return bool(re.fullmatch(r"[0-9a-fA-F_:.+-]+", text) and re.search(r"\d", text))
+    return not _PLAIN_OK.fullmatch(text) or text.lower() in _YAML_WORDS
+
+
+def _escape(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _ESCAPES.get(ch) or f"\\u{ord(ch):04x}"
 
 
 def _quote(text: str) -> str:
-    out = ['"']
-    for ch in text:
-        o = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif o < 0x20 or o == 0x7F or 0x80 <= o <= 0x9F or ch in _BREAKS or o == 0xFEFF:
-            out.append(f"\\u{o:04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    """A YAML double-quoted scalar on one line: ``"``, ``\\``, line breaks, controls, DEL,
+    C1, U+2028/U+2029, BOM and non-characters escaped; every other character as is."""
+    return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
 
 
 def _scalar(value: Any) -> str:
@@ -629,8 +855,9 @@ def _emit(value: Any, indent: int, out: list[str]) -> None:
 def render_record(record: Record) -> str:
     """Render a record as task-file text: deterministic, LF, one trailing newline.
 
-    Key order is FIELD_ORDER; nested keys in schema order (``x`` keeps its own order).
-    Law (property-tested): ``parse_record(render_record(r)) == r`` for every valid record.
+    Key order is FIELD_ORDER, nested keys in schema order, ``x`` keys sorted (so equal
+    records render to equal text). Laws (property-tested): ``parse_record(render_record(r))
+    == r`` and a plain YAML 1.1 or 1.2 reader reads the same strings.
     """
     out: list[str] = ["---\n"]
     fields = record.fields
@@ -647,6 +874,8 @@ def render_record(record: Record) -> str:
             value = _ordered(value, OUTCOME_KEYS)
         elif key == "items":
             value = [_ordered(i, ITEM_KEYS) for i in value]
+        elif key == "x":
+            value = _sorted_keys(value)
         _emit(value, 2, out)
     out.append("---\n")
     out.append(record.body)
@@ -654,7 +883,18 @@ def render_record(record: Record) -> str:
 
 
 def _ordered(mapping: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    return {k: mapping[k] for k in keys if k in mapping}
+    out = {k: mapping[k] for k in keys if k in mapping}
+    if "x" in out:
+        out["x"] = _sorted_keys(out["x"])
+    return out
+
+
+def _sorted_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted_keys(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_keys(v) for v in value]
+    return value
 
 
 def record_from_state(state: Mapping[str, Any], path: str = "<record>") -> Record:
