@@ -595,6 +595,19 @@ def test_concurrent_updates_through_the_console_script(lg: Ledgit) -> None:
     lg.ok("verify", tid)
 
 
+def test_closed_stdout_exits_quietly(lg: Ledgit) -> None:
+    body = lg.root / "big.md"
+    body.write_text("line of a large body\n" * 20000)
+    tid = lg.create("Big", "--body-file", str(body))
+    proc = subprocess.Popen([*console_script(), "get", tid], cwd=lg.root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(10)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0 and err == b""
+
+
 def test_console_script_demo_runs() -> None:
     res = subprocess_ledgit(Path.cwd(), "demo")
     assert res.code == 0, res

@@ -147,7 +147,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     except (click.Abort, KeyboardInterrupt):
         _err("ledgit: interrupted")
         return 130
-    except BrokenPipeError:
+    except (_PipeClosed, BrokenPipeError):
         _silence_stdout()
         return OK
     except Exception as exc:  # noqa: BLE001 - the one place that reports bugs
@@ -163,6 +163,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -170,18 +171,32 @@ def _silence_stdout() -> None:
         pass
 
 
+class _PipeClosed(Exception):
+    """The reader of stdout went away (``ledgit list | head``): stop quietly, exit 0.
+
+    Not an OSError, so click's own EPIPE handling (which exits 1) never sees it."""
+
+
+def _echo(text: str, *, err: bool = False, nl: bool = True) -> None:
+    try:
+        click.echo(text, err=err, nl=nl)
+    except BrokenPipeError:
+        _silence_stdout()
+        raise _PipeClosed() from None
+
+
 def _err(line: str) -> None:
-    click.echo(line, err=True)
+    _echo(line, err=True)
 
 
-def _out(text: str = "") -> None:
-    click.echo(text)
+def _out(text: str = "", nl: bool = True) -> None:
+    _echo(text, nl=nl)
 
 
 def _json(value: Any) -> None:
     import json
 
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+    _out(json.dumps(value, ensure_ascii=False, indent=2))
 
 
 # --------------------------------------------------------------------------- shared options
@@ -389,7 +404,7 @@ def get_cmd(task: str, no_body: bool, as_json: bool) -> int:
     if as_json:
         _json(readout)
     else:
-        click.echo(render_readout(readout, body=not no_body), nl=False)
+        _out(render_readout(readout, body=not no_body), nl=False)
     return OK
 
 
@@ -972,7 +987,7 @@ def handoff_cmd(task: str, as_json: bool) -> int:
     if as_json:
         _json(packet)
     else:
-        click.echo(render_handoff(packet), nl=False)
+        _out(render_handoff(packet), nl=False)
     return OK
 
 
