@@ -330,9 +330,13 @@ def test_reads_do_not_import_yaml(board: Board) -> None:
         "print(sorted(m for m in ('yaml', 'jsonpatch', 'ledgit.record', 'ledgit.history')"
         " if m in sys.modules))\n"
     )
+    before = fresh(board).status()["last_scan"]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+    # ... and another process found the board unchanged by the byte-compare fast path,
+    # which writes nothing (any other path would have stored a new scan).
+    assert fresh(board).status()["last_scan"] == before
 
 
 def test_an_index_from_an_earlier_boot_is_rebuilt(board: Board) -> None:

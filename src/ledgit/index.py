@@ -38,12 +38,12 @@ if TYPE_CHECKING:
     from ledgit.board import Board
     from ledgit.record import Record
 
-SCHEMA_VERSION = 2  # PRAGMA user_version; another value means: rebuild
+SCHEMA_VERSION = 3  # PRAGMA user_version; another value means: rebuild
 INDEX_NAME = "index.sqlite3"
 RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
 BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
 WRITE_PATH_BUSY_TIMEOUT = 2.0  # the write path gives up on the index sooner (best effort)
-_SCAN_FORMAT = 1
+
 
 # Every front-matter key (record.FIELD_ORDER, repeated so that reads do not import PyYAML;
 # tests/test_index.py checks they agree) with the value a row holds when it is not set.
@@ -109,6 +109,7 @@ _TABLES = ("tasks", "docs", "texts", "labels", "deps", "dirty", "meta")
 _TOUCH_SQL = "UPDATE tasks SET mtime_ns = ?, size = ?, ino = ?, checked_ns = ? WHERE id = ?"
 
 Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
+_MARSHAL = 2  # marshal format 2 writes no back-references, so equal scans give equal bytes
 T = TypeVar("T")
 
 
@@ -318,12 +319,18 @@ class Index:
         started = time.perf_counter()
         scan_ns = time.time_ns()
         self._built = None
-        stored, racy = self._load_scan()
+        meta = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN "
+                                    "('scan', 'racy')").fetchall())
         dirty = [r[0] for r in self.db.execute("SELECT id FROM dirty")]
         current = _stat_scan(self.board.tasks_dir)
         self._fresh = True
-        if not racy and not dirty and current == stored:  # the common case, compared in C
+        racy = _unmarshal(meta.get("racy"), list)
+        blob = meta.get("scan")
+        if not racy and not dirty and blob == marshal.dumps(current, _MARSHAL):
+            # The common case: nothing changed since the last scan, one memcmp. (marshal's
+            # bytes follow listdir's order; another order only takes the path below.)
             return RefreshStats(len(current), 0, 0, 0, 0, False, time.perf_counter() - started)
+        stored = _unmarshal(blob, dict)
         horizon = scan_ns - RACY_WINDOW_NS
         candidates: list[str] = []
         new_racy: list[str] = []
@@ -340,7 +347,8 @@ class Index:
                 seen.add(name)
         removed = [n for n in {*stored, *dirty} if n not in current]
         touched, rows = self._examine(candidates, current, scan_ns)
-        moved = any(get(n) != current[n] for n in candidates)
+        # Bytes that differ with no racy or dirty entry: a stat moved, or only listdir's order.
+        moved = not racy and not dirty or any(get(n) != current[n] for n in candidates)
         if not (rows or removed or dirty or moved or sorted(new_racy) != sorted(racy)):
             return RefreshStats(len(current), len(candidates), 0, 0, 0, False,
                                 time.perf_counter() - started)
@@ -667,19 +675,11 @@ class Index:
         return {r[0]: r[1] for r in self.db.execute(
             f"SELECT id, digest FROM tasks WHERE id IN ({marks})", names)}
 
-    def _load_scan(self) -> tuple[dict[str, Stat], list[str]]:
-        blob = self._meta("scan")
-        if isinstance(blob, bytes):
-            try:
-                fmt, stats, racy = marshal.loads(blob)
-                if fmt == _SCAN_FORMAT and isinstance(stats, dict) and isinstance(racy, list):
-                    return stats, racy
-            except (ValueError, EOFError, TypeError):
-                pass
-        return {}, []
-
     def _store_scan(self, current: dict[str, Stat], racy: list[str], scan_ns: int) -> None:
-        self._set_meta("scan", marshal.dumps((_SCAN_FORMAT, current, racy)))
+        """Keep this scan: ``scan`` = marshal of {stem: stat} (compared byte for byte by the
+        next refresh), ``racy`` = stems to re-check by content next time."""
+        self._set_meta("scan", marshal.dumps(current, _MARSHAL))
+        self._set_meta("racy", marshal.dumps(racy))
         self._set_meta("scan_ns", scan_ns)
 
     def _meta(self, key: str) -> Any:
@@ -713,6 +713,19 @@ def _boot_id() -> str | None:
             return fh.read().strip() or None
     except OSError:
         return None
+
+
+def _unmarshal(blob: Any, kind: type[T]) -> T:
+    """``marshal.loads(blob)`` when it is a ``kind``; an empty ``kind`` otherwise (a missing
+    or foreign blob only means: re-check everything)."""
+    if isinstance(blob, bytes):
+        try:
+            value = marshal.loads(blob)
+        except (ValueError, EOFError, TypeError):
+            value = None
+        if isinstance(value, kind):
+            return value
+    return kind()
 
 
 def _inode(path: Path) -> int | None:
