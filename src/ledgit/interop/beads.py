@@ -28,7 +28,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledgit.errors import USAGE, LedgitError, located
 from ledgit.merge import NO_ACCOUNT
@@ -40,6 +40,9 @@ from ledgit.record import (
     normalize_timestamp,
     parse_timestamp,
 )
+
+if TYPE_CHECKING:
+    from ledgit.interop.common import Incoming, Skip
 
 SOURCE = "beads"
 
@@ -454,3 +457,14 @@ def _same_instant(text: str, canonical: str) -> bool:
         return format_timestamp(parse_timestamp(text)) == canonical
     except ValueError:
         return False
+
+
+def load_beads(path: str) -> tuple[list[Incoming], list[Skip]]:
+    """Read a Beads ``issues.jsonl``: one Incoming per issue, one Skip per malformed line
+    (with its line number). Raises LedgitError when the file cannot be read."""
+    from ledgit.interop.common import read_jsonl
+
+    def source_id(obj: Any) -> str:
+        return str(obj.get("id", "?")) if isinstance(obj, Mapping) else "?"
+
+    return read_jsonl(path, beads_to_record, source_id)

@@ -1,0 +1,131 @@
+"""``ledgit import FORMAT SOURCE`` and ``ledgit export FORMAT ID``: thin click commands.
+
+Import exit codes: 0 everything imported (or unchanged); 1 some entries were skipped (each
+listed on stderr with its file and line; the rest was imported); 2 unreadable input, or
+``--strict`` with anything to skip (nothing written). The summary line goes to stdout
+(``--json``: the whole summary as JSON). Mappings: docs/interop.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ledgit.errors import CHECK_FAILED, OK
+
+if TYPE_CHECKING:
+    from ledgit.interop.common import Incoming, Skip, Summary
+
+Loader = Callable[[str], "tuple[list[Incoming], list[Skip]]"]
+
+
+def _common(f: Any) -> Any:
+    for deco in reversed((
+        click.option("--strict", is_flag=True,
+                     help="Refuse the whole import (write nothing) if any entry is malformed "
+                          "or would be skipped."),
+        click.option("--by", "by", metavar="WHO",
+                     help="Actor of the import events (default: $LEDGIT_ACTOR, else git "
+                          "user.name)."),
+        click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON."),
+    )):
+        f = deco(f)
+    return f
+
+
+def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | None,
+               as_json: bool) -> int:
+    """Load ``path`` with ``load``, import into the board of the working directory, print."""
+    from ledgit.board import actor_name, find_board
+    from ledgit.interop.common import Progress, import_records, print_summary
+
+    board = find_board()
+    actor = actor_name(by, board.root)
+    incoming, skips = load(path)
+    progress = Progress(f"import {source}", len(incoming))
+    summary: Summary = import_records(board, incoming, skips, actor=actor, source=source,
+                                      strict=strict, progress=progress)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
+    else:
+        print_summary(summary, sys.stdout, sys.stderr)
+    return CHECK_FAILED if summary.skipped else OK
+
+
+@click.group("import")
+def import_group() -> None:
+    """Import tasks from another tracker's files (deterministic ids; re-import is
+    idempotent: unchanged tasks are untouched, changed ones get an import event)."""
+
+
+@import_group.command("beads")
+@click.argument("path", type=click.Path(dir_okay=False))
+@_common
+def import_beads_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
+    """Import a Beads issues.jsonl (one issue per line)."""
+    from ledgit.interop.beads import load_beads
+
+    return run_import("beads", path, load_beads, strict=strict, by=by, as_json=as_json)
+
+
+@import_group.command("stateframe")
+@click.argument("path", type=click.Path(dir_okay=False))
+@_common
+def import_stateframe_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
+    """Import a Stateframe task.ledger.json (one task, its commits and state items)."""
+    from ledgit.interop.stateframe import load_stateframe
+
+    return run_import("stateframe", path, load_stateframe, strict=strict, by=by,
+                      as_json=as_json)
+
+
+@import_group.command("yylo")
+@click.argument("path", type=click.Path(file_okay=False))
+@_common
+def import_yylo_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
+    """Import a YYLO Ledger board (PATH/.juno_task, or the directory that holds it)."""
+    from ledgit.interop.yylo import load_yylo
+
+    return run_import("yylo", path, load_yylo, strict=strict, by=by, as_json=as_json)
+
+
+@import_group.command("backlog")
+@click.argument("path", type=click.Path(file_okay=False))
+@_common
+def import_backlog_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
+    """Import a Backlog.md folder (PATH/backlog, or the directory that holds it)."""
+    from ledgit.interop.backlog import load_backlog
+
+    return run_import("backlog", path, load_backlog, strict=strict, by=by, as_json=as_json)
+
+
+@click.group("export")
+def export_group() -> None:
+    """Export a task in another tool's format."""
+
+
+@export_group.command("stateframe")
+@click.argument("task")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
+              default="-", show_default=True, help="Write to FILE ('-' = stdout).")
+def export_stateframe_cmd(task: str, output: str) -> int:
+    """Export one task as a Stateframe task.ledger.json (validated against its schema)."""
+    from ledgit.board import find_board
+    from ledgit.interop.stateframe import export_text
+
+    board = find_board()
+    tid = board.resolve_id(task)
+    text = export_text(board.read(tid), board.read_history_text(tid))
+    if output == "-":
+        click.echo(text, nl=False)
+    else:
+        from pathlib import Path
+
+        Path(output).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+    return OK
