@@ -110,6 +110,7 @@ def test_search_is_exact_case_insensitive_substring(board: Board) -> None:
                                        "trust": "locked", "by": "ada",
                                        "at": "2026-01-01T00:00:00Z"}])
     nxt = add(board, "next", next_action="ping the dialer team")
+    umlaut = add(board, "Prüfung", body="Die Überprüfung der STRASSE ist fertig.\n")
     idx = fresh(board)
     assert ids(idx.search("dialer")) == [dialer.id]
     assert ids(idx.search("DIALER")) == [dialer.id]
@@ -120,7 +121,11 @@ def test_search_is_exact_case_insensitive_substring(board: Board) -> None:
     assert ids(idx.search("a_b")) == [resp.id]
     assert idx.search("a%b") == [] and idx.search("1_0") == []
     assert ids(idx.search("c:\\tmp")) == [resp.id] and idx.search("c:\\%") == []
-    assert ids(idx.search("STRASSE")) == [item.id]
+    assert ids(idx.search("STRASSE", fields=["items"])) == [item.id]
+    assert ids(idx.search("straße")) == [umlaut.id, item.id]
+    assert ids(idx.search("ÜBERPRÜFUNG")) == [umlaut.id]
+    assert idx.search("überprüfung")[0]["matches"] == ["body"]
+    assert fresh(board).get(umlaut.id)["revision"] == umlaut.revision  # type: ignore[index]
     assert ids(idx.search("straße closed")) == [item.id]
     assert ids(idx.search("reconnect", fields=["title"])) == []
     assert ids(idx.search("reconnect", fields=["body"])) == [dialer.id]

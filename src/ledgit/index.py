@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ledgit.board import Board
     from ledgit.record import Record
 
-SCHEMA_VERSION = 3  # PRAGMA user_version; another value means: rebuild
+SCHEMA_VERSION = 5  # PRAGMA user_version; another value means: rebuild
 INDEX_NAME = "index.sqlite3"
 RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
 BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
@@ -54,11 +54,11 @@ ROW_FIELDS: tuple[tuple[str, Any], ...] = (
     ("waiting_on", None), ("signal", None), ("outcome", None), ("items", []),
     ("created", None), ("last_modified", None), ("x", None),
 )
-# Searchable fields -> texts column (casefolded text). DEFAULT_SEARCH: what `search` covers.
+# Searchable fields -> docs column (casefolded text). DEFAULT_SEARCH: what `search` covers.
 SEARCH_COLUMNS = {
-    "title": "s_title", "body": "s_body", "response": "s_response", "items": "s_items",
-    "next_action": "s_next_action", "gate": "s_gate", "waiting_on": "s_waiting_on",
-    "outcome": "s_outcome",
+    "title": "x.s_title", "body": "coalesce(x.s_body, x.body)", "response": "x.s_response",
+    "items": "x.s_items", "next_action": "x.s_next_action", "gate": "x.s_gate",
+    "waiting_on": "x.s_waiting_on", "outcome": "x.s_outcome",
 }
 DEFAULT_SEARCH = ("title", "body", "response", "items")
 SORTS = {
@@ -86,29 +86,29 @@ CREATE TABLE tasks (
     error TEXT,                  -- NULL for a valid task file
     title TEXT, status TEXT, priority INTEGER, owner TEXT, worker TEXT,
     claimed INTEGER NOT NULL DEFAULT 0, outcome_kind TEXT,
-    last_modified TEXT, created TEXT, revision TEXT
+    last_modified TEXT, created TEXT, revision TEXT,
+    labels TEXT                  -- US-separated, with a US at both ends: instr() finds one
 );
 CREATE INDEX tasks_last_modified ON tasks (last_modified);
-CREATE INDEX tasks_status ON tasks (status, last_modified);
 CREATE TABLE docs (
     id TEXT PRIMARY KEY,
-    doc TEXT NOT NULL            -- canonical JSON {"fields": ..., "body": ...}
-);
-CREATE TABLE texts (             -- search normal form (NFC, casefold), kept apart from docs
-    id TEXT PRIMARY KEY,         -- so that a search scans only the text it looks at
     s_title TEXT, s_response TEXT, s_items TEXT, s_next_action TEXT, s_gate TEXT,
-    s_waiting_on TEXT, s_outcome TEXT, s_body TEXT
+    s_waiting_on TEXT, s_outcome TEXT,  -- search normal form (NFC, casefold)
+    s_body TEXT,                 -- the same for a non-ASCII body, else NULL: search the body
+    body TEXT NOT NULL,          -- the Markdown body, verbatim
+    fields TEXT NOT NULL         -- canonical JSON of the front matter
 );
-CREATE TABLE labels (id TEXT NOT NULL, label TEXT NOT NULL, PRIMARY KEY (label, id));
-CREATE INDEX labels_id ON labels (id);
 CREATE TABLE deps (id TEXT NOT NULL, dep TEXT NOT NULL, PRIMARY KEY (id, dep));
 CREATE TABLE dirty (id TEXT PRIMARY KEY);  -- rows written by update_one since the last scan
 CREATE TABLE meta (key TEXT PRIMARY KEY, value);
 """
-_TABLES = ("tasks", "docs", "texts", "labels", "deps", "dirty", "meta")
+_TABLES = ("tasks", "docs", "deps", "dirty", "meta")
 _TOUCH_SQL = "UPDATE tasks SET mtime_ns = ?, size = ?, ino = ?, checked_ns = ? WHERE id = ?"
 
 Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
+# record.canonical_json's settings, built once (a JSONEncoder per call costs ~1 us).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_US = "\x1f"  # separates labels in tasks.labels (a label is one line of text, never this)
 _MARSHAL = 2  # marshal format 2 writes no back-references, so equal scans give equal bytes
 T = TypeVar("T")
 
@@ -129,8 +129,6 @@ class RefreshStats(NamedTuple):
 class _Row(NamedTuple):
     task: tuple[Any, ...]
     doc: tuple[Any, ...] | None
-    text: tuple[Any, ...] | None
-    labels: list[tuple[str, str]]
     deps: list[tuple[str, str]]
 
 
@@ -164,7 +162,7 @@ class Index:
         self.path = path  # a Path, or ":memory:" when the private dir cannot be written
         self.db = db
         self._fresh = False
-        self._rel_dir = board.rel(board.tasks_dir)
+        self._rel_dir = board.rel(board.tasks_dir) + "/"
         self._inode: int | None = None  # of the file opened: tells a replaced file apart
         self._built: RefreshStats | None = None  # set when opening built it from scratch
 
@@ -393,10 +391,18 @@ class Index:
         """Read every task file into the (empty) tables; caller holds a write transaction."""
         started = time.perf_counter()
         scan_ns = time.time_ns()
-        current = _stat_scan(self.board.tasks_dir)
-        rows = [self._build(name, current[name], scan_ns, data)
-                for name, data in _read_many(self.board.tasks_dir, sorted(current))]
-        self._insert(rows)
+        current: dict[str, Stat] = {}
+        rows = []
+        for name, st, data in _read_all(self.board.tasks_dir):
+            current[name] = st
+            rows.append(self._build(name, st, scan_ns, data))
+        # A bulk insert that fits in the page cache does not spill half-built pages.
+        (size,) = self.db.execute("PRAGMA cache_size").fetchone()
+        self.db.execute("PRAGMA cache_size = -65536")  # KiB
+        try:
+            self._insert(rows)
+        finally:
+            self.db.execute(f"PRAGMA cache_size = {int(size)}")
         self._store_scan(current, [n for n, st in current.items()
                                    if st[0] >= scan_ns - RACY_WINDOW_NS], scan_ns)
         self._set_meta("root", str(self.board.root))
@@ -490,18 +496,21 @@ class Index:
         limit = filters.pop("limit", None)
         where, params = _filters(**filters)
         cols = [SEARCH_COLUMNS[n] for n in names]
-        # LIKE, not instr(): SQLite runs it several times faster. Both sides are casefolded,
-        # so LIKE's ASCII case folding changes nothing; %, _ and \\ are escaped.
+        # LIKE, not instr(): SQLite runs it several times faster. The needle and the s_*
+        # columns are casefolded, so LIKE's ASCII case folding changes nothing there; an
+        # ASCII body is searched as it is, where LIKE's folding is exactly casefold.
+        # %, _ and \\ are escaped.
         pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        match = " OR ".join(f"x.{c} LIKE ? ESCAPE '\\'" for c in cols)
+        match = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols)
         params = [pattern] * len(cols) + params
-        extra = ", " + ", ".join(f"x.{c}" for c in cols)
+        extra = ", " + ", ".join(cols)
         # Scan the texts first (CROSS JOIN fixes the order), then look up the few matches.
-        source = f"texts x CROSS JOIN tasks t ON t.id = x.id AND ({match})"
+        source = f"docs x CROSS JOIN tasks t ON t.id = x.id AND ({match})"
         out = []
         for row in self._select(where, params, sort, limit, extra, source):
             texts = row.pop("_extra")
-            row["matches"] = [n for n, t in zip(names, texts, strict=True) if t and needle in t]
+            row["matches"] = [n for n, t in zip(names, texts, strict=True)
+                              if needle in (_fold(t) or "")]
             out.append(row)
         return out
 
@@ -541,14 +550,14 @@ class Index:
                     self.db.executemany(_TOUCH_SQL, touched)
                     self._delete([r.task[0] for r in rows])
                     self._insert(rows)
-        row = self.db.execute("SELECT t.id, t.path, t.revision, d.doc, t.error FROM tasks t "
-                              "LEFT JOIN docs d ON d.id = t.id WHERE t.id = ?",
+        row = self.db.execute("SELECT t.id, t.path, t.revision, d.fields, d.body, t.error "
+                              "FROM tasks t LEFT JOIN docs d ON d.id = t.id WHERE t.id = ?",
                               (name,)).fetchone()
         if row is None:
             return None
-        if row[4] is not None:
-            return _error_dict(row[0], row[1], row[4])
-        return _row_dict(row[0], row[1], row[2], row[3])
+        if row[5] is not None:
+            return _error_dict(row[0], row[1], row[5])
+        return _row_dict(row[0], row[1], row[2], row[3], row[4])
 
     @_recovering
     def ids(self) -> list[str]:
@@ -590,16 +599,16 @@ class Index:
         order = SORTS.get(sort)
         if order is None:
             raise LedgitError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})", USAGE)
-        sql = (f"SELECT t.id, t.path, t.revision, d.doc{extra} FROM {source} "
+        sql = (f"SELECT t.id, t.path, t.revision, d.fields, d.body{extra} FROM {source} "
                f"JOIN docs d ON d.id = t.id WHERE {where} ORDER BY {order}")
         if limit is not None:
             sql += " LIMIT ?"
             params = [*params, int(limit)]
         out = []
         for r in self.db.execute(sql, params):
-            row = _row_dict(r[0], r[1], r[2], r[3])
+            row = _row_dict(r[0], r[1], r[2], r[3], r[4])
             if extra:
-                row["_extra"] = r[4:]
+                row["_extra"] = r[5:]
             out.append(row)
         return out
 
@@ -613,51 +622,51 @@ class Index:
     def _build(self, name: str, st: Stat, checked_ns: int, data: bytes,
                record: Record | None = None) -> _Row:
         """Rows for one task file (parsed from ``data`` unless ``record`` is given)."""
-        import hashlib
-
-        from ledgit.record import parse_record
-
-        rel = f"{self._rel_dir}/{name}.md"
-        head = (name, rel, st[0], st[1], st[2], checked_ns, _digest(data))
+        sha256, blake2b, parse_record = _writers()
+        rel = self._rel_dir + name + ".md"
+        head = (name, rel, st[0], st[1], st[2], checked_ns,
+                blake2b(data, digest_size=16).digest())
         try:
             if record is None:
                 record = parse_record(data, rel)
             if record.id != name:
                 raise LedgitError(located(f"id {record.id!r} does not match the file name",
                                           rel, None, "id"))
-            # record.canonical_json without its float check: parsed records hold none.
-            doc = json.dumps(record.state(), sort_keys=True, separators=(",", ":"),
-                             ensure_ascii=False).encode("utf-8")
+            f = record.fields
+            body = record.body
+            # record.canonical_json of the state, in two parts ("body" sorts before
+            # "fields"); no float check: parsed records hold none.
+            fields_json = _CANONICAL.encode(f)
+            canonical = '{"body":' + _CANONICAL.encode(body) + ',"fields":' + fields_json + "}"
         except LedgitError as exc:
             return _error_row(head, exc.message)
         except Exception as exc:  # noqa: BLE001 - a file must never crash a read
             return _error_row(head, f"{rel}: cannot index: {type(exc).__name__}: {exc}")
-        f = record.fields
-        outcome = f.get("outcome") or {}
-        task = (*head, None, f.get("title"), f.get("status"), f.get("priority"),
-                f.get("owner"), f.get("worker"), 1 if f.get("claim") else 0,
-                outcome.get("kind"), f.get("last_modified"), f.get("created"),
-                hashlib.sha256(doc).hexdigest())
-        items = "\n".join(str(i.get(k)) for i in f.get("items", ())
-                          for k in ("text", "why", "evidence") if i.get(k))
-        outcome_text = "\n".join(str(outcome[k]) for k in ("reason", "reuse") if outcome.get(k))
-        text = (name, _fold(f.get("title")), _fold(f.get("response")), _fold(items),
-                _fold(f.get("next_action")), _fold(f.get("gate")), _fold(f.get("waiting_on")),
-                _fold(outcome_text), _fold(record.body))
-        return _Row(task, (name, doc.decode("utf-8")), text,
-                    [(name, lab) for lab in f.get("labels", ())],
-                    [(name, dep) for dep in f.get("depends_on", ())])
+        get = f.get
+        outcome = get("outcome") or {}
+        labels = get("labels")
+        task = (*head, None, get("title"), get("status"), get("priority"), get("owner"),
+                get("worker"), 1 if "claim" in f else 0, outcome.get("kind"),
+                get("last_modified"), get("created"),
+                sha256(canonical.encode("utf-8")).hexdigest(),
+                _US + _US.join(labels) + _US if labels else None)
+        items = get("items")
+        doc_row = (name, _fold(get("title")), _fold(get("response")),
+                   _fold("\n".join(str(i[k]) for i in items for k in ("text", "why", "evidence")
+                                   if k in i)) if items else None,
+                   _fold(get("next_action")), _fold(get("gate")), _fold(get("waiting_on")),
+                   _fold("\n".join(str(outcome[k]) for k in ("reason", "reuse") if k in outcome))
+                   if outcome else None,
+                   None if body.isascii() else _fold(body), body, fields_json)
+        deps = get("depends_on")
+        return _Row(task, doc_row, [(name, dep) for dep in deps] if deps else [])
 
     def _insert(self, rows: list[_Row]) -> None:
         db = self.db
-        db.executemany("INSERT INTO tasks VALUES (" + ", ".join("?" * 18) + ")",
+        db.executemany("INSERT INTO tasks VALUES (" + ", ".join("?" * 19) + ")",
                        [r.task for r in rows])
-        db.executemany("INSERT INTO docs VALUES (?, ?)",
+        db.executemany("INSERT INTO docs VALUES (" + ", ".join("?" * 11) + ")",
                        [r.doc for r in rows if r.doc is not None])
-        db.executemany("INSERT INTO texts VALUES (" + ", ".join("?" * 9) + ")",
-                       [r.text for r in rows if r.text is not None])
-        db.executemany("INSERT OR IGNORE INTO labels VALUES (?, ?)",
-                       [lab for r in rows for lab in r.labels])
         db.executemany("INSERT OR IGNORE INTO deps VALUES (?, ?)",
                        [dep for r in rows for dep in r.deps])
 
@@ -665,7 +674,7 @@ class Index:
         params = [(n,) for n in names]
         if not params:
             return
-        for table in ("tasks", "docs", "texts", "labels", "deps"):
+        for table in ("tasks", "docs", "deps"):
             self.db.executemany(f"DELETE FROM {table} WHERE id = ?", params)
 
     def _digests(self, names: list[str]) -> dict[str, bytes]:
@@ -784,13 +793,16 @@ def _stat_scan(tasks_dir: Path) -> dict[str, Stat]:
     return out
 
 
-def _read_many(tasks_dir: Path, names: list[str]) -> Iterator[tuple[str, bytes]]:
-    """(stem, bytes) of each readable ``<stem>.md``: os-level reads through one directory
-    descriptor (a cold rebuild reads every file; the file-object layer is measurable)."""
+def _read_all(tasks_dir: Path) -> Iterator[tuple[str, Stat, bytes]]:
+    """(stem, stat, bytes) of every readable ``tasks/*.md``, in name order: os-level reads
+    through one directory descriptor, the stat taken by fstat on the open file (a cold build
+    reads every file; a separate stat pass and the file-object layer are measurable)."""
     if os.open not in os.supports_dir_fd:  # pragma: no cover
-        for name in names:
+        for name in sorted(_stat_scan(tasks_dir)):
+            path = tasks_dir / f"{name}.md"
             try:
-                yield name, (tasks_dir / f"{name}.md").read_bytes()
+                s = os.stat(path)
+                yield name, (s.st_mtime_ns, s.st_size, s.st_ino), path.read_bytes()
             except OSError:
                 continue
         return
@@ -799,19 +811,22 @@ def _read_many(tasks_dir: Path, names: list[str]) -> Iterator[tuple[str, bytes]]
     except (FileNotFoundError, NotADirectoryError):
         return
     try:
-        for name in names:
+        for entry in sorted(os.listdir(dfd)):
+            if not entry.endswith(".md") or entry[0] == "." or len(entry) <= 3:
+                continue
             try:
-                fd = os.open(f"{name}.md", os.O_RDONLY, dir_fd=dfd)
+                fd = os.open(entry, os.O_RDONLY, dir_fd=dfd)
             except OSError:
                 continue
             try:
-                chunks = []
-                while True:
-                    chunk = os.read(fd, 1 << 20)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                yield name, b"".join(chunks)
+                s = os.fstat(fd)
+                data = os.read(fd, s.st_size)
+                if len(data) != s.st_size:  # changing under us: read to the end
+                    chunks = [data]
+                    while chunk := os.read(fd, 1 << 16):
+                        chunks.append(chunk)
+                    data = b"".join(chunks)
+                yield entry[:-3], (s.st_mtime_ns, s.st_size, s.st_ino), data
             except OSError:  # e.g. a directory named x.md
                 continue
             finally:
@@ -821,9 +836,20 @@ def _read_many(tasks_dir: Path, names: list[str]) -> Iterator[tuple[str, bytes]]
 
 
 def _digest(data: bytes) -> bytes:
+    """BLAKE2b-128 of a task file's bytes: what a row was built from."""
+    value: bytes = _writers()[1](data, digest_size=16).digest()
+    return value
+
+
+@functools.lru_cache(maxsize=1)
+def _writers() -> tuple[Any, Any, Callable[[bytes, str], Record]]:
+    """(hashlib.sha256, hashlib.blake2b, record.parse_record), imported on first need: a
+    read of an unchanged board imports neither hashlib nor PyYAML."""
     import hashlib
 
-    return hashlib.blake2b(data, digest_size=16).digest()
+    from ledgit.record import parse_record
+
+    return hashlib.sha256, hashlib.blake2b, parse_record
 
 
 def _fold(text: Any) -> str | None:
@@ -857,8 +883,8 @@ def _filters(status: Sequence[str] | str | None = None, owner: str | None = None
         conds.append("t.worker = ?")
         params.append(worker)
     for lab in [label] if isinstance(label, str) else list(label or ()):
-        conds.append("EXISTS (SELECT 1 FROM labels l WHERE l.id = t.id AND l.label = ?)")
-        params.append(lab)
+        conds.append("instr(t.labels, ?) > 0")
+        params.append(f"{_US}{lab}{_US}")
     if outcome is not None:
         conds.append("t.outcome_kind = ?")
         params.append(outcome)
@@ -868,16 +894,15 @@ def _filters(status: Sequence[str] | str | None = None, owner: str | None = None
 
 
 def _error_row(head: tuple[Any, ...], message: str) -> _Row:
-    return _Row((*head, message, *([None] * 5), 0, None, None, None, None), None, None, [], [])
+    return _Row((*head, message, *([None] * 5), 0, None, None, None, None, None), None, [])
 
 
-def _row_dict(task_id: str, path: str, revision: str, doc: str) -> dict[str, Any]:
-    state = json.loads(doc)
-    stored = state["fields"]
+def _row_dict(task_id: str, path: str, revision: str, fields_json: str,
+              body: str) -> dict[str, Any]:
+    stored = json.loads(fields_json)
     fields = {k: stored[k] for k, _ in ROW_FIELDS if k in stored}  # the writer's key order
     row = {k: fields.get(k, list(d) if isinstance(d, list) else d) for k, d in ROW_FIELDS}
-    row.update(id=task_id, path=path, revision=revision, body=state["body"], fields=fields,
-               error=None)
+    row.update(id=task_id, path=path, revision=revision, body=body, fields=fields, error=None)
     return row
 
 
