@@ -113,8 +113,8 @@ def test_mapping_of_a_task_dict() -> None:
     f = rec.fields
     assert (f["title"], f["status"], f["priority"], f["commits"]) == ("T", "open", 2, ["def5678"])
     assert (f["labels"], f["depends_on"]) == (["a"], ["task_mOgxY1"])
-    assert f["x"]["yylo"] == {"status": "todo", "json": {"related_tasks": '["task_Ai1nBG"]',
-                                                          "schema_version": "1"},
+    assert f["x"]["yylo"] == {"status": "todo", "related_tasks": ["task_Ai1nBG"],
+                              "json": {"schema_version": "1"},
                               "fields": {"team": "core", "json": {"points": "3"}}}
     assert rec.body == "B\n"
 

@@ -14,8 +14,8 @@ Where things go:
   ``created_at`` → ``created``, ``updated_at`` → ``last_modified`` (the same instant, UTC, µs);
 - the body: ``description``, then ``design``, ``acceptance_criteria`` and ``notes`` as
   sections, each opened by a heading and a marker comment (so Git merges them line by line);
-- ``x.beads``: everything else, verbatim when it is a string; a value that is not a string
-  (an int, a bool, a list) is kept as its canonical JSON text under ``x.beads.json``.
+- ``x.beads``: everything else, verbatim when it is a string or a list of strings; any other
+  value (an int, a bool, an object) is kept as its canonical JSON text under ``x.beads.json``.
   ``dependencies`` and ``comments`` are maps (keyed by target id / by content) so that two
   branches adding different entries merge as a union. A timestamp whose text is not already
   the canonical UTC form is kept verbatim beside the converted instant.
@@ -115,16 +115,18 @@ def _json_text(value: Any) -> str:
 
 
 def pack(mapping: Mapping[str, Any], skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A source mapping as an ``x`` mapping: strings verbatim, anything else (and a key named
-    ``json``) as canonical JSON text under ``json``. Keys sorted; ``skip`` left out."""
+    """A source mapping as an ``x`` mapping: strings and non-empty lists of strings verbatim,
+    anything else (and a key named ``json``) as canonical JSON text under ``json``. Keys
+    sorted; ``skip`` left out."""
     out: dict[str, Any] = {}
     encoded: dict[str, str] = {}
     for key in sorted(mapping):
         if key in skip:
             continue
         value = mapping[key]
-        if isinstance(value, str) and key != "json":
-            out[key] = value
+        if key != "json" and (isinstance(value, str) or (
+                isinstance(value, list) and value and all(isinstance(v, str) for v in value))):
+            out[key] = list(value) if isinstance(value, list) else value
         else:
             encoded[key] = _json_text(value)
     if encoded:
