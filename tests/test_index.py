@@ -342,6 +342,11 @@ def test_reads_do_not_import_yaml(board: Board) -> None:
     # ... and another process found the board unchanged by the byte-compare fast path,
     # which writes nothing (any other path would have stored a new scan).
     assert fresh(board).status()["last_scan"] == before
+    # Right after a write the file is racy (re-checked by content): still no YAML.
+    board.mutate(board.list_ids()[0], setter(title="changed just now"), "bob")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_an_index_from_an_earlier_boot_is_rebuilt(board: Board) -> None:

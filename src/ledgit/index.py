@@ -622,13 +622,13 @@ class Index:
     def _build(self, name: str, st: Stat, checked_ns: int, data: bytes,
                record: Record | None = None) -> _Row:
         """Rows for one task file (parsed from ``data`` unless ``record`` is given)."""
-        sha256, blake2b, parse_record = _writers()
+        sha256, blake2b = _hashes()
         rel = self._rel_dir + name + ".md"
         head = (name, rel, st[0], st[1], st[2], checked_ns,
                 blake2b(data, digest_size=16).digest())
         try:
             if record is None:
-                record = parse_record(data, rel)
+                record = _parser()(data, rel)
             if record.id != name:
                 raise LedgitError(located(f"id {record.id!r} does not match the file name",
                                           rel, None, "id"))
@@ -837,19 +837,25 @@ def _read_all(tasks_dir: Path) -> Iterator[tuple[str, Stat, bytes]]:
 
 def _digest(data: bytes) -> bytes:
     """BLAKE2b-128 of a task file's bytes: what a row was built from."""
-    value: bytes = _writers()[1](data, digest_size=16).digest()
+    value: bytes = _hashes()[1](data, digest_size=16).digest()
     return value
 
 
 @functools.lru_cache(maxsize=1)
-def _writers() -> tuple[Any, Any, Callable[[bytes, str], Record]]:
-    """(hashlib.sha256, hashlib.blake2b, record.parse_record), imported on first need: a
-    read of an unchanged board imports neither hashlib nor PyYAML."""
+def _hashes() -> tuple[Any, Any]:
+    """(hashlib.sha256, hashlib.blake2b), imported on first need: a read of an unchanged
+    board does not import hashlib."""
     import hashlib
 
+    return hashlib.sha256, hashlib.blake2b
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Callable[[bytes, str], Record]:
+    """record.parse_record, imported only when a file must be parsed (PyYAML: ~20 ms)."""
     from ledgit.record import parse_record
 
-    return hashlib.sha256, hashlib.blake2b, parse_record
+    return parse_record
 
 
 def _fold(text: Any) -> str | None:
