@@ -12,18 +12,23 @@ the Markdown text (LF line ends; empty or ending with ``\\n``). Format: docs/for
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, NoReturn
-
-import yaml
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ledgit.errors import LedgitError, located
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    import yaml
+
+# Import cost is a budget: the merge driver parses and renders records in a fresh process per
+# file (DESIGN §7). PyYAML, hashlib, datetime and dataclasses are therefore not imported here
+# at the top: files written by render_record are read by _read_canonical (proved exact by
+# rendering the result back), PyYAML only composes anything else.
 
 STATUSES = ("open", "in_progress", "waiting", "monitoring", "parked", "done", "dropped",
             "archived")
@@ -60,12 +65,39 @@ def is_valid_id(text: str) -> bool:
     return bool(ID_RE.fullmatch(text)) and ".." not in text
 
 
-@dataclass(frozen=True)
 class Record:
-    """One task. ``fields``: front matter (only set keys); ``body``: Markdown after it."""
+    """One task. ``fields``: front matter (only set keys); ``body``: Markdown after it.
 
+    Immutable; equal when fields and body are equal; unhashable (fields is a dict).
+    """
+
+    __slots__ = ("fields", "body")
     fields: dict[str, Any]
-    body: str = ""
+    body: str
+
+    def __init__(self, fields: dict[str, Any], body: str = "") -> None:
+        object.__setattr__(self, "fields", fields)
+        object.__setattr__(self, "body", body)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Record is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Record is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Record:
+            return NotImplemented
+        assert isinstance(other, Record)
+        return self.fields == other.fields and self.body == other.body
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Record(fields={self.fields!r}, body={self.body!r})"
+
+    def __reduce__(self) -> tuple[type[Record], tuple[dict[str, Any], str]]:
+        return (Record, (self.fields, self.body))
 
     @property
     def id(self) -> str:
@@ -106,6 +138,8 @@ def _reject_floats(value: Any) -> None:
 
 def revision_of(state: Mapping[str, Any]) -> str:
     """sha256 hex of ``canonical_json({"fields": ..., "body": ...})`` (DESIGN §3)."""
+    import hashlib
+
     return hashlib.sha256(canonical_json(state)).hexdigest()
 
 
@@ -116,6 +150,8 @@ _CANONICAL_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 def format_timestamp(moment: datetime) -> str:
     """RFC 3339 UTC with microseconds: ``2026-08-29T10:00:00.000000Z``."""
+    from datetime import timezone
+
     m = moment.astimezone(timezone.utc)
     # Not strftime: its %Y does not zero-pad years before 1000 on every platform.
     return (f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:"
@@ -124,6 +160,8 @@ def format_timestamp(moment: datetime) -> str:
 
 def now_timestamp() -> str:
     """The current time as :func:`format_timestamp` text."""
+    from datetime import datetime, timezone
+
     return format_timestamp(datetime.now(timezone.utc))
 
 
@@ -133,6 +171,8 @@ def parse_timestamp(text: str) -> datetime:
     Digits beyond microseconds are dropped. Raises ValueError for anything else (a bare date
     included) or a date-time that does not exist or is out of range once in UTC.
     """
+    from datetime import datetime, timezone
+
     m = TIMESTAMP_RE.fullmatch(text.strip())
     if not m:
         raise ValueError(f"expected an RFC 3339 UTC timestamp like "
@@ -149,13 +189,25 @@ def parse_timestamp(text: str) -> datetime:
 
 def normalize_timestamp(text: str) -> str:
     """Any RFC 3339 date-time → the canonical UTC µs form. Raises ValueError."""
-    if _CANONICAL_TIMESTAMP.fullmatch(text):
-        try:  # already canonical: only check that the date and time exist
-            datetime.fromisoformat(text[:-1])
-            return text
-        except ValueError:
-            pass  # parse_timestamp says why
+    if _CANONICAL_TIMESTAMP.fullmatch(text) and _exists(text):
+        return text  # already canonical and a real date and time
     return format_timestamp(parse_timestamp(text))
+
+
+_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _exists(canonical: str) -> bool:
+    """Whether a canonical timestamp names a real UTC date and time (what
+    ``datetime.fromisoformat`` accepts), without importing datetime."""
+    year, month, day = int(canonical[0:4]), int(canonical[5:7]), int(canonical[8:10])
+    if not (year >= 1 and 1 <= month <= 12 and day >= 1):
+        return False
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if day > _DAYS[month - 1] + (1 if month == 2 and leap else 0):
+        return False
+    return (int(canonical[11:13]) <= 23 and int(canonical[14:16]) <= 59
+            and int(canonical[17:19]) <= 59)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -182,37 +234,59 @@ class _Ctx:
         raise LedgitError(located(message, self.path, line, fieldname))
 
 
-class _StringsOnly:
-    """Loader mixin: no implicit typing (DESIGN §3), every untagged scalar is a string."""
+def _build_loaders() -> None:
+    """Define ``_Loader`` (pure Python) and ``_LOADER`` (libyaml's when PyYAML has it): YAML
+    composers with no implicit typing (DESIGN §3), every untagged scalar a string."""
+    import yaml
 
-    yaml_implicit_resolvers: dict[Any, Any] = {}
+    class _StringsOnly:
+        yaml_implicit_resolvers: dict[Any, Any] = {}
 
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        # Called by the composer for nodes without an explicit tag (or with "!").
-        if kind is yaml.ScalarNode:
-            return _STR_TAG
-        return _SEQ_TAG if kind is yaml.SequenceNode else _MAP_TAG
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+            # Called by the composer for nodes without an explicit tag (or with "!").
+            if kind is yaml.ScalarNode:
+                return _STR_TAG
+            return _SEQ_TAG if kind is yaml.SequenceNode else _MAP_TAG
 
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        return None
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            return None
 
-    def ascend_resolver(self) -> None:
-        return None
+        def ascend_resolver(self) -> None:
+            return None
 
+    class _Loader(_StringsOnly, yaml.SafeLoader):
+        """Composer only: we walk the node graph ourselves."""
 
-class _Loader(_StringsOnly, yaml.SafeLoader):
-    """Composer only: we walk the node graph ourselves."""
+    loader: Any = _Loader
+    try:  # the C parser when PyYAML was built with libyaml
+        from yaml import CSafeLoader
 
+        class _FastLoader(_StringsOnly, CSafeLoader):
+            pass
 
-try:  # the C parser when PyYAML was built with libyaml
-    from yaml import CSafeLoader as _FastBase
-
-    class _FastLoader(_StringsOnly, _FastBase):
+        loader = _FastLoader
+    except ImportError:  # pragma: no cover - depends on the PyYAML build
         pass
+    found = globals()
+    found["_Loader"] = _Loader
+    found.setdefault("_LOADER", loader)
 
-    _LOADER: Any = _FastLoader
-except ImportError:  # pragma: no cover - depends on the PyYAML build
-    _LOADER = _Loader
+
+def _loader() -> Any:
+    """The YAML loader class in use (``_LOADER``; tests may swap it)."""
+    found = globals()
+    if "_LOADER" not in found:
+        _build_loaders()
+    return found["_LOADER"]
+
+
+def __getattr__(name: str) -> Any:
+    """``_LOADER`` and ``_Loader`` exist once asked for (PEP 562): PyYAML loads then."""
+    if name in ("_LOADER", "_Loader"):
+        _build_loaders()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
@@ -220,12 +294,15 @@ _MAP_TAG = "tag:yaml.org,2002:map"
 _MAX_DEPTH = 32  # nesting levels below the front matter's top mapping
 _MAX_KEY = 256  # YAML readers refuse implicit keys longer than 1024 characters
 
+# Patterns the canonical path never needs are strings, compiled (and cached by re) on first
+# use: a character class reaching into the astral planes costs ~0.25 ms to compile.
+#
 # Refused raw in front matter (the writer always escapes them): C0/C1 controls other than TAB
 # and LF, DEL, U+2028/U+2029 (line breaks to a YAML 1.1 reader, not to a 1.2 one), BOM,
 # U+FFFE/U+FFFF and lone surrogates (not printable in YAML).
-_RAW_REFUSED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff"
-                          "\ufffe\uffff]")
-_TAB_INDENT = re.compile(r"^ *\t", re.MULTILINE)
+_RAW_REFUSED = ("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff"
+                "\ufffe\uffff]")
+_TAB_INDENT = r"(?m)^ *\t"
 _CHAR_NAMES = {"\u2028": "line separator", "\u2029": "paragraph separator",
                "\x85": "next line", "\ufeff": "byte order mark", "\ufffe": "non-character",
                "\uffff": "non-character"}
@@ -277,16 +354,186 @@ def parse_record(data: str | bytes, path: str = "<record>") -> Record:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     yaml_text, body, _ = split_front_matter(text, path)
-    root = _load_front_matter(yaml_text, path)
-    ctx = _Ctx(path, root)
-    raw = _walk_root(root, ctx)
-    fields = coerce_fields(raw, ctx)
     if body:
         if not body.endswith("\n"):
             body += "\n"
         if not body.isascii():
             body = unicodedata.normalize("NFC", body)
-    return Record(fields, body)
+    raw = _read_canonical(yaml_text)
+    if raw is not None:
+        try:
+            fast = Record(coerce_fields(raw, _Ctx(path)), body)
+        except LedgitError:
+            fast = None  # the YAML path words the error with its line
+        # parse(render(r)) == r (property-tested): a record that renders back to this very
+        # text is exactly what the YAML path would return.
+        if fast is not None and render_record(fast) == text:
+            return fast
+    root = _load_front_matter(yaml_text, path)
+    ctx = _Ctx(path, root)
+    raw = _walk_root(root, ctx)
+    return Record(coerce_fields(raw, ctx), body)
+
+
+# --------------------------------------------------------------------------- canonical reader
+
+
+class _NotCanonical(Exception):
+    """Internal: the text is not in render_record's exact form."""
+
+
+_UNESCAPE = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
+_FLOW_START = frozenset("[{&*!|>'%@`#\"?-,]:")
+
+
+def _read_canonical(yaml_text: str) -> dict[str, Any] | None:
+    """The front matter as strings, lists and mappings when it has exactly the shape
+    :func:`render_record` writes (block mappings indented by 2, ``- `` sequences, flow lists
+    of scalars, plain or double-quoted scalars); None for anything else.
+
+    Cheap and import-free; parse_record trusts it only when rendering the coerced result
+    gives back the very same text, so it can never read a value differently than YAML does.
+    """
+    lines = yaml_text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    try:
+        out, end = _canonical_map(lines, 0, 0, None)
+    except (_NotCanonical, ValueError, IndexError):
+        return None
+    return out if end == len(lines) else None
+
+
+def _canonical_quoted(text: str, start: int) -> tuple[str, int]:
+    """The double-quoted scalar at ``text[start]`` and the offset after its closing quote."""
+    out: list[str] = []
+    i, n = start + 1, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            return "".join(out), i + 1
+        if c == "\\":
+            e = text[i + 1:i + 2]
+            if e == "u":
+                out.append(chr(int(text[i + 2:i + 6], 16)))
+                i += 6
+                continue
+            if e not in _UNESCAPE:
+                raise _NotCanonical
+            out.append(_UNESCAPE[e])
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    raise _NotCanonical
+
+
+def _canonical_scalar(text: str) -> str:
+    if text.startswith('"'):
+        value, end = _canonical_quoted(text, 0)
+        if end != len(text):
+            raise _NotCanonical
+        return value
+    if not text or text[0] in _FLOW_START or text[-1] == " " or ": " in text or " #" in text:
+        raise _NotCanonical
+    return text
+
+
+def _canonical_flow(text: str) -> list[str]:
+    inner = text[1:-1]
+    out: list[str] = []
+    i, n = 0, len(inner)
+    while i < n:
+        if inner[i] == '"':
+            value, i = _canonical_quoted(inner, i)
+        else:
+            j = inner.find(", ", i)
+            j = n if j == -1 else j
+            value = _canonical_scalar(inner[i:j])
+            if "]" in value or "," in value:
+                raise _NotCanonical
+            i = j
+        out.append(value)
+        if i < n:
+            if inner[i:i + 2] != ", ":
+                raise _NotCanonical
+            i += 2
+    return out
+
+
+def _canonical_value(rest: str, lines: list[str], k: int, col: int) -> tuple[Any, int]:
+    """The value after ``key:`` (``rest``) of a key at column ``col``; line ``k`` is next."""
+    if rest == "":
+        if k < len(lines) and lines[k].startswith(" " * (col + 2) + "-"):
+            return _canonical_seq(lines, k, col + 2)
+        value, k2 = _canonical_map(lines, k, col + 2, None)
+        if not value:
+            raise _NotCanonical
+        return value, k2
+    if rest[0] != " ":
+        raise _NotCanonical
+    rest = rest[1:]
+    if rest == "{}":
+        return {}, k
+    if rest == "[]":
+        return [], k
+    if rest.startswith("[") and rest.endswith("]"):
+        return _canonical_flow(rest), k
+    return _canonical_scalar(rest), k
+
+
+def _canonical_key(line: str, col: int) -> tuple[str, str]:
+    body = line[col:]
+    if body.startswith('"'):
+        key, end = _canonical_quoted(body, 0)
+        if body[end:end + 1] != ":":
+            raise _NotCanonical
+        return key, body[end + 1:]
+    j = body.find(":")
+    if j <= 0:
+        raise _NotCanonical
+    return _canonical_scalar(body[:j]), body[j + 1:]
+
+
+def _canonical_map(lines: list[str], k: int, col: int,
+                   first: tuple[str, str] | None) -> tuple[dict[str, Any], int]:
+    out: dict[str, Any] = {}
+    pad = " " * col
+    if first is not None:
+        key, rest = first
+        out[key], k = _canonical_value(rest, lines, k, col)
+    while k < len(lines):
+        line = lines[k]
+        if not line.startswith(pad) or line[col:col + 1] in (" ", "-", ""):
+            break
+        key, rest = _canonical_key(line, col)
+        if key in out:
+            raise _NotCanonical
+        out[key], k = _canonical_value(rest, lines, k + 1, col)
+    return out, k
+
+
+def _canonical_seq(lines: list[str], k: int, col: int) -> tuple[list[Any], int]:
+    out: list[Any] = []
+    dash = " " * col + "-"
+    while k < len(lines) and lines[k].startswith(dash):
+        after = lines[k][col + 1:]
+        if after == "":
+            value, k = _canonical_value("", lines, k + 1, col)  # a nested block list
+            out.append(value)
+        elif after == " {}":
+            out.append({})
+            k += 1
+        elif after.startswith(" ") and (after[1:2] == '"' or ":" not in after):
+            out.append(_canonical_scalar(after[1:]))
+            k += 1
+        elif after.startswith(" "):
+            key, rest = _canonical_key(" " * (col + 2) + after[1:], col + 2)
+            value, k = _canonical_map(lines, k + 1, col + 2, (key, rest))
+            out.append(value)
+        else:
+            raise _NotCanonical
+    return out, k
 
 
 def _line_at(yaml_text: str, pos: int) -> int:
@@ -308,6 +555,8 @@ def _field_at(yaml_text: str, pos: int) -> str | None:
 
 def _load_front_matter(yaml_text: str, path: str) -> yaml.MappingNode:
     """Compose the front matter into a node tree, refusing what YAML would misread."""
+    import yaml
+
     def fail(message: str, pos: int) -> None:
         raise LedgitError(located(message, path, _line_at(yaml_text, pos),
                                   _field_at(yaml_text, pos)))
@@ -315,7 +564,7 @@ def _load_front_matter(yaml_text: str, path: str) -> yaml.MappingNode:
     if not yaml_text.strip():
         raise LedgitError(located("empty front matter: no fields between the '---' lines",
                                   path, 2))
-    bad = _RAW_REFUSED.search(yaml_text)
+    bad = re.search(_RAW_REFUSED, yaml_text)
     if bad:
         ch = bad.group()
         name = _CHAR_NAMES.get(ch, "lone surrogate" if "\ud800" <= ch <= "\udfff"
@@ -323,12 +572,12 @@ def _load_front_matter(yaml_text: str, path: str) -> yaml.MappingNode:
         fail(f"raw U+{ord(ch):04X} ({name}) in front matter; write it as \\u{ord(ch):04x} "
              f"inside double quotes", bad.start())
     if "\t" in yaml_text:
-        tab = _TAB_INDENT.search(yaml_text)
+        tab = re.search(_TAB_INDENT, yaml_text)
         if tab:
             fail("tab in indentation (YAML allows spaces only)", tab.end() - 1)
     if "&" in yaml_text or "*" in yaml_text:
         _refuse_anchors(yaml_text, path)
-    loader = _LOADER(yaml_text)
+    loader = _loader()(yaml_text)
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
@@ -366,7 +615,9 @@ def _yaml_error_message(exc: yaml.MarkedYAMLError, yaml_text: str, path: str) ->
 
 def _refuse_anchors(yaml_text: str, path: str) -> None:
     """Refuse YAML anchors and aliases (an alias bomb stops at its first anchor)."""
-    loader = _LOADER(yaml_text)
+    import yaml
+
+    loader = _loader()(yaml_text)
     try:
         while loader.check_event():
             event = loader.get_event()
@@ -393,6 +644,8 @@ def _walk_root(root: yaml.MappingNode, ctx: _Ctx) -> dict[str, Any]:
 
 def _walk(node: yaml.Node, depth: int) -> Any:
     """Node tree → str / list / dict. Raises _FieldError(message, node)."""
+    import yaml
+
     if node.__class__ is yaml.ScalarNode:
         if node.tag != _STR_TAG:
             raise _FieldError(_tag_message(node.tag), node)
@@ -427,6 +680,8 @@ def _tag_message(tag: str) -> str:
 
 def _field_of_node(root: yaml.Node, target: yaml.Node) -> str | None:
     """The field name (``items[0].kind``) of ``target`` in the tree, or None for the root."""
+    import yaml
+
     stack: list[tuple[yaml.Node, str]] = [(root, "")]
     while stack:
         node, name = stack.pop()
@@ -443,15 +698,17 @@ def _field_of_node(root: yaml.Node, target: yaml.Node) -> str | None:
     return None
 
 
-_FIELD_STEP = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
+_FIELD_STEP = r"\[(\d+)\]|\.?([^.\[]+)"
 
 
 def _line_of_field(root: yaml.Node, fieldname: str) -> int | None:
     """The file line of ``fieldname`` (``claim.at``, ``items[1].kind``): the deepest node of
     the path that exists; None when not even its first step is in the file."""
+    import yaml
+
     node: yaml.Node = root
     line: int | None = None
-    for m in _FIELD_STEP.finditer(fieldname):
+    for m in re.finditer(_FIELD_STEP, fieldname):
         index, key = m.groups()
         nxt: yaml.Node | None = None
         if key is not None and isinstance(node, yaml.MappingNode):
@@ -498,8 +755,8 @@ def coerce_fields(raw: Mapping[str, Any], ctx: _Ctx | None = None,
 
 
 _FIELD_SET = frozenset(FIELD_ORDER)
-_LINE_BREAKS = re.compile("[\n\r\u2028\u2029\x85]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_LINE_BREAKS = "[\n\r\u2028\u2029\x85]"  # compiled on first non-ASCII use (see _RAW_REFUSED)
+_SURROGATE = "[\ud800-\udfff]"
 
 
 def _text(value: Any, name: str, ctx: _Ctx, *, one_line: bool = False) -> str:
@@ -509,13 +766,14 @@ def _text(value: Any, name: str, ctx: _Ctx, *, one_line: bool = False) -> str:
         text = str(value)
     else:
         ctx.fail(f"expected a string, got {_kind(value)}", name)
-    if not text.isascii():
-        if _SURROGATE.search(text):
+    ascii = text.isascii()
+    if not ascii:
+        if re.search(_SURROGATE, text):
             ctx.fail("lone surrogate in text", name)
         text = unicodedata.normalize("NFC", text)
     if "\x00" in text:
         ctx.fail("NUL character in text", name)
-    if one_line and _LINE_BREAKS.search(text):
+    if one_line and (("\n" in text or "\r" in text) if ascii else re.search(_LINE_BREAKS, text)):
         ctx.fail("must be one line (no line breaks, U+2028 or U+2029)", name)
     return text
 
@@ -789,7 +1047,8 @@ def lifecycle_problems(fields: Mapping[str, Any]) -> list[tuple[str, str]]:
 _PLAIN_OK = re.compile(r"(?![0-9])\w[\w./()+@-]*(?: [\w./()+@'-]+)*")
 _YAML_WORDS = frozenset(("y", "n", "yes", "no", "on", "off", "true", "false", "null"))
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t"}
-_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]')
+_NEEDS_ESCAPE = '["\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]'
+_NEEDS_ESCAPE_ASCII = re.compile('["\\\\\x00-\x1f\x7f]')  # the same, for ASCII text
 
 
 def _needs_quotes(text: str) -> bool:
@@ -804,7 +1063,9 @@ def _escape(m: re.Match[str]) -> str:
 def _quote(text: str) -> str:
     """A YAML double-quoted scalar on one line: ``"``, ``\\``, line breaks, controls, DEL,
     C1, U+2028/U+2029, BOM and non-characters escaped; every other character as is."""
-    return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
+    if text.isascii():
+        return '"' + _NEEDS_ESCAPE_ASCII.sub(_escape, text) + '"'
+    return '"' + re.sub(_NEEDS_ESCAPE, _escape, text) + '"'
 
 
 def _scalar(value: Any) -> str:
