@@ -8,23 +8,8 @@ on which side Git calls "ours" (a rebase swaps them).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ledgit.history import (
-    MERGE_OP,
-    Event,
-    HistoryError,
-    Problem,
-    ancestors,
-    heads,
-    new_event,
-    parse_events,
-    render_history,
-    replay,
-    strip_lines,
-    topological_order,
-)
 from ledgit.record import (
     FIELD_ORDER,
     SET_FIELDS,
@@ -37,6 +22,13 @@ from ledgit.record import (
     record_from_state,
 )
 
+if TYPE_CHECKING:
+    from ledgit.history import Event
+
+# The merge driver runs this module in a fresh process per file (DESIGN §7): the task-file
+# path needs neither ledgit.history (jsonpatch, hashlib) nor dataclasses, so both are left
+# out of the imports above.
+
 OURS, THEIRS, BOTH, MERGED, BASE = "ours", "theirs", "both", "merged", "base"
 #: The account an importer writes for a task its source closed without one (DESIGN §4: done
 #: needs a ``response``). It carries no information, so a merge never lets it replace a real
@@ -45,15 +37,23 @@ NO_ACCOUNT = "(closed without an account)"
 _ABSENT: Any = None
 
 
-@dataclass
 class MergeResult:
     """A merged record, the names of fields that conflicted, and where each changed field came
     from (``ours``/``theirs``/``both``/``merged``: for display only, not part of the output)."""
 
-    record: Record
-    conflicts: list[str] = field(default_factory=list)
-    provenance: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    __slots__ = ("record", "conflicts", "provenance", "notes")
+
+    def __init__(self, record: Record, conflicts: list[str] | None = None,
+                 provenance: dict[str, str] | None = None,
+                 notes: list[str] | None = None) -> None:
+        self.record = record
+        self.conflicts = conflicts if conflicts is not None else []
+        self.provenance = provenance if provenance is not None else {}
+        self.notes = notes if notes is not None else []
+
+    def __repr__(self) -> str:
+        return (f"MergeResult(record={self.record!r}, conflicts={self.conflicts!r}, "
+                f"provenance={self.provenance!r}, notes={self.notes!r})")
 
 
 def _key(value: Any) -> bytes:
@@ -343,19 +343,28 @@ def _reestablish_lifecycle(out: dict[str, Any], *sources: Mapping[str, Any]) -> 
 # --------------------------------------------------------------------------- histories
 
 
-@dataclass
 class HistoryMerge:
     """The merged history text, whether it conflicted, and the merge event (None when one side
     already held every event of the other)."""
 
-    text: str
-    conflict: bool
-    event: Event | None = None
-    record: MergeResult | None = None
-    problem: str | None = None
+    __slots__ = ("text", "conflict", "event", "record", "problem")
+
+    def __init__(self, text: str, conflict: bool, event: Event | None = None,
+                 record: MergeResult | None = None, problem: str | None = None) -> None:
+        self.text = text
+        self.conflict = conflict
+        self.event = event
+        self.record = record
+        self.problem = problem
+
+    def __repr__(self) -> str:
+        return (f"HistoryMerge(text={self.text!r}, conflict={self.conflict!r}, "
+                f"event={self.event!r}, problem={self.problem!r})")
 
 
 def _best_common_ancestor(events: Sequence[Event], x: str, y: str) -> str | None:
+    from ledgit.history import ancestors
+
     common = ancestors(events, x) & ancestors(events, y)
     if not common:
         return None
@@ -382,6 +391,17 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
     returns ``conflict=True`` (text = None-free marker text is the caller's job) only when the
     two sides share no genesis.
     """
+    from ledgit.history import (
+        MERGE_OP,
+        heads,
+        new_event,
+        parse_events,
+        render_history,
+        replay,
+        strip_lines,
+        topological_order,
+    )
+
     del base_text  # the DAG itself says what is common
     ours = strip_lines(parse_events(ours_text, task))
     theirs = strip_lines(parse_events(theirs_text, task))
@@ -422,5 +442,4 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
     return HistoryMerge(render_history([*union, event]), False, event, result)
 
 
-__all__ = ["MergeResult", "HistoryMerge", "merge_records", "merge_histories", "merge_set",
-           "HistoryError", "Problem"]
+__all__ = ["MergeResult", "HistoryMerge", "merge_records", "merge_histories", "merge_set"]
