@@ -185,3 +185,73 @@ def test_rebase_of_many_commits_touching_shared_tasks(tmp_path: Path, git_env: P
     assert git("rev-list", "--count", "main..HEAD", cwd=b) == "6"
     assert {f"b{i}" for i in range(0, 6, 2)} <= set(fields(b, tasks[0])["labels"])
     ledgit(b, "verify", "--range", f"{base}..HEAD")
+
+
+# --------------------------------------------------------------------------- the driver's cost
+
+
+def test_the_driver_path_is_import_light(tmp_path: Path) -> None:
+    """One driver run imports no click, pygit2, PyYAML, jsonpatch, hashlib or dataclasses
+    (DESIGN §7: Git runs it once per file, in a fresh process)."""
+    import json
+    import subprocess
+    import sys
+
+    from ledgit.record import make_record, render_record
+
+    def rec(lm: str, **extra: object) -> str:
+        fields = {"id": "T-light", "title": "Light", "status": "open",
+                  "created": "2026-01-01T00:00:00Z",
+                  "last_modified": lm, **extra}
+        return render_record(make_record(fields, BODY))
+
+    base, ours, theirs = (rec("2026-01-01T00:00:00Z"), rec("2026-01-02T00:00:00Z", priority=1),
+                          rec("2026-01-03T00:00:00Z", labels=["x"]))
+    for name, text in (("O", base), ("A", ours), ("B", theirs)):
+        (tmp_path / name).write_text(text)
+    code = ("import sys\nfrom ledgit.__main__ import main\n"
+            "try:\n    main(['merge-driver', *sys.argv[1:]])\nexcept SystemExit as e:\n"
+            "    print(e.code, file=sys.stderr)\n"
+            "import json\nprint(json.dumps(sorted(sys.modules)))\n")
+    args = [str(tmp_path / n) for n in ("O", "A", "B")] + ["7", ".ledgit/tasks/T-light.md"]
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          check=True)
+    assert proc.stderr.strip() == "0"
+    modules = set(json.loads(proc.stdout))
+    heavy = {"click", "pygit2", "yaml", "jsonpatch", "hashlib", "dataclasses", "sqlite3",
+             "ledgit.history", "ledgit.cli", "pathlib"}
+    assert not modules & heavy, modules & heavy
+    merged = (tmp_path / "A").read_text()
+    assert "priority: 1" in merged and "labels: [x]" in merged
+
+
+def test_the_canonical_reader_agrees_with_yaml() -> None:
+    """parse_record reads files render_record wrote without PyYAML; what it returns is what
+    the YAML path returns, for every record the golden and property tests know."""
+    import sys
+
+    from hypothesis import HealthCheck, given, settings
+
+    from ledgit import record
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import test_record
+
+    seen = {"fast": 0}
+
+    @settings(max_examples=300, suppress_health_check=list(HealthCheck), deadline=None)
+    @given(test_record._valid_records())
+    def check(r: record.Record) -> None:
+        text = record.render_record(r)
+        yaml_text, body, _ = record.split_front_matter(text)
+        raw = record._read_canonical(yaml_text)
+        if raw is None:
+            return
+        fast = record.Record(record.coerce_fields(raw), body)
+        if record.render_record(fast) == text:
+            seen["fast"] += 1
+            assert fast == r
+        assert record.parse_record(text) == r
+
+    check()
+    assert seen["fast"] > 100  # the fast path is the common one
