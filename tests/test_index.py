@@ -358,3 +358,17 @@ def test_an_index_from_an_earlier_boot_is_rebuilt(board: Board) -> None:
     db.commit()
     db.close()
     assert fresh(board).ids() == [record.id]  # the blob alone would have said "unchanged"
+
+
+def test_an_unreadable_entry_is_an_error_not_a_crash(board: Board) -> None:
+    good = add(board, "good")
+    (board.tasks_dir / "T-dir.md").mkdir()  # as unreadable as a file gets when run as root
+    fresh(board).close()
+    shutil.rmtree(board.private_dir)
+    for idx in (fresh(board), fresh(board)):  # the cold build, then a refresh
+        assert idx.ids() == [good.id]
+        [(path, message)] = idx.errors()
+        assert path == ".ledgit/tasks/T-dir.md" and "cannot read" in message
+        assert idx.get("T-dir")["error"] == message  # type: ignore[index]
+    (board.tasks_dir / "T-dir.md").rmdir()
+    assert fresh(board).errors() == []

@@ -344,7 +344,8 @@ class Index:
                 candidates.append(name)
                 seen.add(name)
         removed = [n for n in {*stored, *dirty} if n not in current]
-        touched, rows = self._examine(candidates, current, scan_ns)
+        touched, rows, unreadable = self._examine(candidates, current, scan_ns)
+        new_racy.extend(n for n in unreadable if n not in new_racy)  # re-read until readable
         # Bytes that differ with no racy or dirty entry: a stat moved, or only listdir's order.
         moved = not racy and not dirty or any(get(n) != current[n] for n in candidates)
         if not (rows or removed or dirty or moved or sorted(new_racy) != sorted(racy)):
@@ -393,9 +394,14 @@ class Index:
         scan_ns = time.time_ns()
         current: dict[str, Stat] = {}
         rows = []
+        unreadable = []
         for name, st, data in _read_all(self.board.tasks_dir):
             current[name] = st
-            rows.append(self._build(name, st, scan_ns, data))
+            if isinstance(data, OSError):
+                rows.append(self._unreadable(name, st, scan_ns, data))
+                unreadable.append(name)
+            else:
+                rows.append(self._build(name, st, scan_ns, data))
         # A bulk insert that fits in the page cache does not spill half-built pages.
         (size,) = self.db.execute("PRAGMA cache_size").fetchone()
         self.db.execute("PRAGMA cache_size = -65536")  # KiB
@@ -404,7 +410,8 @@ class Index:
         finally:
             self.db.execute(f"PRAGMA cache_size = {int(size)}")
         self._store_scan(current, [n for n, st in current.items()
-                                   if st[0] >= scan_ns - RACY_WINDOW_NS], scan_ns)
+                                   if st[0] >= scan_ns - RACY_WINDOW_NS or n in unreadable],
+                         scan_ns)
         self._set_meta("root", str(self.board.root))
         self._set_meta("boot", _boot_id())
         self._set_meta("built_ns", scan_ns)
@@ -412,25 +419,30 @@ class Index:
         return RefreshStats(len(current), len(rows), len(rows), 0, errors, True,
                             time.perf_counter() - started)
 
-    def _examine(self, names: list[str], current: dict[str, Stat],
-                 scan_ns: int) -> tuple[list[tuple[int, int, int, int, str]], list[_Row]]:
+    def _examine(self, names: list[str], current: dict[str, Stat], scan_ns: int
+                 ) -> tuple[list[tuple[int, int, int, int, str]], list[_Row], list[str]]:
         """Re-check ``names`` by content: (stat updates for files whose bytes are what their
-        row was built from, rebuilt rows for the others). Writes nothing."""
+        row was built from, rebuilt rows for the others, names that could not be read).
+        Writes nothing."""
         if not names:
-            return [], []
+            return [], [], []
         digests = self._digests(names)
         touched: list[tuple[int, int, int, int, str]] = []
         rows: list[_Row] = []
+        unreadable: list[str] = []
         for name in names:
             data = self._read(name)
             if data is None:
                 continue
             st = current[name]
-            if digests.get(name) == _digest(data):
+            if isinstance(data, OSError):
+                rows.append(self._unreadable(name, st, scan_ns, data))
+                unreadable.append(name)
+            elif digests.get(name) == _digest(data):
                 touched.append((st[0], st[1], st[2], scan_ns, name))
             else:
                 rows.append(self._build(name, st, scan_ns, data))
-        return touched, rows
+        return touched, rows, unreadable
 
     def update_one(self, record: Record, path: Path) -> None:
         """Refresh one task's row after a write (called by Board.mutate/create). ``record``
@@ -544,7 +556,7 @@ class Index:
         if st is None:
             return None
         if stale:
-            touched, rows = self._examine([name], {name: st}, checked)
+            touched, rows, _ = self._examine([name], {name: st}, checked)
             if rows or found is None or (found[0], found[1], found[2]) != st:
                 with self._writing():
                     self.db.executemany(_TOUCH_SQL, touched)
@@ -612,12 +624,20 @@ class Index:
             out.append(row)
         return out
 
-    def _read(self, name: str) -> bytes | None:
+    def _read(self, name: str) -> bytes | OSError | None:
+        """The file's bytes; None when it is gone; the OSError when it cannot be read."""
         try:
             with open(self.board.tasks_dir / f"{name}.md", "rb") as fh:
                 return fh.read()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        except FileNotFoundError:
             return None
+        except OSError as exc:  # a directory named x.md, no permission, ...
+            return exc
+
+    def _unreadable(self, name: str, st: Stat, checked_ns: int, exc: OSError) -> _Row:
+        rel = self._rel_dir + name + ".md"
+        return _error_row((name, rel, st[0], st[1], st[2], checked_ns, None),
+                          f"{rel}: cannot read: {exc.strerror or exc}")
 
     def _build(self, name: str, st: Stat, checked_ns: int, data: bytes,
                record: Record | None = None) -> _Row:
@@ -769,6 +789,8 @@ def _stat_scan(tasks_dir: Path) -> dict[str, Stat]:
             fd = os.open(tasks_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except (FileNotFoundError, NotADirectoryError):
             return out
+        except OSError as exc:
+            raise _unlisted(tasks_dir, exc) from None
         try:
             stat = os.stat
             for name in os.listdir(fd):
@@ -793,46 +815,71 @@ def _stat_scan(tasks_dir: Path) -> dict[str, Stat]:
     return out
 
 
-def _read_all(tasks_dir: Path) -> Iterator[tuple[str, Stat, bytes]]:
-    """(stem, stat, bytes) of every readable ``tasks/*.md``, in name order: os-level reads
-    through one directory descriptor, the stat taken by fstat on the open file (a cold build
-    reads every file; a separate stat pass and the file-object layer are measurable)."""
+def _read_all(tasks_dir: Path) -> Iterator[tuple[str, Stat, bytes | OSError]]:
+    """(stem, stat, bytes or the OSError that prevented reading) of every ``tasks/*.md``, in
+    name order: os-level reads through one directory descriptor, the stat taken by fstat on
+    the open file (a cold build reads every file; a separate stat pass and the file-object
+    layer are measurable)."""
     if os.open not in os.supports_dir_fd:  # pragma: no cover
-        for name in sorted(_stat_scan(tasks_dir)):
-            path = tasks_dir / f"{name}.md"
+        for name, st in sorted(_stat_scan(tasks_dir).items()):
             try:
-                s = os.stat(path)
-                yield name, (s.st_mtime_ns, s.st_size, s.st_ino), path.read_bytes()
-            except OSError:
+                yield name, st, (tasks_dir / f"{name}.md").read_bytes()
+            except FileNotFoundError:
                 continue
+            except OSError as exc:
+                yield name, st, exc
         return
     try:
         dfd = os.open(tasks_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except (FileNotFoundError, NotADirectoryError):
         return
+    except OSError as exc:
+        raise _unlisted(tasks_dir, exc) from None
     try:
         for entry in sorted(os.listdir(dfd)):
             if not entry.endswith(".md") or entry[0] == "." or len(entry) <= 3:
                 continue
             try:
                 fd = os.open(entry, os.O_RDONLY, dir_fd=dfd)
-            except OSError:
+            except FileNotFoundError:
                 continue
+            except OSError as exc:  # no permission: a row that says so
+                try:
+                    s = os.stat(entry, dir_fd=dfd)
+                except OSError:
+                    continue
+                yield entry[:-3], (s.st_mtime_ns, s.st_size, s.st_ino), exc
+                continue
+            data: bytes | OSError
             try:
                 s = os.fstat(fd)
-                data = os.read(fd, s.st_size)
-                if len(data) != s.st_size:  # changing under us: read to the end
-                    chunks = [data]
-                    while chunk := os.read(fd, 1 << 16):
-                        chunks.append(chunk)
-                    data = b"".join(chunks)
-                yield entry[:-3], (s.st_mtime_ns, s.st_size, s.st_ino), data
-            except OSError:  # e.g. a directory named x.md
+                st = (s.st_mtime_ns, s.st_size, s.st_ino)
+                try:
+                    data = _read_fd(fd, s.st_size)
+                except OSError as exc:  # e.g. a directory named x.md
+                    data = exc
+            except OSError:
                 continue
             finally:
                 os.close(fd)
+            yield entry[:-3], st, data
     finally:
         os.close(dfd)
+
+
+def _read_fd(fd: int, size: int) -> bytes:
+    """The rest of an open file expected to hold ``size`` bytes (one read when it does)."""
+    data = os.read(fd, size)
+    if len(data) != size:  # changing under us: read to the end
+        chunks = [data]
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+    return data
+
+
+def _unlisted(tasks_dir: Path, exc: OSError) -> LedgitError:
+    return LedgitError(f"cannot list {tasks_dir}: {exc.strerror or exc}", USAGE)
 
 
 def _digest(data: bytes) -> bytes:
