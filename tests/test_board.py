@@ -18,6 +18,7 @@ from ledgit.board import Board, Change, actor_name, find_board, init_board
 from ledgit.config import BoardConfig, load_config, parse_duration
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError
 from ledgit.history import event_line, new_event, parse_events
+from ledgit.index import Index
 from ledgit.record import Record, is_valid_id, parse_record, render_record
 
 pytest_plugins = ["gitutil"]
@@ -217,6 +218,7 @@ def _hammer(root: str, task_id: str, worker: int, count: int) -> None:
 
 def test_eight_processes_fifty_mutations_each_all_land(board: Board) -> None:
     record = board.create({"title": "contended"}, "", "ada")
+    Index.open(board).close()  # so that every write also updates the index under contention
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     procs = [ctx.Process(target=_hammer, args=(str(board.root), record.id, w, 50))
              for w in range(8)]
@@ -232,6 +234,8 @@ def test_eight_processes_fifty_mutations_each_all_land(board: Board) -> None:
     stamps = [e["at"] for e in events]
     assert stamps == sorted(stamps) and len(set(stamps)) == 401
     assert board.verify() == []
+    row = Index.open(board).get(record.id)
+    assert row is not None and row["revision"] == board.read(record.id).revision
 
 
 # --------------------------------------------------------------------------- resolve / find
