@@ -197,3 +197,26 @@ def test_pre_commit_try_repo_refuses_then_accepts(tmp_path: Path, git_env: Path)
     proc = try_repo()
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ledgit check" in proc.stdout and "Passed" in proc.stdout
+
+
+def test_shims_say_so_when_ledgit_is_missing(tmp_path: Path) -> None:
+    """hooks/* and mergedriver/ledgit-merge-driver, run where ledgit is not installed."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    if shutil.which("ledgit", path=env["PATH"]):
+        pytest.skip("a ledgit is installed system-wide")
+    for name in ("pre-commit", "post-checkout", "post-merge", "post-rewrite"):
+        proc = subprocess.run(["sh", str(PROJECT / "hooks" / name)], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, check=False)
+        assert proc.returncode == 0 and "'ledgit' is not on PATH" in proc.stderr, name
+    proc = subprocess.run(["sh", str(PROJECT / "hooks" / "pre-commit")],
+                          env={**env, "LEDGIT": f"{PY} -m ledgit"}, cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and "not inside a Git work tree" in proc.stderr  # ledgit ran
+    for name, text in (("O", "base\n"), ("A", "ours\n"), ("B", "theirs\n")):
+        (tmp_path / name).write_text(text)
+    shim = PROJECT / "mergedriver" / "ledgit-merge-driver"
+    proc = subprocess.run(["sh", str(shim), "O", "A", "B", "7", "f.md"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and "line merge" in proc.stderr
+    merged = (tmp_path / "A").read_text()
+    assert merged.startswith("<<<<<<< ") and "ours\n=======\ntheirs\n" in merged
