@@ -1,11 +1,13 @@
 """The per-worktree SQLite index: build, refresh, query (DESIGN §1, §8, §10).
 
 Derived and disposable: it lives in ``<private dir>/index.sqlite3`` (never committed), is
-rebuilt whenever it is missing, corrupt or of another schema, and is never read for truth on
-a write path. Reads answer from it after a stat-level freshness check:
+rebuilt whenever it is missing, corrupt, of another schema, of another board root or from
+an earlier boot, and is never read for truth on a write path. Reads answer from it after a
+stat-level freshness check:
 
-* a scan stats every ``tasks/*.md`` and compares ``(mtime_ns, size, inode)`` with the
-  snapshot the previous scan stored (one marshalled blob, not 10,000 rows);
+* a scan stats every ``tasks/*.md``; when the marshalled ``{stem: (mtime_ns, size, inode)}``
+  equals the one the previous scan stored, byte for byte, nothing changed (the common case:
+  one stat per file and a memcmp; the stat syscalls are the whole cost);
 * a file whose stat changed, that is new, or that was written through
   :meth:`Index.update_one` since the last scan is re-checked: read, hashed (BLAKE2b) and
   re-parsed only when the bytes differ from what the row was built from;
@@ -14,9 +16,12 @@ a write path. Reads answer from it after a stat-level freshness check:
   1-2 s file systems), so it is re-checked by content on the following scans until it is
   older than that window.
 
-Malformed task files are kept as rows holding their error: queries return valid tasks and
-:meth:`Index.errors` lists the others. Import cost matters: only sqlite3/json/marshal at the
-top; record.py (PyYAML) is imported only when a file must be parsed.
+Malformed or unreadable task files are kept as rows holding their error: queries return
+valid tasks and :meth:`Index.errors` lists the others. Search is an exact, case-insensitive
+substring match (NFC + Unicode casefold, SQLite ``LIKE`` with escaping; no tokenising).
+Connections run with ``synchronous=OFF`` where the boot id can be read (see
+:meth:`Index._current`). Import cost matters: only sqlite3/json/marshal at the top; hashlib
+when a file is re-checked, record.py (PyYAML) only when a file must be parsed.
 """
 
 from __future__ import annotations
