@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/run.py --quick      # a few minutes: boards of 100/1,000/10,000, 5 runs
+    python bench/run.py --quick      # a few minutes: boards of 100/1,000/10,000, 3 runs
     python bench/run.py --full       # ~20 minutes: 7 runs, 5 rebases, peers at every size
     python bench/run.py --sizes 100 1000 --runs 5 --no-peers --keep
 
@@ -840,6 +840,8 @@ def write_markdown(path: Path, data: dict[str, Any]) -> None:
            f"(one warm-up round first), contenders alternating in every round.", "",
            f"ledgit measured: `{data['ledgit'].get('package')}` at commit "
            f"`{data['ledgit'].get('commit')}`"
+           + (" (a `git archive` snapshot of that commit)" if data["ledgit"].get("snapshot")
+              else "")
            + (" (src has uncommitted changes)" if data["ledgit"].get("src_dirty") else "")
            + ".", ""]
     out += ["Peers: " + "; ".join(
@@ -970,13 +972,30 @@ def machine() -> dict[str, Any]:
             "git": git_v[0] if git_v else "?"}
 
 
-def ledgit_source() -> dict[str, Any]:
+def snapshot_source(tmp: Path) -> tuple[Path, str]:
+    """``git archive HEAD src`` of the checkout holding bench/ into ``tmp``: the measured code
+    cannot change under a long run while others commit. Returns (src dir, commit)."""
+    repo = BENCH.parent
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    dest = tmp / f"ledgit-{commit}"
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", "HEAD", "src"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest / "src", commit
+
+
+def ledgit_source(env: dict[str, str] | None = None, snapshot: str | None = None
+                  ) -> dict[str, Any]:
     """Which ledgit was measured: its package dir, and the Git commit + dirty state of it."""
     probe = subprocess.run([PY, "-c", "import ledgit, os; print(os.path.dirname(ledgit.__file__))"],
-                           capture_output=True, text=True, check=False)
+                           capture_output=True, text=True, check=False, env=env)
     pkg = probe.stdout.strip()
     out: dict[str, Any] = {"package": pkg}
-    if pkg:
+    if snapshot:
+        out.update(commit=snapshot, src_dirty=False, snapshot=True)
+    elif pkg:
         head = subprocess.run(["git", "-C", pkg, "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, check=False).stdout.strip()
         dirty = subprocess.run(["git", "-C", pkg, "status", "--porcelain", "--", "."],
@@ -988,12 +1007,12 @@ def ledgit_source() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="a few minutes (default)")
+    mode.add_argument("--quick", action="store_true", help="a few minutes (the default): 3 rounds")
     mode.add_argument("--full", action="store_true", help="~20 minutes")
     ap.add_argument("--sizes", type=int, nargs="+", help="board sizes (default 100 1000 10000)")
     ap.add_argument("--peer-sizes", type=int, nargs="+",
                     help="sizes at which peers are measured (quick: 100 1000; full: all)")
-    ap.add_argument("--runs", type=int, help="rounds per board (quick 5, full 7)")
+    ap.add_argument("--runs", type=int, help="rounds per board (quick 3, full 7)")
     ap.add_argument("--rebase-runs", type=int, help="rebases timed (quick 1, full 5)")
     ap.add_argument("--rebase-size", type=int, default=1000, help="board for the rebase")
     ap.add_argument("--commits", type=int, default=50, help="commits per side of the rebase")
@@ -1004,11 +1023,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument("--snapshot", action="store_true",
+                    help="measure `git archive HEAD src` of this checkout (via PYTHONPATH), "
+                         "not the live, possibly changing, working tree")
     args = ap.parse_args(argv)
     full = bool(args.full)
     sizes = sorted(args.sizes or [100, 1000, 10000])
     peer_sizes = sorted(args.peer_sizes or (sizes if full else [s for s in sizes if s <= 1000]))
-    runs = args.runs or (7 if full else 5)
+    runs = args.runs or (7 if full else 3)
     rebase_runs = args.rebase_runs or (5 if full else 1)
     t_start = time.perf_counter()
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -1029,7 +1051,15 @@ def main(argv: list[str] | None = None) -> int:
     home = tmp / "home"
     home.mkdir()
     (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    snapshot: str | None = None
+    if args.snapshot:
+        src, snapshot = snapshot_source(tmp)
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(src), *filter(None, [os.environ.get("PYTHONPATH")])])
+        sys.path.insert(0, str(src))
+        print(f"measuring a snapshot of ledgit at {snapshot}: {src}", flush=True)
     env = git_env(home)
+    source = ledgit_source(env, snapshot)
     results: dict[str, Any] = {}
     builds: dict[str, Any] = {}
     commands: list[str] = []
@@ -1144,7 +1174,7 @@ def main(argv: list[str] | None = None) -> int:
     data: dict[str, Any] = {
         "started": started, "mode": "full" if full else "quick", "runs": runs,
         "sizes": sizes, "peer_sizes": peer_sizes, "machine": machine(),
-        "ledgit": ledgit_source(),
+        "ledgit": source,
         "peers": {p: {"version": v.version, "skipped": v.skipped} for p, v in peers.items()},
         "results": results, "rebase": rebase, "builds": builds, "loads": loads,
         "commands": commands,
