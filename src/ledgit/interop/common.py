@@ -117,18 +117,19 @@ class Progress:
                  enabled: bool | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = (self.stream.isatty() if enabled is None else enabled) and total > 0
-        self.label, self.total, self.done = label, total, 0
+        self.label, self.total, self.done = label, total, 0.0
         self._last = 0.0
 
-    def advance(self, n: int = 1) -> None:
+    def advance(self, n: float = 1) -> None:
+        """Count ``n`` more tasks done (a fraction for one step of a task's writes)."""
         self.done += n
         now = time.monotonic()
         if self.enabled and (now - self._last >= 0.1 or self.done >= self.total):
             self._last = now
             width = 30
-            filled = width * self.done // self.total
+            filled = int(width * self.done // self.total)
             self.stream.write(f"\r{self.label} [{'#' * filled}{'-' * (width - filled)}] "
-                              f"{self.done}/{self.total}")
+                              f"{int(self.done)}/{self.total}")
             self.stream.flush()
 
     def close(self) -> None:
@@ -256,7 +257,7 @@ def import_records(board: Board, incoming: Iterable[Incoming], skips: Iterable[S
     summary.skipped = plan.skipped
     summary.unchanged = len(plan.unchanged)
     if progress is not None:
-        progress.total = 2 * len(plan.new) + len(plan.changed)
+        progress.total = len(plan.new) + len(plan.changed)
         progress.enabled = progress.enabled and progress.total > 0
     written = _write_new(board, plan.new, actor, source, progress)
     summary.imported = len(plan.new)
@@ -393,13 +394,13 @@ def _write_new(board: Board, items: Sequence[Incoming], actor: str, source: str,
         finally:
             os.close(fd)
         if progress is not None:
-            progress.advance()
+            progress.advance(0.5)  # the history; the task file is the other half
     for item in items:
         task_bytes = render_record(item.record).encode("utf-8")
         _replace(board, item.record.id, task_bytes)
         written[item.record.id] = (item.record, task_bytes)
         if progress is not None:
-            progress.advance()
+            progress.advance(0.5)
     _sync()
     return written
 
