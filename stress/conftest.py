@@ -51,7 +51,9 @@ def figures(request: pytest.FixtureRequest, scale: Scale) -> Iterator[Figures]:
     request.node.user_properties.append(("ledgit-figures", json.dumps(figs.values)))
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller reports
     seen: dict[str, dict[str, Any]] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:

@@ -178,7 +178,7 @@ def damaged_history(draw: st.DrawFn, lines: list[str]) -> str:
         if kind <= 3:  # replace one key of one event with an arbitrary JSON value
             try:
                 event = json.loads(lines[i])
-            except ValueError:
+            except (ValueError, RecursionError):  # a line an earlier edit nested deeply
                 continue
             if isinstance(event, dict):
                 key = draw(st.sampled_from(sorted(event) + ["extra", "_line", "meta"]))
@@ -187,7 +187,7 @@ def damaged_history(draw: st.DrawFn, lines: list[str]) -> str:
         elif kind == 4:  # patch operations that are not RFC 6902
             try:
                 event = json.loads(lines[i])
-            except ValueError:
+            except (ValueError, RecursionError):  # a line an earlier edit nested deeply
                 continue
             if isinstance(event, dict):
                 event["patch"] = draw(st.lists(

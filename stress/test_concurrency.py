@@ -2,11 +2,12 @@
 
 N workers (threads here, each running the real ``ledgit`` console script M times in a row)
 mix ``update --response``, ``item add``, ``claim``/``release``/``heartbeat``, reads
-(``list``/``get``, which refresh the shared SQLite index) and deliberately stale writes, with
-and without ``--expect``. Every acknowledged write (exit 0: the JSON it printed gives the new
-revision) must be an event of the task's history, by that actor, applied on top of the
-revision it expected; every stale writer gets exit 3; no lock or SQLite error reaches stderr;
-``ledgit verify --all`` passes and the index agrees with the files.
+(``list``/``get``, which refresh the shared SQLite index, and ``cache rebuild``) and
+deliberately stale writes, with and without ``--expect``. Every acknowledged write (exit 0:
+the JSON it printed gives the new revision) must be an event of the task's history, by that
+actor, applied on top of the revision it expected; every stale writer gets exit 3; no lock
+or SQLite error reaches stderr; ``ledgit verify --all`` passes and the index agrees with the
+files.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ def _worker(n: int, m: int, root: Path, env: dict[str, str], tasks: list[str],
         expect: str | None = None
         try:
             if roll < 0.10:
-                res = ledgit(["list", "--json"] if rng.random() < 0.5 else
-                             ["get", task, "--json"], root, wenv)
+                pick = rng.random()
+                res = ledgit(["list", "--json"] if pick < 0.45 else ["get", task, "--json"]
+                             if pick < 0.9 else ["cache", "rebuild"], root, wenv)
                 _check_stderr(res, failures, lock)
                 continue
             if roll < 0.18:

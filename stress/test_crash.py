@@ -57,6 +57,7 @@ class CrashLog:
     repaired: int = 0
     rolled_by_next_write: int = 0
     repair_actions: int = 0
+    repairs_killed: int = 0
 
 
 def _ops(rng: Any, tasks: list[str], k: int) -> list[list[str]]:
@@ -125,10 +126,11 @@ def _run_writer(root: Path, env: dict[str, str], ops: list[list[str]],
     return out.decode().splitlines(), killed
 
 
-def _run_cli_killed(root: Path, env: dict[str, str], args: list[str], delay: float
-                    ) -> tuple[list[str], bool]:
+def _run_cli_killed(root: Path, env: dict[str, str], args: list[str], delay: float,
+                    as_json: bool = True) -> tuple[list[str], bool]:
     """The real console script, SIGKILLed after ``delay`` seconds (if still running)."""
-    proc = subprocess.Popen([*LEDGIT, *args, "--json"], cwd=root, env=env,
+    argv = [*LEDGIT, *args, *(["--json"] if as_json else [])]
+    proc = subprocess.Popen(argv, cwd=root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         proc.wait(delay)
@@ -225,6 +227,11 @@ def test_sigkill_at_random_points(scale: Scale, repo: Path, env: dict[str, str],
         log.runs += 1
         log.kills += int(killed)
         _record_acks(log, lines, failures)
+        if run % 10 == 9:  # the repair itself, killed part-way
+            _, repair_killed = _run_cli_killed(repo, env, ["doctor", "--repair"],
+                                               rng.uniform(0.05, 0.4), as_json=False)
+            log.kills += int(repair_killed)
+            log.repairs_killed += int(repair_killed)
         assert not failures, "\n".join(failures[:5])
         _check_board(repo, env, log, must=rng.random() < 0.75 or run == runs - 1)
     _check_acks(repo, log)
@@ -233,6 +240,7 @@ def test_sigkill_at_random_points(scale: Scale, repo: Path, env: dict[str, str],
         "runs": log.runs, "kills": log.kills, "injected": log.by_point,
         "verified_as_is": log.verified_as_is, "repaired": log.repaired,
         "repair_actions": log.repair_actions, "rolled_by_next_write": log.rolled_by_next_write,
+        "repairs_killed": log.repairs_killed,
         "acked": len(log.acks), "seconds": round(time.perf_counter() - started, 1),
     })
 
