@@ -32,10 +32,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ledgit.config import CONFIG_NAME, PREFIX_RE, BoardConfig, load_config, render_config
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
 
 if TYPE_CHECKING:
+    from ledgit.config import BoardConfig
     from ledgit.history import Event, Problem
     from ledgit.record import Record
 
@@ -52,6 +52,9 @@ DEFAULT_LOCK_TIMEOUT = 30.0  # seconds; 8 writers x 50 writes on one task wait <
 ROOT_ENV = "LEDGIT_ROOT"
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # = record.ID_RE
 ACTOR_ENV = "LEDGIT_ACTOR"
+# = config.CONFIG_NAME: finding a board (the pre-commit hook, the merge driver) does not
+# import ledgit.config (its dataclass costs ~5 ms of imports); tests check that they agree.
+CONFIG_NAME = "config.yaml"
 
 
 class Change(NamedTuple):
@@ -83,6 +86,8 @@ class Board:
     @cached_property
     def config(self) -> BoardConfig:
         """The board's settings (``.ledgit/config.yaml``; defaults when missing)."""
+        from ledgit.config import load_config
+
         return load_config(self.dir / CONFIG_NAME)
 
     @cached_property
@@ -569,13 +574,13 @@ class Board:
     def _write_task(self, task_id: str, record: Record) -> None:
         """Replace the task file atomically: temp file in the same dir, fsync, rename,
         fsync the dir."""
-        import secrets
-
         from ledgit.record import render_record
 
         self.tasks_dir.mkdir(parents=True, exist_ok=True)
         path = self.task_path(task_id)
-        tmp = self.tasks_dir / f".{task_id}{TMP_MARK}{os.getpid()}-{secrets.token_hex(4)}"
+        # os.urandom, not secrets: the temp name only has to be unique (secrets imports
+        # random, hmac and base64 on every write).
+        tmp = self.tasks_dir / f".{task_id}{TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         try:
             _write_all(fd, render_record(record).encode("utf-8"))
@@ -639,6 +644,8 @@ def init_board(path: Path, id_prefix: str = "T") -> Board:
     existing config is kept). Outside Git, ``.ledgit/.local/`` is added to ``.gitignore``.
     Raises LedgitError exit 2 for an invalid prefix.
     """
+    from ledgit.config import PREFIX_RE, BoardConfig, render_config
+
     if not PREFIX_RE.fullmatch(id_prefix):
         raise LedgitError(f"invalid id prefix {id_prefix!r} (a letter, then up to 15 letters "
                           f"or digits)", USAGE)

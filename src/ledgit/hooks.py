@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from pathlib import Path
 
 from ledgit import git
@@ -97,6 +96,8 @@ def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
         _say(f"ledgit: index refresh took over {budget:g}s; the next read finishes it")
         sys.stderr.flush()
         os._exit(0)
+
+    import threading  # here: the pre-commit hook never needs it
 
     timer = threading.Timer(budget, give_up)
     timer.daemon = True

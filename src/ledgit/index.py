@@ -647,10 +647,9 @@ class Index:
     def _build(self, name: str, st: Stat, checked_ns: int, data: bytes,
                record: Record | None = None) -> _Row:
         """Rows for one task file (parsed from ``data`` unless ``record`` is given)."""
-        sha256, blake2b = _hashes()
+        sha256 = _hashes()[0]
         rel = self._rel_dir + name + ".md"
-        head = (name, rel, st[0], st[1], st[2], checked_ns,
-                blake2b(data, digest_size=16).digest())
+        head = (name, rel, st[0], st[1], st[2], checked_ns, _digest(data))
         try:
             if record is None:
                 record = _parser()(data, rel)
@@ -889,8 +888,20 @@ def _unlisted(tasks_dir: Path, exc: OSError) -> LedgitError:
 
 def _digest(data: bytes) -> bytes:
     """BLAKE2b-128 of a task file's bytes: what a row was built from."""
-    value: bytes = _hashes()[1](data, digest_size=16).digest()
+    value: bytes = _blake2b()(data, digest_size=16).digest()
     return value
+
+
+@functools.lru_cache(maxsize=1)
+def _blake2b() -> Any:
+    """hashlib.blake2b without importing hashlib: hashlib loads OpenSSL (~2-3 ms) and its
+    blake2b is the built-in ``_blake2.blake2b`` anyway. Re-checking a file that did not
+    change (the read path after a write) needs only this digest."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - an interpreter built without _blake2
+        from hashlib import blake2b
+    return blake2b
 
 
 @functools.lru_cache(maxsize=1)

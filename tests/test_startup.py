@@ -1,0 +1,49 @@
+"""Startup cost (DESIGN §10): the fast paths of ``ledgit.__main__`` import no click."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from ledgit import __version__, board, config
+
+PROBE = ("import sys, runpy; sys.argv = ['ledgit', *sys.argv[1:]]\n"
+         "try:\n    runpy.run_module('ledgit', run_name='__main__')\n"
+         "except SystemExit as e:\n    code = e.code\n"
+         "print('CLICK' if 'click' in sys.modules else 'NOCLICK', file=sys.stderr)\n"
+         "sys.exit(code)\n")
+
+
+def _run(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if cwd is not None:  # never find a repository above the test's directory
+        env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(cwd)
+    return subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True,
+                          text=True, cwd=cwd, env=env)
+
+
+def test_config_name_agrees() -> None:
+    assert board.CONFIG_NAME == config.CONFIG_NAME
+
+
+def test_version_imports_no_click() -> None:
+    proc = _run("--version")
+    assert proc.returncode == 0
+    assert proc.stdout == f"ledgit {__version__}\n"
+    assert proc.stderr.strip() == "NOCLICK"
+
+
+def test_pre_commit_hook_imports_no_click(tmp_path: object) -> None:
+    repo = str(tmp_path)
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    proc = _run("hook", "pre-commit", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "NOCLICK"
+
+
+def test_pre_commit_hook_outside_git_is_one_line(tmp_path: object) -> None:
+    proc = _run("hook", "pre-commit", cwd=str(tmp_path))
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr
+    assert lines[0].startswith("ledgit: ") and "Traceback" not in proc.stderr
