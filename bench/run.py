@@ -156,7 +156,10 @@ def task_id(i: int) -> str:
 
 def git_env(home: Path) -> dict[str, str]:
     """An environment with no user/system Git config and a fixed identity."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "LEDGIT_"))}
+    # PYTHONDONTWRITEBYTECODE would make every ledgit process compile its modules from
+    # source (an installed package has its bytecode): measure what a user runs.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GIT_", "LEDGIT_")) and k != "PYTHONDONTWRITEBYTECODE"}
     env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=str(home / "gitconfig"),
                GIT_AUTHOR_NAME=ACTOR, GIT_AUTHOR_EMAIL="bench@ledgit.invalid",
                GIT_COMMITTER_NAME=ACTOR, GIT_COMMITTER_EMAIL="bench@ledgit.invalid",
@@ -983,6 +986,9 @@ def snapshot_source(tmp: Path) -> tuple[Path, str]:
     archive = subprocess.run(["git", "-C", str(repo), "archive", "HEAD", "src"],
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    # Bytecode, as `pip install` leaves it (nothing may depend on a first-run compile).
+    subprocess.run([PY, "-m", "compileall", "-q", str(dest / "src")], check=True,
+                   env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
     return dest / "src", commit
 
 
