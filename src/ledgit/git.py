@@ -362,8 +362,80 @@ def config_unset(cwd: Path, key: str) -> bool:
 
 def user_name(cwd: Path) -> str | None:
     """``user.name`` from the effective config (global included), the actor of last resort
-    (DESIGN §9); None when unset. ``GIT_AUTHOR_NAME`` is deliberately not consulted."""
-    return config_get(cwd, "user.name")
+    (DESIGN §9); None when unset. ``GIT_AUTHOR_NAME`` is deliberately not consulted.
+
+    Read from the config files themselves when the answer is certain (a write must not pay
+    for a ``git`` process, DESIGN §10), else ``git config --get``."""
+    try:
+        name = _user_name_from_files(Path(cwd))
+    except _Unusual:
+        name = None
+    return name if name is not None else config_get(cwd, "user.name")
+
+
+def _user_name_from_files(cwd: Path) -> str | None:
+    """``user.name`` from the first file that sets it, in Git's precedence: the repository's
+    ``config``, ``~/.gitconfig``, ``$XDG_CONFIG_HOME/git/config`` (the system file, read
+    last, is left to git: None). Raises _Unusual for what this does not model: ``GIT_CONFIG*``
+    variables (``git -c``, other files), a ``config.worktree``, includes, quoting, escapes,
+    continuation lines, a repository git would refuse or find differently."""
+    if any(k.startswith("GIT_CONFIG") for k in os.environ):
+        raise _Unusual
+    home = os.environ.get("HOME")
+    if not home:
+        raise _Unusual
+    files: list[str] = []
+    paths = _discover_fs(cwd)
+    if paths is not None:
+        if os.path.lexists(paths.git_dir / "config.worktree"):
+            raise _Unusual
+        files.append(str(paths.common_dir / "config"))
+    files.append(os.path.join(home, ".gitconfig"))
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    files.append(os.path.join(xdg, "git", "config"))
+    for path in files:
+        value = _plain_user_name(path)
+        if value is not None:
+            return value
+    return None
+
+
+def _plain_user_name(path: str) -> str | None:
+    """The last ``[user] name = VALUE`` of one config file (None when absent); _Unusual for
+    any line whose meaning git's parser might take differently."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        raise _Unusual from None
+    found: bytes | None = None
+    section = b""
+    for raw in data.splitlines():
+        line = raw.strip()
+        if not line or line.startswith((b"#", b";")):
+            continue
+        if raw.rstrip().endswith(b"\\"):
+            raise _Unusual  # a continuation line
+        if line.startswith(b"["):
+            head = line[1:-1]
+            if not line.endswith(b"]") or head != head.strip() or b"]" in head:
+                raise _Unusual  # a key after the header, a comment, odd spacing
+            section = head.lower()
+            if section.startswith(b"include"):
+                raise _Unusual  # include / includeIf
+            continue
+        if section != b"user":
+            continue
+        key, eq, value = line.partition(b"=")
+        if key.strip().lower() != b"name":
+            continue
+        value = value.strip()
+        if not eq or any(c in value for c in (b'"', b"\\", b"#", b";")):
+            raise _Unusual  # a valueless key, quoting, escapes, a trailing comment
+        found = value
+    return None if found is None else os.fsdecode(found)
 
 
 def hooks_dir(cwd: Path) -> Path:
