@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from ledgit.config import BoardConfig, load_config, parse_duration
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError
 from ledgit.history import event_line, new_event, parse_events
 from ledgit.index import Index
-from ledgit.record import Record, is_valid_id, parse_record, render_record
+from ledgit.record import Record, is_valid_id, make_record, parse_record, render_record
 
 pytest_plugins = ["gitutil"]
 
@@ -379,6 +380,83 @@ def test_verify_reports_schema_errors_orphans_and_lifecycle(board: Board) -> Non
     assert board.verify([good.id]) == []
     assert [p.rule for p in board.verify(["T-nothere"])] == ["missing"]
     assert [p.rule for p in board.verify([orphan.id])] == ["orphan"]
+
+
+def _aged_index(board: Board, ids: list[str]) -> None:
+    """Make the task files older than the racy window, then index them (as a read would)."""
+    old = time.time() - 3600
+    for tid in ids:
+        os.utime(board.task_path(tid), (old, old))
+    with Index.open(board) as index:
+        index.refresh()
+
+
+def test_verify_takes_fresh_revisions_from_the_index(board: Board,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(board_mod, "_TRUST_INDEX_FROM", 1)
+    ids = [board.create({"title": f"t{i}"}, "", "ada").id for i in range(3)]
+    # Valid, but against a lifecycle rule (done without an account): written directly.
+    done = make_record({"id": "T-donedonedo", "title": "d", "status": "done",
+                        "created": "2026-01-01T00:00:00.000000Z",
+                        "last_modified": "2026-01-01T00:00:00.000000Z"})
+    board.task_path(done.id).write_text(render_record(done))
+    board.history_path(done.id).write_text(event_line(new_event(
+        parents=[], at="2026-01-01T00:00:00.000000Z", actor="ada", op="create",
+        before_state={}, after_state=done.state())))
+    ids.append(done.id)
+    with Index.open(board) as index:
+        index.refresh()
+        assert index.fresh_revisions() == {}  # just written: racily clean, not trusted
+    _aged_index(board, ids)
+    with Index.open(board) as index:
+        assert index.fresh_revisions() == {tid: board.read(tid).revision for tid in ids}
+    reads: list[str] = []
+    real_read = Board.read
+
+    def counting_read(self: Board, task_id: str) -> Record:
+        reads.append(task_id)
+        return real_read(self, task_id)
+
+    monkeypatch.setattr(Board, "read", counting_read)
+    expected = [(done.id, "lifecycle")]
+    assert [(p.task, p.rule) for p in board.verify()] == expected
+    assert reads == []  # every revision came from the index; lifecycle from the head state
+    assert board.verify() == board.verify(trust_index=False)
+    # A hand edit changes the file's stat: that task is parsed, and the edit reported.
+    hand_edit(board, ids[0], title="edited")
+    reads.clear()
+    problems = board.verify()
+    assert sorted((p.task, p.rule) for p in problems) == sorted([(ids[0], "record-head"),
+                                                                 *expected])
+    assert reads == [ids[0]]
+    assert board.verify(trust_index=False) == problems
+    # A damaged history of a trusted task: re-checked by parsing, reported the same way.
+    path = board.history_path(ids[1])
+    path.write_bytes(path.read_bytes().replace(b'"actor":"ada"', b'"actor":"bob"'))
+    problems = board.verify()
+    assert (ids[1], 1, "hash") in [(p.task, p.line, p.rule) for p in problems]
+    assert board.verify(trust_index=False) == problems
+    # A row written through update_one (dirty) is not trusted until a scan re-reads it.
+    board.mutate(ids[2], setter(priority=1), "ada")
+    with Index.open_existing(board) as index:  # type: ignore[union-attr]
+        assert ids[2] not in index.fresh_revisions()
+
+
+def test_verify_trusts_the_stat_like_git(board: Board, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index rule is Git's: an edit that keeps size, inode and mtime (set back by hand)
+    is not seen through a fresh row; ``trust_index=False`` parses every file."""
+    monkeypatch.setattr(board_mod, "_TRUST_INDEX_FROM", 1)
+    task = board.create({"title": "abc"}, "", "ada")
+    _aged_index(board, [task.id])
+    path = board.task_path(task.id)
+    st = os.stat(path)
+    with open(path, "r+b") as fh:  # same length, same inode
+        data = fh.read()
+        fh.seek(0)
+        fh.write(data.replace(b"title: abc", b"title: xyz"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert board.verify() == []
+    assert [p.rule for p in board.verify(trust_index=False)] == ["record-head"]
 
 
 def test_more_than_one_head_refuses_writes(board: Board) -> None:

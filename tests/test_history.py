@@ -25,6 +25,7 @@ from ledgit.history import (
     strip_lines,
     topological_order,
     verify,
+    verify_with_head,
 )
 from ledgit.record import Record, canonical_json, make_record, revision_of
 
@@ -266,6 +267,90 @@ def test_head_state_that_is_not_a_valid_record() -> None:
                   "last_modified": T0}, "")
     problems = verify(TASK, render_history([_event([], None, bad, op="create")]), bad)
     assert _rules(problems) == [(0, "schema")]
+
+
+def test_a_trusted_revision_replaces_the_record(linear: tuple[list[Event], Record]) -> None:
+    events, record = linear
+    text = render_history(events)
+    assert verify(TASK, text, None, revision=record.revision) == []
+    problems = verify(TASK, text, None, revision="0" * 64)
+    assert _rules(problems) == [(0, "record-head")]
+    assert f"ledgit record {TASK}" in problems[0].message
+    # The revision stands for a file already validated: the head state, equal to it, is
+    # not validated again (unlike a Record passed in, which may have been built unchecked).
+    bad = Record({"id": TASK, "title": "t", "status": "bogus", "created": T0,
+                  "last_modified": T0}, "")
+    history = render_history([_event([], None, bad, op="create")])
+    assert _rules(verify(TASK, history, bad)) == [(0, "schema")]
+    assert verify(TASK, history, None, revision=bad.revision) == []
+
+
+def test_verify_with_head_returns_the_head_state(linear: tuple[list[Event], Record]) -> None:
+    events, record = linear
+    problems, state = verify_with_head(TASK, render_history(events), record)
+    assert problems == [] and state == record.state()
+    problems, state = verify_with_head(TASK, render_history(events[:2]), record)
+    assert _rules(problems) == [(0, "record-head")] and state is None
+
+
+@pytest.mark.parametrize("number", ["1.5", "1e3", "NaN", "-Infinity", "2.0"])
+def test_a_float_in_a_line_is_a_hash_problem(linear: tuple[list[Event], Record],
+                                             number: str) -> None:
+    events, record = linear
+    lines = render_history(events).splitlines()
+    lines[1] = lines[1].replace('"actor":"agent-a"', f'"actor":"agent-a","meta":{{"n":{number}}}')
+    problems = verify(TASK, "\n".join(lines) + "\n", record)
+    assert [(p.line, p.rule, p.message) for p in problems][0] == (
+        2, "hash", "floats are not allowed in hashed content")
+
+
+def test_an_id_over_non_canonical_bytes_is_a_hash_problem(
+        linear: tuple[list[Event], Record]) -> None:
+    # A writer that hashes its own non-canonical bytes (here: a space after a colon) makes
+    # a line whose id matches those bytes; the id must be the hash of the *canonical* JSON.
+    events, record = linear
+    e = {k: v for k, v in events[0].items() if k != "id"}
+    body = canonical_json(e).decode("utf-8").replace('"op":"create"', '"op": "create"')
+    eid = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    line = body.replace('"op": "create"', f'"id":"{eid}","op": "create"', 1)
+    assert hashlib.sha256(line.replace(f',"id":"{eid}"', "").encode()).hexdigest() == eid
+    problems = verify(TASK, line + "\n", record)
+    assert problems and (problems[0].line, problems[0].rule) == (1, "hash")
+    assert "does not match" in problems[0].message
+
+
+@pytest.mark.parametrize("patch", [
+    [{"op": "add", "path": "/fields/x", "value": {"a": ["1"]}},
+     {"op": "replace", "path": "/fields/x/a", "value": "2"},
+     {"op": "remove", "path": "/fields/title"}, {"op": "add", "path": "/n", "value": 1}],
+    [{"op": "replace", "path": "/fields", "value": {"id": "x"}},
+     {"op": "add", "path": "/fields/title", "value": "t"}],
+    [{"op": "add", "path": "/fields/labels/0", "value": "a"}],  # a list: jsonpatch's
+    [{"op": "add", "path": "/fields/a~1b", "value": "a"}],  # an escape: jsonpatch's
+    [{"op": "move", "from": "/body", "path": "/b"}],
+    [{"op": "replace", "path": "/fields/nope", "value": 1}],  # fails: jsonpatch words it
+    [{"op": "remove", "path": "/fields/nope"}],
+    [{"op": "add", "path": "/nope/x", "value": 1}],
+    [{"op": "add", "path": "/fields/title"}],  # no value
+    [{"op": "bogus", "path": "/fields/title"}],
+])
+def test_shared_replay_equals_jsonpatch_and_changes_nothing(patch: list[dict[str, Any]]
+                                                           ) -> None:
+    from ledgit.history import _apply_shared, apply_patch
+
+    state = {"fields": {"id": "x", "title": "t", "labels": ["b"], "x": {"a": ["0"]}},
+             "body": "b\n"}
+    kept, patch_kept = json.dumps(state), json.dumps(patch)
+    try:
+        expected: Any = apply_patch(state, patch)
+    except ValueError:
+        expected = None
+    shared = _apply_shared(state, patch)
+    if patch[0]["path"] in ("/fields/x", "/fields"):
+        assert shared is not None  # the common shape takes the shared path
+    if shared is not None:  # else: the caller runs jsonpatch itself
+        assert shared == expected
+    assert json.dumps(state) == kept and json.dumps(patch) == patch_kept
 
 
 # --------------------------------------------------------------------------- DAG helpers

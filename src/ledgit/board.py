@@ -320,53 +320,111 @@ class Board:
 
     # ------------------------------------------------------------------ checking and repair
 
-    def verify(self, ids: list[str] | None = None) -> list[Problem]:
+    def verify(self, ids: list[str] | None = None, *, trust_index: bool = True
+               ) -> list[Problem]:
         """Problems of the given tasks (all when None): history continuity (history.verify),
         schema errors of task files, lifecycle invariants (DESIGN §4), orphan histories.
 
+        The task-file side of a check needs only the file's revision. When many tasks are
+        checked and ``trust_index`` holds, a task whose worktree-index row is fresh by Git's
+        stat rule (:meth:`ledgit.index.Index.fresh_revisions`) takes its revision from that
+        row, computed from the very bytes the file still holds when they were parsed and
+        validated, instead of being parsed again; its lifecycle rules run on the history's
+        head state, which then equals the file's. Any problem found that way is checked
+        again by parsing the file, so what is reported never depends on the index.
+        ``trust_index=False`` parses every file (docs/history.md, "Verifying a board").
+
         Never raises for one bad task: each problem is a :class:`ledgit.history.Problem`.
         """
-        from ledgit.history import Problem, verify
+        from ledgit.history import Problem, verify_with_head
         from ledgit.record import lifecycle_problems
 
         problems: list[Problem] = []
         check_orphans = ids is None
         names = self.list_ids() if ids is None else list(ids)
-        for tid in names:
-            try:
-                text = self.read_history_text(tid)
-            except LedgitError as exc:
-                problems.append(Problem(tid, 0, "schema", exc.message))
-                continue
-            record: Record | None = None
-            error: str | None = None
-            try:
-                record = self.read(tid)
-            except LedgitError as exc:
-                if exc.code == NOT_FOUND:
-                    rule = "orphan" if text is not None else "missing"
-                    what = ("a history without a task file" if text is not None
-                            else "no such task")
-                    problems.append(Problem(tid, 0, rule, what))
-                    continue
-                error = exc.message
-                problems.append(Problem(tid, 0, "schema", error))
-            try:
-                found = verify(tid, text, record, error)
-            except Exception as exc:  # noqa: BLE001 - one bad task never stops the check
-                found = [Problem(tid, 0, "internal", f"{type(exc).__name__}: {exc}")]
-            if error is not None:
-                found = [p for p in found if p.rule != "record-head"]
-            problems.extend(found)
-            if record is not None:
-                for name, message in lifecycle_problems(record.fields):
-                    problems.append(Problem(tid, 0, "lifecycle", f"{name}: {message}"))
+        trusted = self._fresh_revisions() if trust_index and len(names) >= _TRUST_INDEX_FROM \
+            else {}
+        histories = _DirReader(self.history_dir) if trusted else None
+        try:
+            for tid in names:
+                rev = trusted.get(tid)
+                if rev is not None and histories is not None:
+                    # A valid row's id is a valid task id (the record's own, = the stem).
+                    text = histories.text(tid + HISTORY_SUFFIX)
+                    if text is not None:
+                        try:
+                            found, head = verify_with_head(tid, text, None, revision=rev)
+                        except Exception:  # noqa: BLE001 - the full check below reports it
+                            found, head = [], None
+                        if not found and head is not None:
+                            fields = head.get("fields")
+                            for name, message in lifecycle_problems(
+                                    fields if isinstance(fields, dict) else {}):
+                                problems.append(Problem(tid, 0, "lifecycle",
+                                                        f"{name}: {message}"))
+                            continue
+                problems.extend(self._verify_one(tid))
+        finally:
+            if histories is not None:
+                histories.close()
         if check_orphans:
             tasks = set(names)
             for tid in sorted(_stems(self.history_dir, HISTORY_SUFFIX) - tasks):
                 problems.append(Problem(tid, 0, "orphan", "a history without a task file "
                                         f"({LEDGIT_DIR}/{HISTORY_DIR}/{tid}{HISTORY_SUFFIX})"))
         return problems
+
+    def _verify_one(self, tid: str) -> list[Problem]:
+        """:meth:`verify` of one task, parsing its file (the reference check)."""
+        from ledgit.history import Problem, verify
+        from ledgit.record import lifecycle_problems
+
+        problems: list[Problem] = []
+        try:
+            text = self.read_history_text(tid)
+        except LedgitError as exc:
+            return [Problem(tid, 0, "schema", exc.message)]
+        record: Record | None = None
+        error: str | None = None
+        try:
+            record = self.read(tid)
+        except LedgitError as exc:
+            if exc.code == NOT_FOUND:
+                rule = "orphan" if text is not None else "missing"
+                what = ("a history without a task file" if text is not None
+                        else "no such task")
+                return [Problem(tid, 0, rule, what)]
+            error = exc.message
+            problems.append(Problem(tid, 0, "schema", error))
+        try:
+            # A parsed record is a valid one: history.verify need not validate the head
+            # state again when it has the record's revision.
+            found = verify(tid, text, record, error,
+                           revision=record.revision if record is not None else None)
+        except Exception as exc:  # noqa: BLE001 - one bad task never stops the check
+            found = [Problem(tid, 0, "internal", f"{type(exc).__name__}: {exc}")]
+        if error is not None:
+            found = [p for p in found if p.rule != "record-head"]
+        problems.extend(found)
+        if record is not None:
+            for name, message in lifecycle_problems(record.fields):
+                problems.append(Problem(tid, 0, "lifecycle", f"{name}: {message}"))
+        return problems
+
+    def _fresh_revisions(self) -> dict[str, str]:
+        """Index.fresh_revisions of the existing index ({} without one; never builds it)."""
+        from ledgit.index import Index
+
+        try:
+            index = Index.open_existing(self)
+        except (OSError, LedgitError):
+            return {}
+        if index is None:
+            return {}
+        try:
+            return index.fresh_revisions()
+        finally:
+            index.close()
 
     def repair(self, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[str]:
         """Roll interrupted writes forward (DESIGN §6, ``ledgit doctor --repair``).
@@ -779,6 +837,48 @@ def _git_dir_for(root: Path) -> Path | None:
             target = os.fsdecode(head[7:].strip())
             return Path(os.path.normpath(os.path.join(directory, target)))
     return None
+
+
+_TRUST_INDEX_FROM = 64  # Board.verify of fewer tasks parses them (cheaper than the index)
+
+
+class _DirReader:
+    """Reads files of one directory through one descriptor (os.open/os.read, no pathlib):
+    a board-wide check reads thousands."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        self.fd: int | None = None
+        if os.open in os.supports_dir_fd:
+            try:
+                self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            except OSError:
+                self.fd = None  # read through paths instead
+
+    def text(self, name: str) -> str | None:
+        """The file's text (undecodable bytes replaced, like Board.read_history_text), or
+        None when it cannot be read this way (the caller then takes the ordinary path)."""
+        try:
+            if self.fd is not None:
+                fd = os.open(name, os.O_RDONLY, dir_fd=self.fd)
+            else:
+                fd = os.open(os.path.join(self.path, name), os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            chunks = []
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return b"".join(chunks).decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _listdir(path: Path) -> list[str]:

@@ -15,7 +15,7 @@ import copy
 import hashlib
 import heapq
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,6 +147,109 @@ def _parse_lines(text: str | bytes, task: str) -> list[tuple[str, Event]]:
     return out
 
 
+def _read_events(text: str | bytes, task: str
+                 ) -> tuple[list[int], list[str], list[Event], set[int]]:
+    """:func:`_parse_lines` for :func:`verify`: (line numbers, line texts, events without
+    ``_line``, numbers of the lines holding a float). Lines are decoded by :data:`_STRICT`;
+    one holding a float literal (or NaN, Infinity) is decoded again by json.loads and named
+    in the set, so every other event holds no float at any depth. Raises HistoryError."""
+    numbers: list[int] = []
+    raws: list[str] = []
+    events: list[Event] = []
+    floats: set[int] = set()
+    decode = _STRICT.decode
+    required, allowed = _REQUIRED_KEYS, EVENT_KEYS
+    lines: Iterable[str | bytes] = text.split(b"\n") if isinstance(text, bytes) else \
+        text.split("\n")
+    n = 0
+    for raw in lines:
+        n += 1
+        if raw.__class__ is bytes:
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise HistoryError(Problem(task, n, "parse", "not valid UTF-8")) from None
+        else:
+            line = raw  # type: ignore[assignment]
+        if not line or line.isspace():
+            continue
+        try:
+            try:
+                event = decode(line)
+            except _FloatFound:
+                event = json.loads(line)
+                floats.add(n)
+        except ValueError as exc:
+            raise HistoryError(Problem(task, n, "parse", f"not JSON: {exc}")) from None
+        # The common shape, checked in a few C calls; anything else is worded below.
+        if not (event.__class__ is dict and required <= event.keys() <= allowed
+                and event["parents"].__class__ is list
+                and event["patch"].__class__ is list
+                and event["id"].__class__ is str and event["after"].__class__ is str
+                and event["at"].__class__ is str and event["actor"].__class__ is str
+                and event["op"].__class__ is str
+                and all(p.__class__ is str for p in event["parents"])):
+            problem = _shape_problem(event)
+            if problem:
+                raise HistoryError(Problem(task, n, "parse", problem))
+        numbers.append(n)
+        raws.append(line)
+        events.append(event)
+    return numbers, raws, events, floats
+
+
+_REQUIRED_KEYS = frozenset(("id", "parents", "at", "actor", "op", "patch", "after"))
+
+
+class _FloatFound(Exception):
+    """Raised by :data:`_STRICT` at a float literal (not a ValueError: not a parse error)."""
+
+
+def _no_float(text: str) -> Any:
+    raise _FloatFound(text)
+
+
+# Decodes exactly like json.loads, except that a float literal (or NaN, Infinity, -Infinity)
+# raises _FloatFound: what it returns holds no float, so it can be hashed without
+# record.canonical_json's walk (see _ENCODE).
+_STRICT = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float)
+
+
+def _encoder() -> Callable[[Any], str]:
+    """record.canonical_json without its float check, as text: for values known to hold no
+    float (decoded by _STRICT, or states built by patching ``{}`` with such values). The C
+    encoder is built once (json.JSONEncoder.encode builds one per call: ~1 us)."""
+    from json import encoder as module
+
+    plain = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                             allow_nan=False).encode
+    c_make_encoder = getattr(module, "c_make_encoder", None)
+    encode_basestring = module.encode_basestring
+    if c_make_encoder is None:  # pragma: no cover - not CPython
+        return plain
+
+    def refuse(value: Any) -> Any:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    # (markers, default, encoder, indent, key_separator, item_separator, sort_keys,
+    # skipkeys, allow_nan): no circular check, JSON values cannot be circular.
+    chunks = c_make_encoder(None, refuse, encode_basestring, None, ":", ",", True, False,
+                            False)
+    join = "".join
+
+    def encode(value: Any) -> str:
+        if value.__class__ is str:
+            return str(encode_basestring(value))
+        return join(chunks(value, 0))
+
+    probe = {"b": [1, "\u00e9\x1f", None, True], "a": {"z": "", "y": -2}}
+    return encode if encode(probe) == plain(probe) else plain  # same bytes, or no shortcut
+
+
+_ENCODE = _encoder()
+_FLOAT_MESSAGE = "floats are not allowed in hashed content"  # = record.canonical_json's
+
+
 def _shape_problem(event: Any) -> str | None:
     if not isinstance(event, dict):
         return "an event must be a JSON object"
@@ -202,78 +305,95 @@ def replay(events: Sequence[Mapping[str, Any]], task: str = "?") -> dict[str, St
 
 
 def verify(task: str, text: str | bytes | None, record: Record | None,
-           record_error: str | None = None) -> list[Problem]:
+           record_error: str | None = None, *, revision: str | None = None) -> list[Problem]:
     """Check a task's history continuity (DESIGN §6); one Problem per broken rule.
 
     ``text``: the history file as text or bytes (None = missing); ``record``: the parsed task
     file (None when missing or unparsable; pass ``record_error`` to say why). Rules: missing,
     parse, hash, duplicate, parent-order, genesis, replay, before, after, heads, record-head,
     schema (docs/history.md).
+
+    ``revision``: the revision of a task file already known to be a *valid* record (parsed
+    and validated, or read from a fresh index row); it replaces ``record`` for
+    ``record-head``, and when it equals the head's ``after`` the head state is that valid
+    record, so its ``schema`` check is skipped.
     """
-    problems: list[Problem] = []
+    return verify_with_head(task, text, record, record_error, revision=revision)[0]
+
+
+def verify_with_head(task: str, text: str | bytes | None, record: Record | None,
+                     record_error: str | None = None, *, revision: str | None = None
+                     ) -> tuple[list[Problem], State | None]:
+    """:func:`verify`, also returning the state at the head when there is no problem (then
+    it *is* the task file's state: their revisions are equal), else None. The state shares
+    values with the parsed events: read it, never modify it. Used by ``Board.verify``."""
     if text is None:
-        return [Problem(task, 0, "missing", "the task has no history file")]
+        return [Problem(task, 0, "missing", "the task has no history file")], None
     try:
-        parsed = _parse_lines(text, task)
+        numbers, raws, events, floats = _read_events(text, task)
     except HistoryError as exc:
-        return [exc.problem]
-    if not parsed:
-        return [Problem(task, 0, "genesis", "the history is empty")]
-    events = [e for _, e in parsed]
+        return [exc.problem], None
+    if not events:
+        return [Problem(task, 0, "genesis", "the history is empty")], None
+    problems: list[Problem] = []
     seen: dict[str, int] = {}
-    for raw, e in parsed:
-        line = e["_line"]
-        body = {k: v for k, v in e.items() if k not in ("id", "_line")}
-        try:
-            computed = hashlib.sha256(canonical_json(body)).hexdigest()
-        except ValueError as exc:
-            problems.append(Problem(task, line, "hash", str(exc)))
-            continue
-        if computed != e["id"]:
-            problems.append(Problem(task, line, "hash",
-                                    f"id {e['id'][:12]} does not match the event's content "
-                                    f"(sha256 {computed[:12]}): the line was edited"))
-        elif raw.removesuffix("\r") != canonical_json(dict(body, id=e["id"])).decode("utf-8"):
-            # Same content, other bytes (e.g. "\u001F" for "\u001f"): still an edit.
-            problems.append(Problem(task, line, "hash",
-                                    "the line is not the canonical JSON of its event: "
-                                    "the line was edited"))
-        if e["id"] in seen:
+    for line, raw, e in zip(numbers, raws, events, strict=True):
+        if line in floats:  # decoded by json.loads: the only events holding a float
+            problems.append(Problem(task, line, "hash", _FLOAT_MESSAGE))
+            continue  # no hash at all: nothing to link to
+        if not _hash_ok(raw, e):
+            message, hashed = _hash_problem(raw, e)
+            if message:
+                problems.append(Problem(task, line, "hash", message))
+            if not hashed:  # e.g. a lone surrogate
+                continue
+        eid = e["id"]
+        if eid in seen:
             problems.append(Problem(task, line, "duplicate",
-                                    f"event {e['id'][:12]} already on line {seen[e['id']]}"))
+                                    f"event {eid[:12]} already on line {seen[eid]}"))
         for p in e["parents"]:
             if p not in seen:
                 problems.append(Problem(task, line, "parent-order",
                                         f"parent {p[:12]} does not precede this event"))
-        seen.setdefault(e["id"], line)
-    geneses = [e for e in events if not e["parents"]]
+        seen.setdefault(eid, line)
+    geneses = [i for i, e in enumerate(events) if not e["parents"]]
     if len(geneses) != 1:
-        problems.append(Problem(task, geneses[1]["_line"] if len(geneses) > 1 else 0, "genesis",
+        problems.append(Problem(task, numbers[geneses[1]] if len(geneses) > 1 else 0, "genesis",
                                 f"expected exactly one genesis event, found {len(geneses)}"))
-    elif geneses[0] is not events[0]:
-        problems.append(Problem(task, geneses[0]["_line"], "genesis",
+    elif geneses[0] != 0:
+        problems.append(Problem(task, numbers[geneses[0]], "genesis",
                                 "the genesis event must be the first line"))
     if problems:
-        return problems
+        return problems, None
+    # No float anywhere (checked above), so states hash with _ENCODE. Ids are unique here.
     states: dict[str, State] = {}
-    for e in events:
-        line = e["_line"]
-        base = states[e["parents"][0]] if e["parents"] else {}
-        try:
-            state = apply_patch(base, e["patch"])
-        except ValueError as exc:
-            problems.append(Problem(task, line, "replay", str(exc)))
-            return problems
-        states[e["id"]] = state
-        expected_before = revision_of(base) if e["parents"] else None
+    revisions: dict[str, str] = {}
+    sha256, encode = hashlib.sha256, _ENCODE
+    for line, e in zip(numbers, events, strict=True):
+        parents = e["parents"]
+        if parents:
+            base, expected_before = states[parents[0]], revisions[parents[0]]
+        else:
+            base, expected_before = {}, None
+        patch = e["patch"]
+        state = _apply_shared(base, patch)
+        if state is None:  # not the common shape: jsonpatch itself (and its error message)
+            try:
+                state = apply_patch(base, patch)
+            except ValueError as exc:
+                problems.append(Problem(task, line, "replay", str(exc)))
+                return problems, None
+        eid = e["id"]
+        states[eid] = state
         if e.get("before") != expected_before:
             problems.append(Problem(task, line, "before",
                                     "before does not equal the revision at parents[0]"))
         try:
-            after = revision_of(state)
+            after = sha256(encode(state).encode("utf-8")).hexdigest()
         except ValueError as exc:
             problems.append(Problem(task, line, "replay", str(exc)))
-            return problems
+            return problems, None
+        revisions[eid] = after
         if after != e["after"]:
             problems.append(Problem(task, line, "after",
                                     "replaying the patch does not give the recorded 'after'"))
@@ -283,22 +403,122 @@ def verify(task: str, text: str | bytes | None, record: Record | None,
                                 f"expected one head, found {len(hs)}: "
                                 + ", ".join(h[:12] for h in hs)
                                 + " (merge it: ledgit resolve)"))
-    head_state = states[events[-1]["id"]] if len(hs) != 1 else states[hs[0]]
-    if record is None:
+    head, head_revision = (states[hs[0]], revisions[hs[0]]) if len(hs) == 1 else (None, "")
+    if revision is not None:
+        if not problems and revision != head_revision:
+            problems.append(Problem(task, 0, "record-head", _RECORD_HEAD.format(task=task)))
+    elif record is None:
         problems.append(Problem(task, 0, "record-head",
                                 record_error or "the task file is missing"))
     elif not problems:
-        if record.revision != revision_of(head_state):
-            problems.append(Problem(task, 0, "record-head",
-                                    "record differs from its history head "
-                                    f"(hand edit? run: ledgit record {task})"))
+        if record.revision != head_revision:
+            problems.append(Problem(task, 0, "record-head", _RECORD_HEAD.format(task=task)))
         else:
             # The head state must itself be a valid record.
+            assert head is not None  # one head: no "heads" problem
             try:
-                record_from_state(head_state)
+                record_from_state(head)
             except Exception as exc:  # noqa: BLE001 - reported, not raised
                 problems.append(Problem(task, 0, "schema", f"head state is invalid: {exc}"))
-    return problems
+    return problems, (head if not problems else None)
+
+
+_RECORD_HEAD = "record differs from its history head (hand edit? run: ledgit record {task})"
+
+
+def _hash_ok(raw: str, event: Event) -> bool:
+    """True when ``raw`` is the canonical JSON of ``event`` (no private keys, no floats) and
+    the event's id is the sha256 of it without the id: one encode and one hash.
+
+    The canonical line is ``{"actor":…,"after":…,"at":…[,"before":…],"id":"…",…}``: keys
+    sorted, ``id`` never first (``actor`` is required). Outside the strings of a JSON text,
+    ``,"id":`` is always a member named id, and it cannot occur in a string (quotes in it are
+    escaped; after its closing quote comes ``:``, ``,``, ``]`` or ``}``); so when ``before``
+    is a string or null the first ``,"id":`` of the line is the top-level id member, and
+    removing that member gives the canonical JSON of the event without its id, byte for
+    byte. Anything else answers False (the caller then words the problem the slow way,
+    :func:`_hash_problem`).
+    """
+    canon = _ENCODE(event)
+    if canon != raw and canon != raw.removesuffix("\r"):
+        return False
+    before = event.get("before")
+    if before is not None and before.__class__ is not str:
+        return False
+    member = ',"id":' + _ENCODE(event["id"])
+    at = canon.find(',"id":')
+    if at < 0 or not canon.startswith(member, at):
+        return False
+    try:
+        data = (canon[:at] + canon[at + len(member):]).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return bool(hashlib.sha256(data).hexdigest() == event["id"])
+
+
+def _hash_problem(raw: str, event: Event) -> tuple[str | None, bool]:
+    """(the ``hash`` problem of a line :func:`_hash_ok` did not accept or None when it is
+    fine, whether the event could be hashed at all)."""
+    body = {k: v for k, v in event.items() if k != "id" and k != "_line"}
+    try:
+        computed = hashlib.sha256(canonical_json(body)).hexdigest()
+    except ValueError as exc:
+        return str(exc), False
+    if computed != event["id"]:
+        return (f"id {event['id'][:12]} does not match the event's content "
+                f"(sha256 {computed[:12]}): the line was edited"), True
+    if raw.removesuffix("\r") != canonical_json(dict(body, id=event["id"])).decode("utf-8"):
+        # Same content, other bytes (e.g. "\u001F" for "\u001f"): still an edit.
+        return "the line is not the canonical JSON of its event: the line was edited", True
+    return None, True
+
+
+_FAST_OPS = frozenset(("add", "replace", "remove"))
+
+
+def _apply_shared(state: State, patch: Any) -> State | None:
+    """``apply_patch(state, patch)`` for the common shape, without copying the state: only
+    ``add``/``replace``/``remove`` of object members, through objects, with paths free of
+    ``~`` escapes. Containers on a patched path are copied (path copying), so ``state`` and
+    the patch's values are never changed, and the result shares the rest with them: nothing
+    may modify it. None when the patch has another shape or would fail: the caller then
+    runs jsonpatch, which gives the same result or the same error.
+    """
+    if state.__class__ is not dict or patch.__class__ is not list:
+        return None
+    root: dict[str, Any] = state.copy()
+    owned: dict[int, dict[str, Any]] = {id(root): root}  # copied here; kept alive: ids stay
+    for op in patch:
+        if op.__class__ is not dict:
+            return None
+        path = op.get("path")
+        if path.__class__ is not str or path[:1] != "/" or "~" in path:
+            return None
+        kind = op.get("op")
+        node = root
+        if path.count("/") == 1:
+            key = path[1:]
+        else:
+            parts = path[1:].split("/")
+            key = parts.pop()
+            for part in parts:
+                child = node.get(part)
+                if child.__class__ is not dict:
+                    return None
+                if id(child) not in owned:
+                    child = child.copy()
+                    owned[id(child)] = child
+                    node[part] = child
+                node = child
+        if kind == "add" or kind == "replace":
+            if "value" not in op or (kind == "replace" and key not in node):
+                return None
+            node[key] = op["value"]
+        elif kind == "remove" and key in node:
+            del node[key]
+        else:
+            return None
+    return root
 
 
 def head_state(events: Sequence[Mapping[str, Any]], task: str = "?") -> tuple[str, State]:

@@ -590,6 +590,32 @@ class Index:
         return [(r[0], r[1]) for r in self.db.execute(
             "SELECT path, error FROM tasks WHERE error IS NOT NULL ORDER BY path")]
 
+    def fresh_revisions(self) -> dict[str, str]:
+        """{id: revision} of every valid row whose task file is, by Git's stat rule, still
+        the file the row was built from, without reading it: its (mtime_ns, size, inode) now
+        equal the row's, its mtime is more than :data:`RACY_WINDOW_NS` older than the moment
+        the row's stat was taken (a later write within the clock's granularity could keep
+        the stat: "racily clean"), and it was not written through :meth:`update_one` since
+        the last scan (such a row holds what was rendered, not what was read back).
+
+        Such a file parsed and validated when the row was built, and the revision was
+        computed from those bytes. Read-only: refreshes nothing and writes nothing; a
+        broken or busy database, or an unlistable directory, gives ``{}``. Cost: one SELECT
+        and one stat per task file (``Board.verify`` uses it instead of parsing every file).
+        """
+        try:
+            rows = self.db.execute(
+                "SELECT t.id, t.mtime_ns, t.size, t.ino, t.checked_ns, t.revision FROM tasks t"
+                " WHERE t.error IS NULL AND t.revision IS NOT NULL"
+                " AND NOT EXISTS (SELECT 1 FROM dirty d WHERE d.id = t.id)").fetchall()
+            current = _stat_scan(self.board.tasks_dir)
+        except (sqlite3.Error, LedgitError):
+            return {}
+        get = current.get
+        return {tid: rev for tid, mtime, size, ino, checked, rev in rows
+                if isinstance(checked, int) and isinstance(mtime, int)
+                and mtime < checked - RACY_WINDOW_NS and get(tid) == (mtime, size, ino)}
+
     @_recovering
     def status(self) -> dict[str, Any]:
         """Where the index is and what it holds (no refresh): path, tasks, errors, rows,
