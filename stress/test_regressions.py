@@ -37,7 +37,6 @@ def _create(repo: Path, env: dict[str, str], title: str = "victim") -> str:
 # --------------------------------------------------------------------------- symlinks
 
 
-@known_bug("history-symlink-followed")
 def test_history_symlink_is_not_followed_for_writes(repo: Path, env: dict[str, str]) -> None:
     """board.Board._commit appends to ``history/<id>.jsonl`` with os.open(O_APPEND), which
     follows a symlink: a history linked to a file outside the board gets the event appended
@@ -55,7 +54,6 @@ def test_history_symlink_is_not_followed_for_writes(repo: Path, env: dict[str, s
     assert res.code == 2 and "link" in res.err.lower(), res.describe()
 
 
-@known_bug("task-symlink-silently-replaced")
 def test_symlinked_task_file_is_refused_clearly(repo: Path, env: dict[str, str]) -> None:
     """A task file that is a symlink: the write does not go through it (os.replace swaps the
     link itself), but the link is silently replaced by a regular file. Want: refused with one

@@ -233,6 +233,8 @@ class Board:
         record = make_record(data, body, self.rel(path))
         _refuse_lifecycle(lifecycle_problems(record.fields), [], self.rel(path))
         with self.lock(tid):
+            refuse_link(self, path)
+            refuse_link(self, self.history_path(tid))
             if path.exists():
                 raise LedgitError(f"task {tid} already exists ({self.rel(path)})", USAGE)
             if self.history_path(tid).exists():
@@ -459,6 +461,12 @@ class Board:
             if not _is_valid_id(tid):
                 continue
             try:
+                refuse_link(self, self.task_path(tid))
+                refuse_link(self, self.history_path(tid))
+            except LedgitError as exc:
+                done.append(f"{tid}: skipped: {exc.message}")
+                continue
+            try:
                 with self.lock(tid, lock_timeout):
                     for name in leftovers.get(tid, []):
                         try:
@@ -528,6 +536,7 @@ class Board:
         from ledgit.history import HistoryError, heads, new_event, parse_events, replay
         from ledgit.record import record_from_state
 
+        refuse_link(self, self.task_path(task_id))
         current = self.read(task_id)
         data, _ = self._read_history_healed(task_id)
         text = None if data is None else data.decode("utf-8", errors="replace")
@@ -584,6 +593,7 @@ class Board:
         import json
 
         path = self.history_path(task_id)
+        refuse_link(self, path)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
@@ -617,7 +627,14 @@ class Board:
         if created:
             self.history_dir.mkdir(parents=True, exist_ok=True)
         data = "".join(event_line(e) for e in events).encode("utf-8")
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        refuse_link(self, path)
+        try:
+            # O_NOFOLLOW: a link planted after the check above is refused too (ELOOP).
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o666)
+        except OSError as exc:
+            refuse_link(self, path)
+            raise LedgitError(located(f"cannot write: {exc.strerror}", self.rel(path)),
+                              USAGE) from None
         try:
             _write_all(fd, data)
             os.fsync(fd)
@@ -636,6 +653,7 @@ class Board:
 
         self.tasks_dir.mkdir(parents=True, exist_ok=True)
         path = self.task_path(task_id)
+        refuse_link(self, path)  # os.replace would swap the link for a file, silently
         # os.urandom, not secrets: the temp name only has to be unique (secrets imports
         # random, hmac and base64 on every write).
         tmp = self.tasks_dir / f".{task_id}{TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}"
@@ -898,6 +916,22 @@ def _is_valid_id(text: str) -> bool:
     # record.is_valid_id, repeated so that resolving an id does not import PyYAML
     # (tests/test_board.py checks that the two agree).
     return bool(_ID_RE.fullmatch(text)) and ".." not in text
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def refuse_link(board: Board, path: Path) -> None:
+    """Writes never go through a symbolic link (issue 7): a task file or history that is
+    one -- wherever it points -- is refused with exit 2 before anything is written, and the
+    link is left as it is."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISLNK(mode):
+        raise LedgitError(located("is a symbolic link; ledgit does not write through links "
+                                  "(replace it with the file itself)", board.rel(path)), USAGE)
 
 
 def _checked_id(task_id: str) -> str:
