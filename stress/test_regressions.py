@@ -72,7 +72,6 @@ def test_symlinked_task_file_is_refused_clearly(repo: Path, env: dict[str, str])
 # --------------------------------------------------------------------------- deep JSON
 
 
-@known_bug("deep-json-recursion")
 def test_deeply_nested_history_line_is_a_clear_error(repo: Path, env: dict[str, str]) -> None:
     """history.parse_events catches ValueError only; json.loads raises RecursionError on a
     line nested ~100,000 deep, so ``ledgit update`` and ``doctor --repair`` die with
@@ -97,7 +96,6 @@ def test_deeply_nested_history_line_is_a_clear_error(repo: Path, env: dict[str, 
 # --------------------------------------------------------------------------- size
 
 
-@known_bug("no-size-limit")
 def test_50mb_body_is_refused_fast(repo: Path, env: dict[str, str], tmp_path: Path) -> None:
     """No limit on a task file's size: a 50 MB body is parsed, written, fsynced and copied
     into the history (create ~5 s, get ~4 s here). Want (issue 7): refused clearly and fast

@@ -603,7 +603,7 @@ class Board:
         cut = data.rfind(b"\n") + 1
         try:
             whole = isinstance(json.loads(data[cut:]), dict)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply
             whole = False
         with open(path, "r+b") as fh:
             if whole:

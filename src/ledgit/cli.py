@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ledgit import __version__
-from ledgit.errors import BUSY, CHECK_FAILED, OK, USAGE, LedgitError
+from ledgit.errors import BUSY, CHECK_FAILED, OK, USAGE, LedgitError, located
 
 if TYPE_CHECKING:
     from ledgit.board import Board
@@ -307,10 +307,19 @@ def _read_text_option(text: str | None, path: str | None, what: str) -> str | No
         raise LedgitError(f"give --{what} or --{what}-file, not both")
     if path is None:
         return text
+    from ledgit.record import MAX_RECORD_BYTES, size_problem
+
     if path == "-":
-        return sys.stdin.read()
+        data = sys.stdin.read(MAX_RECORD_BYTES + 1)  # characters: refused before any write
+        if len(data) > MAX_RECORD_BYTES:
+            raise LedgitError(located(size_problem(len(data), f"the {what}") or "", "-", None,
+                                      f"--{what}-file"))
+        return data
     try:
         with open(path, encoding="utf-8") as fh:
+            message = size_problem(os.fstat(fh.fileno()).st_size, f"the {what}")
+            if message is not None:  # refused before it is read
+                raise LedgitError(located(message, path, None, f"--{what}-file"))
             return fh.read()
     except OSError as exc:
         raise LedgitError(f"{path}: cannot read: {exc.strerror}") from None

@@ -21,7 +21,13 @@ from typing import Any
 
 import jsonpatch
 
-from ledgit.record import Record, canonical_json, record_from_state, revision_of
+from ledgit.record import (
+    MAX_RECORD_BYTES,
+    Record,
+    canonical_json,
+    record_from_state,
+    revision_of,
+)
 
 EVENT_KEYS = frozenset(("id", "parents", "at", "actor", "op", "patch", "before", "after", "note",
                         "meta"))
@@ -54,6 +60,51 @@ class HistoryError(ValueError):
         self.problem = problem
 
 
+def _not_json(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "not JSON: nested too deeply"
+    return f"not JSON: {exc}"
+
+
+#: The longest event line, in characters (issue 7; docs/format.md "Size limits"): an event
+#: holds at most one body (MAX_RECORD_BYTES), which JSON escaping can make up to six times
+#: longer (``\\u0001``). A longer line is refused before it is decoded.
+MAX_EVENT_LINE = 8 * MAX_RECORD_BYTES
+
+
+def _check_size(line: str, task: str, n: int) -> None:
+    if len(line) > MAX_EVENT_LINE:
+        raise HistoryError(Problem(task, n, "parse", f"the line is {len(line) / 1048576:.1f} "
+                                   f"Mi characters; the limit is "
+                                   f"{MAX_EVENT_LINE // 1048576} Mi"))
+
+
+#: Nesting levels an event line may have (issue 7). A valid event nests about 40 deep at
+#: most (a record's front matter nests 32 below its top mapping); deeper values would make
+#: hashing and patching recurse past Python's limit.
+MAX_EVENT_DEPTH = 64
+
+
+def _check_depth(line: str, event: Any, task: str, n: int) -> None:
+    """Raise HistoryError (``parse``) when ``event`` nests deeper than MAX_EVENT_DEPTH. Only
+    a line holding more brackets than that is walked (two C scans otherwise)."""
+    if line.count("[") + line.count("{") <= MAX_EVENT_DEPTH:
+        return
+    stack: list[tuple[Any, int]] = [(event, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if value.__class__ is dict:
+            children: Iterable[Any] = value.values()
+        elif value.__class__ is list:
+            children = value
+        else:
+            continue
+        if depth > MAX_EVENT_DEPTH:
+            raise HistoryError(Problem(task, n, "parse", f"nested more than {MAX_EVENT_DEPTH} "
+                                                         "levels deep"))
+        stack.extend((child, depth + 1) for child in children)
+
+
 def event_id(event: Mapping[str, Any]) -> str:
     """sha256 hex of the canonical JSON of ``event`` without its ``id`` (DESIGN §6).
 
@@ -75,7 +126,7 @@ def apply_patch(state: Mapping[str, Any], patch: Sequence[Mapping[str, Any]]) ->
         result: State = jsonpatch.apply_patch(copy.deepcopy(dict(state)), list(patch),
                                               in_place=True)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, KeyError,
-            IndexError, TypeError) as exc:
+            IndexError, TypeError, RecursionError) as exc:
         raise ValueError(f"patch does not apply: {exc}") from None
     return result
 
@@ -135,10 +186,12 @@ def _parse_lines(text: str | bytes, task: str) -> list[tuple[str, Event]]:
             line = raw
         if not line.strip():
             continue
+        _check_size(line, task, n)
         try:
             event = json.loads(line)
-        except ValueError as exc:
-            raise HistoryError(Problem(task, n, "parse", f"not JSON: {exc}")) from None
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
+            raise HistoryError(Problem(task, n, "parse", _not_json(exc))) from None
+        _check_depth(line, event, task, n)
         problem = _shape_problem(event)
         if problem:
             raise HistoryError(Problem(task, n, "parse", problem))
@@ -173,14 +226,16 @@ def _read_events(text: str | bytes, task: str
             line = raw  # type: ignore[assignment]
         if not line or line.isspace():
             continue
+        _check_size(line, task, n)
         try:
             try:
                 event = decode(line)
             except _FloatFound:
                 event = json.loads(line)
                 floats.add(n)
-        except ValueError as exc:
-            raise HistoryError(Problem(task, n, "parse", f"not JSON: {exc}")) from None
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
+            raise HistoryError(Problem(task, n, "parse", _not_json(exc))) from None
+        _check_depth(line, event, task, n)
         # The common shape, checked in a few C calls; anything else is worded below.
         if not (event.__class__ is dict and required <= event.keys() <= allowed
                 and event["parents"].__class__ is list

@@ -293,6 +293,40 @@ _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _MAX_DEPTH = 32  # nesting levels below the front matter's top mapping
 _MAX_KEY = 256  # YAML readers refuse implicit keys longer than 1024 characters
+#: The largest task file (and body) ledgit reads or writes, in bytes (issue 7; docs/format.md
+#: "Size limits"). A task file is a record, not an archive: logs, transcripts and dumps are
+#: linked, not stored. Checked before anything is parsed, so a bigger file is refused fast.
+MAX_RECORD_BYTES = 10 * 1024 * 1024
+
+
+def size_problem(size: int, what: str = "the task file") -> str | None:
+    """The message for a ``size`` in bytes above MAX_RECORD_BYTES, else None."""
+    if size <= MAX_RECORD_BYTES:
+        return None
+    return (f"{what} is {size / 1048576:.1f} MiB; the limit is "
+            f"{MAX_RECORD_BYTES // 1048576} MiB (keep large content outside the board and "
+            f"link to it)")
+
+
+def _utf8_size(text: str) -> int:
+    """The UTF-8 size of ``text``, computed only when it could exceed the limit."""
+    if len(text) * 4 <= MAX_RECORD_BYTES or len(text) > MAX_RECORD_BYTES:
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _refuse_size(data: str | bytes, path: str) -> None:
+    size = len(data) if isinstance(data, bytes) else _utf8_size(data)
+    message = size_problem(size)
+    if message is None:
+        return
+    # Name the body when the front matter closes early (the common case), else line 1.
+    line, field = 1, None
+    sep = b"\n---\n" if isinstance(data, bytes) else "\n---\n"
+    end = data.find(sep, 3, 1 << 20)  # type: ignore[arg-type]
+    if end != -1:
+        line, field = data.count(sep[:1], 0, end) + 3, "body"  # type: ignore[arg-type]
+    raise LedgitError(located(message, path, line, field))
 
 # Patterns the canonical path never needs are strings, compiled (and cached by re) on first
 # use: a character class reaching into the astral planes costs ~0.25 ms to compile.
@@ -338,8 +372,10 @@ def parse_record(data: str | bytes, path: str = "<record>") -> Record:
     ``path:line: field: message`` (LedgitError, exit 2): invalid UTF-8, missing/unclosed/empty
     front matter, tabs in indentation, duplicate keys, YAML tags, anchors/aliases, raw control
     characters or U+2028/U+2029/U+0085 in the front matter, unknown keys (outside ``x:``), and
-    every schema violation. Rules: docs/format.md.
+    every schema violation; a file larger than MAX_RECORD_BYTES (before any parsing). Rules:
+    docs/format.md.
     """
+    _refuse_size(data, path)
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8")
@@ -1007,7 +1043,11 @@ def validate_fields(fields: Mapping[str, Any], path: str = "<record>") -> dict[s
 
 
 def make_record(fields: Mapping[str, Any], body: str = "", path: str = "<record>") -> Record:
-    """Build a validated Record from typed fields and a body (LF-normalised, NFC)."""
+    """Build a validated Record from typed fields and a body (LF-normalised, NFC). Raises
+    LedgitError for a body larger than MAX_RECORD_BYTES."""
+    message = size_problem(_utf8_size(body), "the body")
+    if message is not None:
+        raise LedgitError(located(message, path, None, "body"))
     body = body.replace("\r\n", "\n").replace("\r", "\n")
     if body and not body.endswith("\n"):
         body += "\n"

@@ -142,7 +142,7 @@ def unpack(mapping: Mapping[str, Any]) -> dict[str, Any]:
             for jkey, jtext in value.items():
                 try:
                     out[jkey] = json.loads(jtext)
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, RecursionError):
                     out[jkey] = jtext
         else:
             out[key] = value

@@ -229,7 +229,7 @@ def _interrupted_import(board: Board, tid: str, source: str, file_ok: bool) -> b
     lines = text.strip().split("\n")
     try:
         event = json.loads(lines[0])
-    except ValueError:
+    except (ValueError, RecursionError):
         return len(lines) == 1  # a torn genesis line: nothing was written after it
     if file_ok or len(lines) != 1:
         return False
@@ -507,7 +507,7 @@ def read_jsonl(path: str, parse: Callable[[Any, str], Record],
                 continue
             try:
                 obj = json.loads(line)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
                 skips.append(Skip(where, f"not JSON: {exc}"))
                 continue
             try:

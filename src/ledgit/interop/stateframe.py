@@ -247,7 +247,7 @@ def load_stateframe(path: str) -> tuple[list[Incoming], list[Skip]]:
         raise LedgitError(f"{path}: cannot read: {exc.strerror}", USAGE) from None
     try:
         ledger = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return [], [Skip(name, f"not JSON: {exc}")]
     try:
         record = ledger_to_record(ledger, name)

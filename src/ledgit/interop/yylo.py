@@ -164,7 +164,7 @@ def read_ledger(root: Path, tid: str) -> list[dict[str, Any]]:
                 continue
             try:
                 event = json.loads(line)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
                 raise LedgitError(located(f"not JSON: {exc}", rel, n), USAGE) from None
             if not isinstance(event, dict):
                 raise LedgitError(located("not a ledger event", rel, n), USAGE)
