@@ -140,7 +140,6 @@ def _drive(tmp: Path, o: bytes, a: bytes, b: bytes, path: str) -> tuple[int, byt
     return code, files[1].read_bytes(), err.getvalue()
 
 
-@known_bug("driver-three-empty-sides")
 @pytest.mark.parametrize("path", [".ledgit/tasks/T-aaaaaaaaaa.md", "README.md"])
 def test_merge_driver_three_empty_sides(tmp_path: Path, path: str) -> None:
     """mergedriver.line_merge hands merge3 three empty inputs; merge3 then takes the str
@@ -154,7 +153,6 @@ def test_merge_driver_three_empty_sides(tmp_path: Path, path: str) -> None:
     assert code in (0, 1) and "Traceback" not in err
 
 
-@known_bug("driver-missing-file-traceback")
 def test_merge_driver_missing_input_file_is_one_line(tmp_path: Path) -> None:
     """mergedriver.run reads %O/%A/%B outside its try: a missing or unreadable file is a
     FileNotFoundError traceback. Git always passes three files, but a hand call or a broken
@@ -167,7 +165,6 @@ def test_merge_driver_missing_input_file_is_one_line(tmp_path: Path) -> None:
     assert res.code == 2 and (tmp_path / "A").read_text() == "a\n"
 
 
-@known_bug("driver-keeps-tampered-event")
 def test_merge_driver_does_not_keep_a_tampered_event(tmp_path: Path) -> None:
     """merge.merge_histories unions events by id without checking that an id matches its
     content: when one side holds a tampered copy of an event (same id, edited line), the

@@ -380,6 +380,37 @@ def _best_common_ancestor(events: Sequence[Event], x: str, y: str) -> str | None
     return max(best, key=lambda eid: (at[eid], eid))
 
 
+def _checked_events(text: str, task: str) -> list[dict[str, Any]]:
+    """The events of one side, each id checked against its content (DESIGN §7): a tampered
+    copy of an event (same id, edited line) must never be picked by side. Raises
+    HistoryError (rule ``hash``) naming the line; the driver then falls back to a marked line
+    merge, the same both ways round. Cheap: a canonical line is hashed as it stands, without
+    its id member; any other line is re-encoded first."""
+    import hashlib
+
+    from ledgit.history import HistoryError, Problem, _parse_lines, event_id
+
+    sha256 = hashlib.sha256
+    out = []
+    for raw, event in _parse_lines(text, task):
+        line, eid = event.pop("_line"), event["id"]
+        raw = raw.removesuffix("\r")
+        member = ',"id":"' + eid + '"' if eid.__class__ is str else None
+        at = raw.find(member) if member is not None else -1
+        if at < 0 or sha256((raw[:at] + raw[at + len(member or ""):]).encode(
+                "utf-8", "surrogatepass")).hexdigest() != eid:
+            try:
+                ok = event_id(event) == eid
+            except (ValueError, UnicodeEncodeError):
+                ok = False
+            if not ok:
+                raise HistoryError(Problem(task, line, "hash",
+                                           f"event {str(eid)[:12]} does not match its "
+                                           "content (the line was edited)"))
+        out.append(event)
+    return out
+
+
 def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
                     marker_size: int = 7) -> HistoryMerge:
     """Merge two histories of one task (DESIGN §7): the union of both sides' events by id, in
@@ -395,16 +426,14 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
         MERGE_OP,
         heads,
         new_event,
-        parse_events,
         render_history,
         replay,
-        strip_lines,
         topological_order,
     )
 
     del base_text  # the DAG itself says what is common
-    ours = strip_lines(parse_events(ours_text, task))
-    theirs = strip_lines(parse_events(theirs_text, task))
+    ours = _checked_events(ours_text, task)
+    theirs = _checked_events(theirs_text, task)
     ids_o = {e["id"] for e in ours}
     ids_t = {e["id"] for e in theirs}
     if ids_o == ids_t:

@@ -45,6 +45,8 @@ def line_merge(base: bytes, ours: bytes, theirs: bytes, marker_size: int = 7,
     import merge3
 
     base, ours, theirs = (x.replace(b"\r\n", b"\n") for x in (base, ours, theirs))
+    if not (base or ours or theirs):
+        return b"", False  # merge3 cannot tell bytes from str without a single line
     a, b = (ours, theirs)
     if symmetric and theirs < ours:
         a, b = theirs, ours
@@ -103,8 +105,24 @@ def merge_history_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: in
 
 def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
         path: str) -> int:
-    """Merge the files Git names; write %A; return 0 clean, 1 conflicted."""
-    base, ours, theirs = _read(base_path), _read(ours_path), _read(theirs_path)
+    """Merge the files Git names; write %A; return 0 clean, 1 conflicted, 2 when a file
+    cannot be read or written (one line on stderr; %A is left as it is)."""
+    try:
+        base, ours, theirs = _read(base_path), _read(ours_path), _read(theirs_path)
+    except OSError as exc:
+        print(f"ledgit merge-driver: {path}: cannot read {exc.filename}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        return _merge(base, ours, theirs, ours_path, marker_size, path)
+    except OSError as exc:
+        print(f"ledgit merge-driver: {path}: cannot write {exc.filename or ours_path}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 2
+
+
+def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size: int,
+           path: str) -> int:
     posix = path.replace(os.sep, "/")
     try:
         if f"/{TASKS_PREFIX}" in f"/{posix}" and posix.endswith(".md"):
