@@ -189,7 +189,6 @@ def test_merge_driver_does_not_keep_a_tampered_event(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- subdirectory boards
 
 
-@known_bug("subdir-board-unchecked")
 def test_pre_commit_hook_checks_a_board_in_a_subdirectory(tmp_path: Path) -> None:
     """gate.board_prefix finds the board by walking up from the cwd; Git runs hooks at the
     work tree's top, so a board in a subdirectory (``ledgit init sub``, which install and

@@ -81,6 +81,13 @@ def board_prefix(cwd: Path) -> str:
     Uses the board found from ``cwd`` (``LEDGIT_ROOT`` aware); a repository without a board
     checked out is taken to keep it at the top.
     """
+    found = _found_prefix(cwd)
+    return "" if found is None else found
+
+
+def _found_prefix(cwd: Path) -> str | None:
+    """:func:`board_prefix` of the board found from ``cwd``; None when no board is found
+    there inside the work tree."""
     top = git.toplevel(cwd)
     if top is None:
         raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
@@ -89,11 +96,54 @@ def board_prefix(cwd: Path) -> str:
 
         root = find_board(cwd).root
     except LedgitError:
-        return ""
+        return None
     rel = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
-    if rel == "." or rel.startswith(".."):
-        return ""
-    return rel.replace(os.sep, "/") + "/"
+    if rel.startswith(".."):
+        return None
+    return "" if rel == "." else rel.replace(os.sep, "/") + "/"
+
+
+def board_prefixes(cwd: Path, revs: Iterable[str] = ()) -> list[str]:
+    """The boards to check from ``cwd`` (docs/git.md, "Boards in subdirectories"): the board
+    found from ``cwd`` when there is one (walking up, :func:`ledgit.board.find_board`);
+    otherwise every board Git tracks -- the directories holding a ``.ledgit/`` with a
+    ``config.yaml``, a task file or a history -- in the index (what a commit would hold) and,
+    for each of ``revs``, in that commit's tree. Git runs hooks at the top of the work tree,
+    where walking up never finds a board kept in a subdirectory (``ledgit init sub``).
+    ``[""]`` when there is none (nothing to check).
+    """
+    found = _found_prefix(cwd)
+    if found is not None:
+        return [found]
+    top = git.toplevel(cwd)
+    assert top is not None  # _found_prefix raised otherwise
+    globs = [f":(glob)**/{LEDGIT_DIR}/config.yaml",
+             f":(glob)**/{LEDGIT_DIR}/{TASKS}/*{TASK_SUFFIX}",
+             f":(glob)**/{LEDGIT_DIR}/{HISTORY}/*{HISTORY_SUFFIX}"]
+    listed = [git.run_git(["ls-files", "-z", "--full-name", "--", *globs], top,
+                          check=False).stdout]
+    for rev in revs:
+        listed.append(git.run_git(["ls-tree", "-r", "-z", "--name-only", "--full-tree", rev],
+                                  top, check=False).stdout)
+    prefixes: set[str] = set()
+    for out in listed:
+        for path in os.fsdecode(out).split("\0"):
+            prefix = _prefix_of(path)
+            if prefix is not None:
+                prefixes.add(prefix)
+    return sorted(prefixes) or [""]
+
+
+def _prefix_of(path: str) -> str | None:
+    """The board directory (``""``, ``"sub/"``) of a board file's repository path, else None."""
+    for name in ("config.yaml", f"{TASKS}/", f"{HISTORY}/"):
+        marker = f"{LEDGIT_DIR}/{name}"
+        at = path.find(marker)
+        while at != -1:
+            if at == 0 or path[at - 1] == "/":
+                return path[:at]
+            at = path.find(marker, at + 1)
+    return None
 
 
 def task_paths(prefix: str, task_id: str) -> tuple[str, str]:
@@ -390,13 +440,25 @@ def render_report(report: GateReport, fmt: str) -> str:
 
 
 def run_gate(cwd: Path, *, rev: str | None = None, spec: str | None = None) -> GateReport:
-    """``ledgit verify --rev REV`` or ``--range A..B``: the report, with the driver check."""
+    """``ledgit verify --rev REV`` or ``--range A..B``: the report, with the driver check.
+
+    Checks every board of :func:`board_prefixes` (the one found from ``cwd``, else every
+    board tracked in the index or at ``REV`` / at either end of the range)."""
     if (rev is None) == (spec is None):
         raise LedgitError("give one of --rev REV or --range A..B", USAGE)
-    prefix = board_prefix(cwd)
-    report = verify_rev(cwd, rev, prefix) if rev is not None else verify_range(cwd, spec or "",
-                                                                              prefix)
-    gap = driver_gap(cwd, report.commits[-1] if report.commits else None, prefix)
-    if gap is not None:
-        report = report._replace(findings=[gap, *report.findings])
-    return report
+    if rev is not None:
+        ends = [rev]
+    else:
+        ends = [e for e in (spec or "").replace("...", "..").split("..") if e] or ["HEAD"]
+    reports = []
+    gaps: list[Finding] = []
+    for prefix in board_prefixes(cwd, ends):
+        report = verify_rev(cwd, rev, prefix) if rev is not None else \
+            verify_range(cwd, spec or "", prefix)
+        reports.append(report)
+        gap = driver_gap(cwd, report.commits[-1] if report.commits else None, prefix)
+        if gap is not None and gap not in gaps:
+            gaps.append(gap)
+    first = reports[0]
+    return GateReport(first.commits, sum(r.checked for r in reports),
+                      [*gaps, *(f for r in reports for f in r.findings)])

@@ -41,19 +41,21 @@ def pre_commit(cwd: Path) -> int:
     A task is checked when its file or its history is staged; the other file is read from
     HEAD, which the index matches for every path that is not staged.
     """
-    from ledgit.gate import LEDGIT_DIR, board_prefix, check_task, task_of, task_paths
+    from ledgit.gate import LEDGIT_DIR, board_prefixes, check_task, task_of, task_paths
 
-    prefix = board_prefix(cwd)
-    staged = git.staged_files(cwd, f"{prefix}{LEDGIT_DIR}/")
-    tasks = sorted({t for t in (task_of(p, prefix) for p in staged) if t is not None})
     problems: list[Finding] = []
-    for task in tasks:
-        md, hist = task_paths(prefix, task)
-        data = {p: staged[p] if p in staged else _at_head(cwd, p) for p in (md, hist)}
-        problems += check_task(task, md, data[md], hist, data[hist])
-    config = f"{prefix}{LEDGIT_DIR}/config.yaml"
-    if staged.get(config) is not None:
-        problems += _check_config(config, staged[config] or b"")
+    tasks: list[str] = []
+    for prefix in board_prefixes(cwd):  # the board here, else every board in the index
+        staged = git.staged_files(cwd, f"{prefix}{LEDGIT_DIR}/")
+        these = sorted({t for t in (task_of(p, prefix) for p in staged) if t is not None})
+        tasks += these
+        for task in these:
+            md, hist = task_paths(prefix, task)
+            data = {p: staged[p] if p in staged else _at_head(cwd, p) for p in (md, hist)}
+            problems += check_task(task, md, data[md], hist, data[hist])
+        config = f"{prefix}{LEDGIT_DIR}/config.yaml"
+        if staged.get(config) is not None:
+            problems += _check_config(config, staged[config] or b"")
     for p in problems:
         _say(f"ledgit pre-commit: {p}")
     if problems:
@@ -103,15 +105,22 @@ def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
     timer.daemon = True
     timer.start()
     try:
-        from ledgit.board import find_board
+        from ledgit.board import LEDGIT_DIR, Board, find_board
         from ledgit.index import Index
 
         try:
-            board = find_board(cwd)
+            boards = [find_board(cwd)]
         except LedgitError:
-            return OK  # no board on this branch: nothing to index
-        with Index.open(board) as index:
-            index.refresh()
+            # Git runs hooks at the top: a board kept in a subdirectory is found from the
+            # index (docs/git.md, "Boards in subdirectories").
+            from ledgit.gate import board_prefixes
+
+            top = git.toplevel(cwd)
+            boards = [Board(top / p) for p in board_prefixes(cwd)
+                      if p and (top / p / LEDGIT_DIR).is_dir()] if top is not None else []
+        for board in boards:  # none: no board on this branch, nothing to index
+            with Index.open(board) as index:
+                index.refresh()
     except Exception as exc:  # noqa: BLE001 - a post-* hook must never fail the command
         _say(f"ledgit: index refresh skipped: {exc}")
     finally:
