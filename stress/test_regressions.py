@@ -221,7 +221,6 @@ def test_pre_commit_hook_checks_a_board_in_a_subdirectory(tmp_path: Path) -> Non
 # --------------------------------------------------------------------------- crash repair
 
 
-@known_bug("repair-leaves-empty-orphan-history")
 @pytest.mark.parametrize("fraction", [0.0, 0.5])
 def test_create_killed_during_its_genesis_append_is_repaired(
         repo: Path, env: dict[str, str], tmp_path: Path, fraction: float) -> None:

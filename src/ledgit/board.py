@@ -490,6 +490,15 @@ class Board:
                                         f"(rewrote the task file from its history head)")
                     elif not self.task_path(tid).exists():
                         text = self.read_history_text(tid) or ""
+                        if not text.strip():
+                            # A create killed before its genesis event was whole: the
+                            # history is empty (or was cut to nothing above), and nothing
+                            # was acknowledged (a create answers after the task file).
+                            self.history_path(tid).unlink()
+                            _fsync_dir(self.history_dir)
+                            done.append(f"{tid}: removed the empty history of an "
+                                        f"interrupted create")
+                            continue
                         try:
                             events = parse_events(text, tid)
                             if len(events) != 1:
