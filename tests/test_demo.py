@@ -25,4 +25,10 @@ def test_demo_merges_three_agents_and_passes_the_gate(tmp_path: Path) -> None:
     assert "3 commit(s), 9 task check(s): ok" in out
     assert "# verified: 3 commits from three agents" in out
     assert "CONFLICT" not in out
+    # the driver's lines sit under the rebase that made them, before main fast-forwards
+    b_block = out.split("$ git rebase main")[2].split("$ git merge -q --ff-only agent-b")[0]
+    assert "claim contested:" in b_block and "labels from agent-b" in b_block
+    assert "claim from main" not in b_block  # the contested claim gets one line, not two
+    assert "(Make the nightly export resumable) [fields]" in b_block  # tasks by id and title
+    assert "labels: merged from both sides" in out and "from merged" not in out
     assert elapsed < 60, f"the demo took {elapsed:.1f} s"

@@ -88,6 +88,24 @@ def test_fresh_clone_doctor_says_install_and_resolve_repairs_the_line_merge(
     ledgit(clone, "doctor")
 
 
+def test_resolve_says_in_words_where_a_merged_body_came_from(tmp_path: Path,
+                                                             git_env: Path) -> None:
+    _, clone, tid = _clone_without_install(tmp_path)
+    git("checkout", "-q", "-b", "side", cwd=clone)
+    edit_body(clone, tid, "Last paragraph, kept by the feature.", "Last: side.", by="agent-s")
+    ledgit(clone, "update", tid, "--priority", "1", "--by", "agent-s")
+    commit_all(clone, "side")
+    git("checkout", "-q", "main", cwd=clone)
+    edit_body(clone, tid, "First paragraph, kept by upstream.", "First: main.", by="agent-m")
+    ledgit(clone, "update", tid, "--response", "main's account", "--by", "agent-m")
+    commit_all(clone, "main")
+    assert git_rc(clone, "merge", "--no-edit", "side").returncode == 1
+    r = ledgit(clone, "resolve")
+    assert "body: merged from both sides" in r.out and "from merged" not in r.out
+    text = task_file(clone, tid).read_text()
+    assert "First: main." in text and "Last: side." in text and not has_markers(text)
+
+
 @pytest.mark.parametrize("style", ["merge", "diff3"])
 def test_committed_markers_are_resolved_from_the_markers(tmp_path: Path, git_env: Path,
                                                          style: str) -> None:

@@ -26,6 +26,8 @@ from ledgit import __version__
 from ledgit.errors import BUSY, CHECK_FAILED, OK, USAGE, LedgitError, located
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ledgit.board import Board
     from ledgit.ops import Change
     from ledgit.record import Record
@@ -229,6 +231,19 @@ def _board() -> Board:
     return find_board()
 
 
+def actor_or_warn(by: str | None, root: Path) -> str:
+    """:func:`ledgit.board.actor_name`, plus one stderr warning when no ``--by``,
+    ``$LEDGIT_ACTOR`` or Git ``user.name`` names the actor and it falls back to ``unknown``.
+    Each writing command calls it once."""
+    from ledgit import board as board_mod
+
+    actor = board_mod.actor_name(by, root)
+    if actor == "unknown" and not (by or "").strip() \
+            and not os.environ.get(board_mod.ACTOR_ENV, "").strip():
+        _err("ledgit: warning: no --by, $LEDGIT_ACTOR or git user.name: writing as 'unknown'")
+    return actor
+
+
 def _now() -> str:
     """Now as canonical RFC 3339 UTC with microseconds (= record.now_timestamp, without
     importing record.py and PyYAML on read paths)."""
@@ -250,7 +265,7 @@ def _write(task: str, by: str | None, expect: str | None,
 
     board = _board()
     tid = board.resolve_id(task)
-    actor = board_mod.actor_name(by, board.root)
+    actor = actor_or_warn(by, board.root)
     ttl = int(board.config.claim_ttl)
     done: list[tuple[Record, Change]] = []
 
@@ -376,7 +391,6 @@ def create_cmd(title: str, body: str | None, body_file: str | None, goal: str | 
                labels: tuple[str, ...], owner: str | None, worker: str | None,
                note: str | None, by: str | None, as_json: bool) -> int:
     """Create a task titled TITLE; prints its id."""
-    from ledgit import board as board_mod
     from ledgit.ops import create_fields
 
     board = _board()
@@ -385,7 +399,7 @@ def create_cmd(title: str, body: str | None, body_file: str | None, goal: str | 
         title=title, goal=goal, accept=accept, body=text, priority=priority,
         depends=_resolve_ids(board, depends), labels=_split(labels), owner=owner,
         worker=worker)
-    actor = board_mod.actor_name(by, board.root)
+    actor = actor_or_warn(by, board.root)
     record = board.create(fields, body_text, actor, note=note)
     if as_json:
         _json({"id": record.id, "revision": record.revision,
@@ -1035,11 +1049,9 @@ def history_cmd(task: str, as_json: bool) -> int:
 @json_option
 def record_cmd(task: str, by: str | None, as_json: bool) -> int:
     """Record a hand edit of TASK's file as an 'edit' event."""
-    from ledgit import board as board_mod
-
     board = _board()
     tid = board.resolve_id(task)
-    event = board.record_edit(tid, board_mod.actor_name(by, board.root))
+    event = board.record_edit(tid, actor_or_warn(by, board.root))
     if as_json:
         _json({"id": tid, "event": event})
     elif event is None:

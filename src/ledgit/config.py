@@ -80,7 +80,7 @@ def load_config(path: Path) -> BoardConfig:
 
 def render_config(config: BoardConfig) -> str:
     """The text ``ledgit init`` writes for ``config`` (extensions are not written)."""
-    return ("# ledgit board settings (versioned; see DESIGN §2)\n"
+    return ("# ledgit board settings (versioned; see docs/design.md §2)\n"
             f'id_prefix: "{config.id_prefix}"\n'
             f"claim_ttl: {_format_duration(config.claim_ttl)}\n")
 

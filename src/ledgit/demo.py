@@ -86,16 +86,18 @@ class Demo:
         except FileNotFoundError:
             return []
         new, self.log_seen = lines[self.log_seen:], len(lines)
+        split = [line.partition(": ")[::2] for line in new]
+        # A contested claim gets one line ("claim contested: ..."), not also "claim from".
+        contested = {path for path, what in split if what.startswith("claim contested")}
         out: list[str] = []
-        for line in new:
-            path, _, what = line.partition(": ")
+        for path, what in split:
+            if path in contested and what.startswith("claim from "):
+                continue
             m = re.search(r"([^/]+)\.(md|jsonl)$", path)
             task = m.group(1) if m else path
-            name = self.titles.get(task, task)
+            name = f"{task} ({self.titles[task]})" if task in self.titles else task
             what = re.sub(r"\bfrom ours\b", "from main", what)
             what = re.sub(r"\bfrom theirs\b", f"from {agent}", what)
-            what = re.sub(r"\bfrom both\b", "from both (the same change)", what)
-            what = re.sub(r"\bfrom merged\b", "merged from both sides", what)
             kind = "history" if path.endswith(".jsonl") else "fields"
             out.append(f"{name} [{kind}]: {what}")
         return out
@@ -109,13 +111,15 @@ def _scenario(d: Demo) -> int:
     d.git(d.main, "init", "-q", "-b", "main")
     d.ledgit("main", "init")
     d.ledgit("main", "install", "--command", f"{shlex.quote(sys.executable)} -m ledgit")
-    export = d.ledgit("main", "create", "Make the nightly export resumable", "--priority", "1",
+    titles = ("Make the nightly export resumable", "Document the cursor file",
+              "Add a crash test to CI")
+    export = d.ledgit("main", "create", titles[0], "--priority", "1",
                       "--goal", "A crash mid-export resumes where it stopped.",
                       "--accept", "kill -9 during an export, restart: output equals a clean run",
                       "--body", "Notes go here.")
-    docs = d.ledgit("main", "create", "Document the cursor file", "--priority", "3")
-    crash = d.ledgit("main", "create", "Add a crash test to CI", "--priority", "2")
-    d.titles = {export: "export", docs: "docs", crash: "crash-test"}
+    docs = d.ledgit("main", "create", titles[1], "--priority", "3")
+    crash = d.ledgit("main", "create", titles[2], "--priority", "2")
+    d.titles = {export: titles[0], docs: titles[1], crash: titles[2]}
     d.git(d.main, "add", "-A")
     d.git(d.main, "commit", "-q", "-m", "three shared tasks")
     root = d.git(d.main, "rev-parse", "HEAD", show=False)
@@ -147,12 +151,12 @@ def _scenario(d: Demo) -> int:
     click.echo("\n# 4. each agent rebases onto main in turn; main fast-forwards (a merge queue)")
     for agent in AGENTS:
         d.git(d.wt(agent), "rebase", "main")
-        d.git(d.main, "merge", "-q", "--ff-only", agent)
-        merged = d.merges(agent)
+        merged = d.merges(agent)  # what the merge driver did during this rebase
         for line in merged:
             click.echo(f"      merged: {line}")
         if not merged:
             click.echo("      (nothing to merge: main had not moved)")
+        d.git(d.main, "merge", "-q", "--ff-only", agent)
 
     click.echo("\n# 5. the merged state on main")
     d.ledgit("main", "get", export, "--no-body")

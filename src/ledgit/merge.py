@@ -56,6 +56,16 @@ class MergeResult:
                 f"provenance={self.provenance!r}, notes={self.notes!r})")
 
 
+def describe_provenance(field: str, source: str) -> str:
+    """One field's provenance in words: ``priority from theirs``, ``body: merged from both
+    sides``, ``status: the same change on both sides``."""
+    if source == MERGED:
+        return f"{field}: merged from both sides"
+    if source == BOTH:
+        return f"{field}: the same change on both sides"
+    return f"{field} from {source}"
+
+
 def _key(value: Any) -> bytes:
     return canonical_json(value)
 
@@ -202,6 +212,17 @@ def _merge_map(sides: _Sides, base: Any, a: Any, b: Any) -> Any:
     return out
 
 
+def _marker_label(last_modified: str, body: str) -> str:
+    """A conflict-marker label naming one side by its ``last_modified`` and the first 8 hex
+    of its body's sha256: distinct even when both sides have the same ``last_modified``, and
+    independent of which side Git calls ours. Only a conflicting body needs it, so hashlib
+    (avoided on the driver's usual path, DESIGN §7) is imported here."""
+    import hashlib
+
+    digest = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"ledgit: {last_modified} {digest}"
+
+
 def _merge_body(sides: _Sides, base: str, a: str, b: str,
                 marker_size: int) -> tuple[str, bool, str]:
     value, src = _three_way(base, a, b)
@@ -212,7 +233,7 @@ def _merge_body(sides: _Sides, base: str, a: str, b: str,
     m = merge3.Merge3(_split_lines(base), _split_lines(a), _split_lines(b))
     conflict = any(region[0] == "conflict" for region in m.merge_regions())
     lines = m.merge_lines(
-        name_a=f"ledgit: {sides.lm_a}", name_b=f"ledgit: {sides.lm_b}",
+        name_a=_marker_label(sides.lm_a, a), name_b=_marker_label(sides.lm_b, b),
         start_marker="<" * marker_size, mid_marker="=" * marker_size,
         end_marker=">" * marker_size)
     text = "".join(lines)

@@ -65,7 +65,7 @@ def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
 
     Raises LedgitError/ValueError when a side cannot be parsed (the caller falls back).
     """
-    from ledgit.merge import merge_records
+    from ledgit.merge import describe_provenance, merge_records
     from ledgit.record import parse_record, render_record
 
     if not base.strip():
@@ -81,7 +81,8 @@ def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
     rec_o = parse_record(ours, f"{path} (ours)")
     rec_t = parse_record(theirs, f"{path} (theirs)")
     result = merge_records(rec_b, rec_o, rec_t, marker_size)
-    notes = [f"{path}: {k} from {v}" for k, v in sorted(result.provenance.items())]
+    notes = [f"{path}: {describe_provenance(k, v)}"
+             for k, v in sorted(result.provenance.items())]
     notes += [f"{path}: {n}" for n in result.notes]
     return render_record(result.record).encode(), bool(result.conflicts), notes
 

@@ -121,12 +121,9 @@ def render_readout(readout: Mapping[str, Any], *, body: bool = True) -> str:
              f"revision:      {r['revision']}",
              f"created:       {r['created']}",
              f"last_modified: {r['last_modified']}"]
-    people = []
     for key in ("priority", "owner", "worker"):
         if r.get(key) is not None:
-            people.append(f"{key} {r[key]}")
-    if people:
-        lines.append("who:           " + ", ".join(people))
+            lines.append(f"{key + ':':<15}{r[key]}")
     claim = r["claim"]
     fr = r["freshness"]
     if claim:

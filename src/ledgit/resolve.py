@@ -148,7 +148,12 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
                  marker_size: int = 7) -> Outcome:
     """Re-merge one task's history and file; write them, ``git add`` what is resolved."""
     from ledgit.history import HistoryError, parse_events, replay
-    from ledgit.merge import _best_common_ancestor, merge_histories, merge_records
+    from ledgit.merge import (
+        _best_common_ancestor,
+        describe_provenance,
+        merge_histories,
+        merge_records,
+    )
     from ledgit.record import Record, parse_record, record_from_state, render_record
 
     md_path, hist_path = task_paths(prefix, task)
@@ -253,7 +258,8 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
                     base_from = "the histories' common ancestor"
         result = merge_records(base, ours, theirs, marker_size)
         _write(top / md_path, render_record(result.record).encode("utf-8"))
-        changed = ", ".join(f"{k} from {v}" for k, v in sorted(result.provenance.items()))
+        changed = "; ".join(describe_provenance(k, v)
+                            for k, v in sorted(result.provenance.items()))
         lines.append(f"{md_path}: re-merged from {_source(msides)} (base: {base_from})"
                      + (f": {changed}" if changed else ""))
         lines += [f"{md_path}: {n}" for n in result.notes]

@@ -39,11 +39,12 @@ def _common(f: Any) -> Any:
 def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | None,
                as_json: bool) -> int:
     """Load ``path`` with ``load``, import into the board of the working directory, print."""
-    from ledgit.board import actor_name, find_board
+    from ledgit.board import find_board
+    from ledgit.cli import actor_or_warn
     from ledgit.interop.common import Progress, import_records, print_summary
 
     board = find_board()
-    actor = actor_name(by, board.root)
+    actor = actor_or_warn(by, board.root)
     incoming, skips = load(path)
     progress = Progress(f"import {source}", len(incoming))
     summary: Summary = import_records(board, incoming, skips, actor=actor, source=source,
