@@ -25,7 +25,8 @@ from ledgit.interop.stateframe import (
 from ledgit.record import lifecycle_problems, parse_record, render_record
 
 HERE = Path(__file__).resolve().parent
-EXAMPLE = HERE.parents[1] / "notes" / "stateframe" / "task.ledger.json"
+# Stateframe's own example ledger (github.com/42amps/stateframe, MIT: tests/data/stateframe/LICENSE)
+EXAMPLE = HERE / "data" / "stateframe" / "task.ledger.json"
 TASK = "11111111-1111-4111-8111-111111111111"
 C1, C2 = "22222222-2222-4222-8222-222222222222", "33333333-3333-4333-8333-333333333333"
 I1, I2, I3 = ("55555555-5555-4555-8555-555555555555", "66666666-6666-4666-8666-666666666666",
@@ -33,10 +34,9 @@ I1, I2, I3 = ("55555555-5555-4555-8555-555555555555", "66666666-6666-4666-8666-6
 
 
 def example() -> dict[str, Any]:
-    if EXAMPLE.exists():
-        loaded: dict[str, Any] = json.loads(EXAMPLE.read_text(encoding="utf-8"))
-        return loaded
-    return rich()  # the research notes are not part of the repository
+    """The vendored example: always in the repository, never replaced by another ledger."""
+    loaded: dict[str, Any] = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    return loaded
 
 
 def commit(cid: str, parent: str | None, **kw: Any) -> dict[str, Any]:

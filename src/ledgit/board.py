@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
+from ledgit.markers import has_markers
 
 if TYPE_CHECKING:
     from ledgit.config import BoardConfig
@@ -167,8 +168,6 @@ class Board:
         Raises LedgitError: missing → exit 4; malformed, or its ``id`` differs from the file
         name → exit 2 with ``path:line: field: message``.
         """
-        from ledgit.record import parse_record
-
         path = self.task_path(task_id)
         rel = self.rel(path)
         try:
@@ -177,6 +176,12 @@ class Board:
             raise LedgitError(f"no task {task_id} ({rel})", NOT_FOUND) from None
         except OSError as exc:
             raise LedgitError(located(f"cannot read: {exc.strerror}", rel), USAGE) from None
+        return self._parse(task_id, data, rel)
+
+    def _parse(self, task_id: str, data: bytes, rel: str) -> Record:
+        """:meth:`read` of bytes already read from the file at ``rel``."""
+        from ledgit.record import parse_record
+
         record = parse_record(data, rel)
         if record.id != task_id:
             raise LedgitError(located(f"id {record.id!r} does not match the file name", rel,
@@ -257,8 +262,9 @@ class Board:
         to now (strictly later than before); validate (exit 2; new lifecycle violations are
         refused unless ``check_lifecycle=False``). A result equal to the current record writes
         nothing. Otherwise a hand edit of the file is first recorded as an ``edit`` event by
-        ``actor``, then the requested event is appended, the file replaced and the index row
-        refreshed. Returns the record now on disk.
+        ``actor`` (one ``ledgit: note:`` line on stderr says so), then the requested event is
+        appended, the file replaced and the index row refreshed. Returns the record now on
+        disk.
 
         Raises LedgitError: no such task (4), lock timeout (5), damaged history or more than
         one head (1: run ``ledgit verify`` / ``ledgit resolve``).
@@ -301,6 +307,14 @@ class Board:
                               op=op, before_state=current.state(), after_state=new.state(),
                               note=note, meta=meta)
             self._commit(task_id, [*pending, event], new)
+            for first in pending:
+                # Not silent (docs/history.md): the file held an unrecorded hand edit, or a
+                # version of it checked out alone, and this write kept it as an event.
+                what = ("a hand edit of" if first["op"] == "edit"
+                        else "the existing, history-less")
+                sys.stderr.write(f"ledgit: note: {task_id}: recorded {what} {rel} as "
+                                 f"{first['op']} event {first['id'][:12]} by {actor} before "
+                                 f"this {op}\n")
             return new
 
     def record_edit(self, task_id: str, actor: str) -> dict[str, Any] | None:
@@ -358,7 +372,9 @@ class Board:
                             found, head = verify_with_head(tid, text, None, revision=rev)
                         except Exception:  # noqa: BLE001 - the full check below reports it
                             found, head = [], None
-                        if not found and head is not None:
+                        body = head.get("body") if head is not None else None
+                        if not found and head is not None and not (
+                                isinstance(body, str) and has_markers(body)):
                             fields = head.get("fields")
                             for name, message in lifecycle_problems(
                                     fields if isinstance(fields, dict) else {}):
@@ -379,23 +395,48 @@ class Board:
     def _verify_one(self, tid: str) -> list[Problem]:
         """:meth:`verify` of one task, parsing its file (the reference check)."""
         from ledgit.history import Problem, verify
+        from ledgit.markers import RULE, marker_problem
         from ledgit.record import lifecycle_problems
 
         problems: list[Problem] = []
+        path, hpath = self.task_path(tid), self.history_path(tid)
+        rel, hrel = self.rel(path), self.rel(hpath)
         try:
-            text = self.read_history_text(tid)
-        except LedgitError as exc:
-            return [Problem(tid, 0, "schema", exc.message)]
+            hdata: bytes | None = hpath.read_bytes()
+        except FileNotFoundError:
+            hdata = None
+        except OSError as exc:
+            return [Problem(tid, 0, "schema", located(f"cannot read: {exc.strerror}", hrel))]
+        text = None if hdata is None else hdata.decode("utf-8", errors="replace")
+        read_error: str | None = None
+        try:
+            data: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            data = None
+        except OSError as exc:
+            data, read_error = None, located(f"cannot read: {exc.strerror}", rel)
+        # A line merge left in either file (Git's fallback without the driver, or the
+        # driver's own body conflict, committed anyway): said first, at the marker's line,
+        # as the gate does (ledgit.gate.check_task); the other rules would only misplace it.
+        for where, content in ((rel, data), (hrel, hdata)):
+            marked = marker_problem(where, content)
+            if marked:
+                problems.append(Problem(tid, marked[0], RULE, marked[1]))
+        if problems:
+            return problems
         record: Record | None = None
         error: str | None = None
+        if data is None and read_error is None:
+            rule = "orphan" if text is not None else "missing"
+            what = ("a history without a task file" if text is not None
+                    else "no such task")
+            return [Problem(tid, 0, rule, what)]
         try:
-            record = self.read(tid)
+            if read_error is not None:
+                raise LedgitError(read_error, USAGE)
+            assert data is not None
+            record = self._parse(tid, data, rel)
         except LedgitError as exc:
-            if exc.code == NOT_FOUND:
-                rule = "orphan" if text is not None else "missing"
-                what = ("a history without a task file" if text is not None
-                        else "no such task")
-                return [Problem(tid, 0, rule, what)]
             error = exc.message
             problems.append(Problem(tid, 0, "schema", error))
         try:

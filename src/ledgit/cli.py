@@ -61,6 +61,7 @@ COMMANDS: dict[str, str] = {
     "handoff": "ledgit.cli:handoff_cmd",
     "history": "ledgit.cli:history_cmd",
     "record": "ledgit.cli:record_cmd",
+    "check": "ledgit.check:check_cmd",
     "verify": "ledgit.gitcli:verify_cmd",  # cli.verify_cmd + the CI gate options
     "cache": "ledgit.cli:cache_group",
     "demo": "ledgit.demo:demo_cmd",
@@ -422,6 +423,7 @@ def get_cmd(task: str, no_body: bool, as_json: bool) -> int:
 
     board = _board()
     fields, body, path, revision = _one_task(board, task)
+    _warn_markers(fields.get("id"), body, path)
     readout = build_readout(fields, body, path=path, revision=revision, now=_now(),
                             ttl=int(board.config.claim_ttl))
     if as_json:
@@ -429,6 +431,15 @@ def get_cmd(task: str, no_body: bool, as_json: bool) -> int:
     else:
         _out(render_readout(readout, body=not no_body), nl=False)
     return OK
+
+
+def _warn_markers(task_id: Any, body: Any, path: Any) -> None:
+    """One stderr line when a task's body holds conflict markers (a line merge committed)."""
+    from ledgit.markers import has_markers
+
+    if isinstance(body, str) and has_markers(body):
+        _err(f"ledgit: warning: {task_id}: the body holds conflict markers "
+             f"(run: ledgit resolve {path}, or edit it, then: ledgit record {task_id})")
 
 
 def _one_task(board: Board, task: str) -> tuple[dict[str, Any], str, str, str]:
@@ -499,6 +510,8 @@ def _print_rows(rows: list[dict[str, Any]], as_json: bool, board: Board,
     ttl = int(board.config.claim_ttl)
     now = time.time()
     views = [_row_view(r, now, ttl) for r in rows]
+    for r in rows:
+        _warn_markers(r.get("id"), r.get("body"), r.get("path"))
     for path, message in errors:
         _err(f"ledgit: warning: skipped {path}: {message}" if path not in message
              else f"ledgit: warning: skipped: {message}")
@@ -1057,7 +1070,7 @@ def record_cmd(task: str, by: str | None, as_json: bool) -> int:
     elif event is None:
         _out(f"{tid}: the record matches its history head; nothing to record")
     else:
-        _out(f"{tid}: recorded edit event {event['id'][:12]}")
+        _out(f"{tid}: recorded {event.get('op', 'edit')} event {event['id'][:12]}")
     return OK
 
 

@@ -28,6 +28,8 @@ from typing import NamedTuple
 
 from ledgit import git
 from ledgit.errors import USAGE, LedgitError
+from ledgit.markers import RULE as MARKER_RULE
+from ledgit.markers import marker_problem
 
 LEDGIT_DIR = ".ledgit"
 TASKS = "tasks"
@@ -35,10 +37,6 @@ HISTORY = "history"
 TASK_SUFFIX = ".md"
 HISTORY_SUFFIX = ".jsonl"
 FORMATS = ("text", "json", "github")
-# A conflict marker line (git-merge(1) "HOW CONFLICTS ARE PRESENTED"): 7 or more of the
-# character (conflict-marker-size, gitattributes(5)), then a space and a label, or the end of
-# the line. "=======" alone is left out: Markdown uses it to underline headings.
-_MARKER = re.compile(rb"^(?:<{7,}|>{7,}|\|{7,})(?: |$)", re.MULTILINE)
 _LOCATED = re.compile(r"^(?P<path>.*?):(?P<line>\d+): (?P<rest>.*)$", re.DOTALL)
 
 
@@ -169,12 +167,6 @@ def task_of(path: str, prefix: str) -> str | None:
 # --------------------------------------------------------------------------- one task
 
 
-def marker_lines(data: bytes) -> list[int]:
-    """1-based numbers of the lines that are conflict markers (``<<<<<<<``, ``|||||||``,
-    ``>>>>>>>``)."""
-    return [data.count(b"\n", 0, m.start()) + 1 for m in _MARKER.finditer(data)]
-
-
 def _from_error(message: str, path: str) -> tuple[int, str]:
     """(line, message) from a ``path:line: field: message`` LedgitError text."""
     m = _LOCATED.match(message)
@@ -206,12 +198,10 @@ def check_task(task_id: str, record_path: str, record_data: bytes | None, histor
         return found
     damaged = False
     for path, data in ((record_path, record_data), (history_path, history_data)):
-        lines = marker_lines(data) if data else []
-        if lines:
+        marked = marker_problem(path, data)
+        if marked:
             damaged = True
-            add(path, lines[0], "conflict-markers",
-                f"{len(lines)} conflict marker line(s): a line merge was left in the file "
-                f"(run: ledgit resolve {path})")
+            add(path, marked[0], MARKER_RULE, marked[1])
     if damaged:
         return found
     if record_data is None:
@@ -253,11 +243,9 @@ def check_heads_and_markers(task_id: str, record_path: str, record_data: bytes |
 
     found: list[Finding] = []
     for path, data in ((record_path, record_data), (history_path, history_data)):
-        lines = marker_lines(data) if data else []
-        if lines:
-            found.append(Finding(path, lines[0], "conflict-markers",
-                                 f"{len(lines)} conflict marker line(s) "
-                                 f"(run: ledgit resolve {path})", commit))
+        marked = marker_problem(path, data)
+        if marked:
+            found.append(Finding(path, marked[0], MARKER_RULE, marked[1], commit))
     if history_data and not found:
         try:
             events = parse_events(history_data.decode("utf-8", errors="replace"), task_id)

@@ -139,10 +139,12 @@ def hook_block(name: str, command: str | None = None, *, created: bool = False,
     return "\n".join(lines) + "\n"
 
 
-def _top(cwd: Path) -> Path:
+def _top(cwd: Path, command: str = "install") -> Path:
+    """The work tree's top; exit 2 naming ``ledgit COMMAND`` outside a Git work tree."""
     top = git.toplevel(cwd)
     if top is None:
-        raise LedgitError(f"{cwd}: not inside a Git work tree (ledgit install needs one)", USAGE)
+        raise LedgitError(f"{cwd}: not inside a Git work tree (ledgit {command} needs one)",
+                          USAGE)
     return top
 
 
@@ -364,7 +366,7 @@ def _warm_index(cwd: Path) -> list[str]:
 
 def uninstall(cwd: Path) -> list[str]:
     """``ledgit uninstall``: remove exactly what install added. One line per action."""
-    _top(cwd)
+    _top(cwd, "uninstall")
     done: list[str] = []
     removed = [git.config_unset(cwd, f"merge.{DRIVER}.{key}") for key in ("driver", "name")]
     if any(removed):
@@ -443,7 +445,27 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
     if interrupted:
         gaps.append(Gap(wt, "interrupted writes: " + ", ".join(interrupted[:5]),
                         "ledgit doctor --repair"))
+    unrecorded = unrecorded_edits(board, skip=set(interrupted))
+    for tid in unrecorded[:MAX_LISTED]:
+        gaps.append(Gap(wt, f"{tid}: the task file differs from its history head (a hand "
+                            f"edit, or the file alone checked out or restored)",
+                        f"ledgit record {tid}"))
+    if len(unrecorded) > MAX_LISTED:
+        gaps.append(Gap(wt, f"{len(unrecorded) - MAX_LISTED} more task file(s) differ from "
+                            f"their history head", "ledgit check --fix"))
     return gaps
+
+
+MAX_LISTED = 10  # doctor names this many unrecorded edits, then counts the rest
+
+
+def unrecorded_edits(board: Board, skip: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Tasks whose file's revision is not their history head's (DESIGN §6, rule
+    ``record-head``): a hand edit not yet recorded, or a file put back by ``git checkout``/
+    ``restore`` alone. The next write would record it as an ``edit`` event; ``ledgit record
+    ID`` does it now. ``skip``: tasks already reported as interrupted writes."""
+    found = {p.task for p in board.verify() if p.rule == "record-head"}
+    return sorted(found - skip)
 
 
 def _index_stale(board: Board, *, fix: bool) -> str | None:
@@ -544,7 +566,7 @@ def doctor(cwd: Path, *, fix: bool = False, repair: bool = False) -> tuple[int, 
     """
     from ledgit.gate import board_prefix
 
-    _top(cwd)
+    _top(cwd, "doctor")
     board_rel = board_prefix(cwd)
     lines: list[str] = []
     worktrees = git.list_worktrees(cwd)

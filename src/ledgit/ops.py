@@ -294,8 +294,8 @@ def heartbeat(record: Record, *, by: str, now: str, ttl: int) -> Change:
         raise fail(f"{record.id}: no claim to renew (claim it first)", CLAIM)
     if held["by"] != by:
         fr = claim_freshness(record, now, ttl)
-        raise fail(f"{record.id}: claimed by {held['by']} ({fr.state}: {fr.reason}); "
-                   f"{by} holds no claim", CLAIM)
+        raise fail(f"{record.id}: claim taken over by {held['by']} at {held.get('at', '?')} "
+                   f"({fr.state}: {fr.reason}); {by} holds it no longer", CLAIM)
     f = _copy_fields(record)
     f["claim"] = dict(held, heartbeat=now)
     return finish(record, f, "heartbeat")
@@ -660,8 +660,7 @@ def accept(record: Record, *, items: Sequence[str], by: str, now: str,
         iid = resolve_item(record, text)["id"]
         item = by_id[iid]
         if item["trust"] == "deprecated":
-            later = ", ".join(item.get("superseded_by", [])) or "nothing"
-            raise fail(f"{record.id}: item {iid} is deprecated (superseded by {later})")
+            raise fail(f"{record.id}: item {iid} is deprecated{_superseded_by(item)}")
         if item["trust"] == "candidate" and iid not in chosen:
             chosen.append(iid)
     if not chosen:
@@ -686,6 +685,13 @@ def accept(record: Record, *, items: Sequence[str], by: str, now: str,
     if applied:
         meta["fields"] = applied
     return finish(record, f, "accept", None, meta)
+
+
+def _superseded_by(item: Mapping[str, Any]) -> str:
+    """`` (superseded by A, B)`` naming the items that superseded ``item``; empty when none
+    is recorded (e.g. imported deprecated, or deprecated by a merge): "deprecated" alone."""
+    later = [str(i) for i in item.get("superseded_by") or []]
+    return f" (superseded by {', '.join(later)})" if later else ""
 
 
 def _deprecate(item: dict[str, Any], by_item: str) -> None:
@@ -716,9 +722,10 @@ def revise(record: Record, *, supersedes: Sequence[str], text: str, by: str, now
     for t in supersedes:
         item = resolve_item(record, t)
         if item["trust"] == "deprecated":
-            later = ", ".join(item.get("superseded_by", [])) or "nothing"
-            raise fail(f"{record.id}: item {item['id']} is already deprecated (superseded by "
-                       f"{later}); revise the newer item")
+            later = item.get("superseded_by") or []
+            raise fail(f"{record.id}: item {item['id']} is already deprecated"
+                       f"{_superseded_by(item)}; "
+                       + ("revise the newer item" if later else "revise a current item"))
         if item["trust"] == "locked" and not owner_ok:
             raise _lock_refusal(record, by, f"supersede locked item {item['id']}")
         if item["id"] not in olds:

@@ -331,7 +331,7 @@ def resolve(cwd: Path, paths: Sequence[str] = ()) -> tuple[int, list[str]]:
     1 when something needs a person."""
     top = git.toplevel(cwd)
     if top is None:
-        raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
+        raise LedgitError(f"{cwd}: not inside a Git work tree (ledgit resolve needs one)", USAGE)
     prefix = board_prefix(cwd)
     if paths:
         tasks = sorted({_task_named(cwd, top, prefix, p) for p in paths})
