@@ -6,10 +6,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from ledgit import ops, readout, record
+from ledgit import lifecycle, ops, readout, record
 from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
 from ledgit.readout import build_readout, render_readout
 from ledgit.record import Record, lifecycle_problems, parse_record, render_record
@@ -424,16 +422,28 @@ def test_epoch_seconds_accepts_canonical_and_other_forms() -> None:
     assert epoch_seconds("2026-08-29T10:00:00.5Z") == base + 0.5
 
 
-@given(st.fixed_dictionaries({}, optional={
-    "status": st.sampled_from(record.STATUSES),
-    "waiting_on": st.sampled_from(["", "kim"]),
-    "outcome": st.sampled_from([{}, {"kind": "drop"}, {"kind": "park", "reason": "r"}]),
-    "response": st.sampled_from(["", "did it"]),
-    "claim": st.sampled_from([{}, {"by": "a", "at": "2026-01-01T00:00:00.000000Z"}]),
-    "next_action": st.sampled_from(["", "go"]),
-}))
-def test_readout_lifecycle_rules_agree_with_record(fields: dict[str, Any]) -> None:
-    assert readout.lifecycle_problems(fields) == record.lifecycle_problems(fields)
+@pytest.mark.parametrize(("fields", "expected"), [
+    ({"status": "open"}, []),
+    ({"status": "waiting"}, [("waiting_on", "status waiting needs waiting_on")]),
+    ({"status": "waiting", "waiting_on": "kim"}, []),
+    ({"status": "parked", "outcome": {"kind": "park"}},
+     [("outcome", "status parked needs an outcome with a reason")]),
+    ({"status": "dropped", "outcome": None},
+     [("outcome", "status dropped needs an outcome with a reason")]),
+    ({"status": "parked", "outcome": {"kind": "park", "reason": "r"}}, []),
+    ({"status": "done"}, [("response", "status done needs an account (response)")]),
+    ({"status": "done", "response": "did it", "claim": {"by": "a"}},
+     [("claim", "a done task holds no claim")]),
+    ({"status": "archived", "claim": {"by": "a"}, "waiting_on": "kim", "next_action": "go"},
+     [("claim", "an archived task holds no claim"),
+      ("waiting_on", "an archived task holds no waiting_on"),
+      ("next_action", "an archived task holds no next_action"),
+      ("claim", "a archived task holds no claim")]),
+    ({"status": "in_progress", "claim": {"by": "a"}}, []),
+])
+def test_lifecycle_rules(fields: dict[str, Any], expected: list[tuple[str, str]]) -> None:
+    assert lifecycle.lifecycle_problems(fields) == expected
+    assert record.lifecycle_problems is readout.lifecycle_problems is lifecycle.lifecycle_problems
 
 
 def test_durations() -> None:

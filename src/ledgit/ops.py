@@ -3,7 +3,7 @@
 Every operation is a function ``Record (+ arguments) -> Change`` that never touches the disk:
 the board calls it under the task's lock with the record it just read (the truth) and writes
 what it returns. Each result is validated against the schema and the lifecycle invariants of
-:func:`ledgit.record.lifecycle_problems`; anything that would break them is refused with a
+:func:`ledgit.lifecycle.lifecycle_problems`; anything that would break them is refused with a
 LedgitError (exit 2, one line) and nothing is written. Refusals caused by someone else's claim
 use exit 6.
 

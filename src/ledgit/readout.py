@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from ledgit.lifecycle import lifecycle_problems
+
 READOUT_VERSION = 1
 NOT_READY_OUTCOMES = ("drop", "no_change")  # `ready` never offers these (DESIGN §4)
 ACTIVE = ("open", "in_progress", "waiting", "monitoring", "parked")
@@ -196,26 +198,6 @@ def _item_line(item: Mapping[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def lifecycle_problems(fields: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """record.lifecycle_problems (DESIGN §4 invariants), repeated here so that a read does not
-    import record.py and PyYAML (tests/test_ops.py checks that the two agree)."""
-    status = fields.get("status")
-    problems: list[tuple[str, str]] = []
-    if status == "waiting" and not fields.get("waiting_on"):
-        problems.append(("waiting_on", "status waiting needs waiting_on"))
-    if status in ("parked", "dropped") and not (fields.get("outcome") or {}).get("reason"):
-        problems.append(("outcome", f"status {status} needs an outcome with a reason"))
-    if status == "done" and not fields.get("response"):
-        problems.append(("response", "status done needs an account (response)"))
-    if status == "archived":
-        for k in ("claim", "waiting_on", "next_action"):
-            if fields.get(k):
-                problems.append((k, f"an archived task holds no {k}"))
-    if fields.get("claim") and status in ("done", "dropped", "archived", "parked"):
-        problems.append(("claim", f"a {status} task holds no claim"))
-    return problems
 
 
 class Freshness(NamedTuple):

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ledgit.errors import LedgitError, located
+from ledgit.lifecycle import lifecycle_problems as lifecycle_problems
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -1053,28 +1054,6 @@ def make_record(fields: Mapping[str, Any], body: str = "", path: str = "<record>
         body += "\n"
     body = unicodedata.normalize("NFC", body)
     return Record(validate_fields(fields, path), body)
-
-
-# --------------------------------------------------------------------------- invariants
-
-
-def lifecycle_problems(fields: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Lifecycle invariants of DESIGN §4 as (field, message) pairs; empty when all hold."""
-    status = fields.get("status")
-    problems: list[tuple[str, str]] = []
-    if status == "waiting" and not fields.get("waiting_on"):
-        problems.append(("waiting_on", "status waiting needs waiting_on"))
-    if status in ("parked", "dropped") and not fields.get("outcome", {}).get("reason"):
-        problems.append(("outcome", f"status {status} needs an outcome with a reason"))
-    if status == "done" and not fields.get("response"):
-        problems.append(("response", "status done needs an account (response)"))
-    if status == "archived":
-        for k in ("claim", "waiting_on", "next_action"):
-            if fields.get(k):
-                problems.append((k, f"an archived task holds no {k}"))
-    if fields.get("claim") and status in ("done", "dropped", "archived", "parked"):
-        problems.append(("claim", f"a {status} task holds no claim"))
-    return problems
 
 
 # --------------------------------------------------------------------------- rendering

@@ -1,0 +1,26 @@
+"""The lifecycle invariants of DESIGN §4, as one pure rule shared by :mod:`ledgit.record` (writes)
+and :mod:`ledgit.readout` (reads). Standard library only, so a read does not import PyYAML."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def lifecycle_problems(fields: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Lifecycle invariants of DESIGN §4 as (field, message) pairs; empty when all hold."""
+    status = fields.get("status")
+    problems: list[tuple[str, str]] = []
+    if status == "waiting" and not fields.get("waiting_on"):
+        problems.append(("waiting_on", "status waiting needs waiting_on"))
+    if status in ("parked", "dropped") and not (fields.get("outcome") or {}).get("reason"):
+        problems.append(("outcome", f"status {status} needs an outcome with a reason"))
+    if status == "done" and not fields.get("response"):
+        problems.append(("response", "status done needs an account (response)"))
+    if status == "archived":
+        for k in ("claim", "waiting_on", "next_action"):
+            if fields.get(k):
+                problems.append((k, f"an archived task holds no {k}"))
+    if fields.get("claim") and status in ("done", "dropped", "archived", "parked"):
+        problems.append(("claim", f"a {status} task holds no claim"))
+    return problems
