@@ -383,7 +383,9 @@ class HistoryMerge:
                 f"event={self.event!r}, problem={self.problem!r})")
 
 
-def _best_common_ancestor(events: Sequence[Event], x: str, y: str) -> str | None:
+def best_common_ancestor(events: Sequence[Event], x: str, y: str) -> str | None:
+    """The best common ancestor of events ``x`` and ``y``: of their common ancestors that are
+    no ancestor of another, the latest (by ``at``, then id); None if there is none."""
     from ledgit.history import ancestors
 
     common = ancestors(events, x) & ancestors(events, y)
@@ -478,7 +480,7 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
     rec = record_from_state(states[hs[0]])
     result: MergeResult | None = None
     for other in hs[1:]:
-        lca = _best_common_ancestor(union, hs[0], other)
+        lca = best_common_ancestor(union, hs[0], other)
         base_rec = record_from_state(states[lca]) if lca else None
         result = merge_records(base_rec, rec, record_from_state(states[other]), marker_size)
         rec = result.record
@@ -492,4 +494,5 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
     return HistoryMerge(render_history([*union, event]), False, event, result)
 
 
-__all__ = ["MergeResult", "HistoryMerge", "merge_records", "merge_histories", "merge_set"]
+__all__ = ["MergeResult", "HistoryMerge", "merge_records", "merge_histories", "merge_set",
+           "best_common_ancestor"]

@@ -149,7 +149,7 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
     """Re-merge one task's history and file; write them, ``git add`` what is resolved."""
     from ledgit.history import HistoryError, parse_events, replay
     from ledgit.merge import (
-        _best_common_ancestor,
+        best_common_ancestor,
         describe_provenance,
         merge_histories,
         merge_records,
@@ -252,7 +252,7 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
             by_rev = {_rev(s): eid for eid, s in states.items()}
             a, b = by_rev.get(ours.revision), by_rev.get(theirs.revision)
             if a is not None and b is not None:
-                lca = _best_common_ancestor(events, a, b)
+                lca = best_common_ancestor(events, a, b)
                 if lca is not None:
                     base = record_from_state(states[lca])
                     base_from = "the histories' common ancestor"
