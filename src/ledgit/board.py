@@ -482,22 +482,7 @@ class Board:
         from ledgit.record import record_from_state
 
         done: list[str] = []
-        leftovers: dict[str, list[str]] = {}
-        for name in _listdir(self.tasks_dir):
-            if name.startswith(".") and TMP_MARK in name:
-                leftovers.setdefault(name[1:name.index(TMP_MARK)], []).append(name)
-        tasks = set(_stems(self.tasks_dir, TASK_SUFFIX))
-        histories = _stems(self.history_dir, HISTORY_SUFFIX)
-        suspects = set(leftovers)
-        for tid in tasks & histories:
-            try:
-                hst = os.stat(self.history_path(tid))
-                tst = os.stat(self.task_path(tid))
-            except (OSError, LedgitError):
-                continue
-            if hst.st_mtime_ns >= tst.st_mtime_ns:
-                suspects.add(tid)
-        suspects |= histories - tasks
+        leftovers, tasks, suspects = self._repair_suspects()
         for tid in sorted(suspects):
             if not _is_valid_id(tid):
                 continue
@@ -559,6 +544,65 @@ class Board:
                     raise
                 done.append(f"{tid}: busy, skipped (another process holds its lock)")
         return done
+
+    def pending_repairs(self) -> list[str]:
+        """Tasks whose last write was interrupted (DESIGN §6), without touching anything: a
+        dry run of :meth:`repair`'s detection (``ledgit doctor``). Of repair's suspects, those
+        with a leftover temp file or a history without its file, and those whose history is
+        torn (no final newline) or one event ahead of the task file."""
+        from ledgit.history import HistoryError, heads, parse_events, replay
+        from ledgit.record import parse_record, revision_of
+
+        leftovers, tasks, suspects = self._repair_suspects()
+        found: set[str] = set()
+        for tid in suspects:
+            if tid in leftovers or tid not in tasks:
+                found.add(tid)
+                continue
+            hpath = self.history_dir / (tid + HISTORY_SUFFIX)
+            tpath = self.tasks_dir / (tid + TASK_SUFFIX)
+            try:
+                text = hpath.read_text(encoding="utf-8", errors="replace")
+                if text and not text.endswith("\n"):
+                    found.add(tid)  # a torn append
+                    continue
+                events = parse_events(text, tid)
+                hs = heads(events)
+                if len(hs) != 1 or len(events) < 2:
+                    continue
+                states = replay(events, tid)
+                head = events[-1] if events[-1]["id"] == hs[0] else None
+                if head is None:
+                    continue
+                record = parse_record(tpath.read_bytes(), str(tpath))
+                if (record.revision != revision_of(states[hs[0]])
+                        and record.revision == revision_of(states[head["parents"][0]])):
+                    found.add(tid)
+            except (OSError, HistoryError, LedgitError, ValueError):
+                continue
+        return sorted(found)
+
+    def _repair_suspects(self) -> tuple[dict[str, list[str]], set[str], set[str]]:
+        """(leftover temp files by task, task ids with a file, suspects) for :meth:`repair`
+        and :meth:`pending_repairs`. Suspects: a leftover temp file, a history without its
+        file, or a history written no earlier than its file (ids not yet validated)."""
+        leftovers: dict[str, list[str]] = {}
+        for name in _listdir(self.tasks_dir):
+            if name.startswith(".") and TMP_MARK in name:
+                leftovers.setdefault(name[1:name.index(TMP_MARK)], []).append(name)
+        tasks = set(_stems(self.tasks_dir, TASK_SUFFIX))
+        histories = _stems(self.history_dir, HISTORY_SUFFIX)
+        suspects = set(leftovers)
+        for tid in tasks & histories:
+            try:
+                hst = os.stat(self.history_dir / (tid + HISTORY_SUFFIX))
+                tst = os.stat(self.tasks_dir / (tid + TASK_SUFFIX))
+            except OSError:
+                continue
+            if hst.st_mtime_ns >= tst.st_mtime_ns:
+                suspects.add(tid)
+        suspects |= histories - tasks
+        return leftovers, tasks, suspects
 
     # ------------------------------------------------------------------ internals
 

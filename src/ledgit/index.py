@@ -616,6 +616,15 @@ class Index:
                 if isinstance(checked, int) and isinstance(mtime, int)
                 and mtime < checked - RACY_WINDOW_NS and get(tid) == (mtime, size, ino)}
 
+    def stale_tasks(self) -> list[str]:
+        """Sorted ids whose row is not the task file as it stands (``ledgit doctor``): a task
+        file without a row, a row without a file, or a row built from a file whose (mtime_ns,
+        size, inode) differ from the file's now. Read-only: refreshes nothing."""
+        rows = {r[0]: tuple(r[1:]) for r in self.db.execute(
+            "SELECT id, mtime_ns, size, ino FROM tasks")}
+        files = _stat_scan(self.board.tasks_dir)
+        return sorted(n for n in files.keys() | rows.keys() if files.get(n) != rows.get(n))
+
     @_recovering
     def status(self) -> dict[str, Any]:
         """Where the index is and what it holds (no refresh): path, tasks, errors, rows,

@@ -441,7 +441,7 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
     stale = _index_stale(board, fix=fix)
     if stale:
         gaps.append(Gap(wt, stale, "ledgit cache rebuild"))
-    interrupted = interrupted_writes(board)
+    interrupted = board.pending_repairs()
     if interrupted:
         gaps.append(Gap(wt, "interrupted writes: " + ", ".join(interrupted[:5]),
                         "ledgit doctor --repair"))
@@ -483,19 +483,9 @@ def _index_stale(board: Board, *, fix: bool) -> str | None:
         state = "the index is not built"
     else:
         try:
-            rows = {r[0]: tuple(r[1:]) for r in index.db.execute(
-                "SELECT id, mtime_ns, size, ino FROM tasks")}
+            differ = index.stale_tasks()
         finally:
             index.close()
-        files: dict[str, tuple[int, int, int]] = {}
-        for name in _listdir(board.tasks_dir):
-            if name.endswith(".md") and not name.startswith("."):
-                try:
-                    st = os.stat(board.tasks_dir / name)
-                except FileNotFoundError:
-                    continue
-                files[name[:-3]] = (st.st_mtime_ns, st.st_size, st.st_ino)
-        differ = sorted(n for n in files.keys() | rows.keys() if files.get(n) != rows.get(n))
         if differ:
             state = (f"the index is stale ({len(differ)} task file(s) changed since it was "
                      f"built: {', '.join(differ[:3])})")
@@ -504,58 +494,6 @@ def _index_stale(board: Board, *, fix: bool) -> str | None:
             fresh.refresh()
         return None
     return state
-
-
-def _listdir(path: Path) -> list[str]:
-    try:
-        return os.listdir(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
-def interrupted_writes(board: Board) -> list[str]:
-    """Tasks whose last write was interrupted (DESIGN §6): a leftover temp file, a history
-    one event ahead of its file, or a history without its file."""
-    from ledgit.board import TMP_MARK
-    from ledgit.history import HistoryError, heads, parse_events, replay
-    from ledgit.record import parse_record, revision_of
-
-    found: set[str] = set()
-    names = _listdir(board.tasks_dir)
-    for name in names:
-        if name.startswith(".") and TMP_MARK in name:
-            found.add(name[1:name.index(TMP_MARK)])
-    tasks = {n[:-3] for n in names if n.endswith(".md") and not n.startswith(".")}
-    for name in _listdir(board.history_dir):
-        if not name.endswith(".jsonl") or name.startswith("."):
-            continue
-        tid = name[:-6]
-        if tid not in tasks:
-            found.add(tid)
-            continue
-        hpath, tpath = board.history_dir / name, board.tasks_dir / f"{tid}.md"
-        try:
-            if hpath.stat().st_mtime_ns < tpath.stat().st_mtime_ns:
-                continue  # the file was written after the history: not interrupted
-            text = hpath.read_text(encoding="utf-8", errors="replace")
-            if text and not text.endswith("\n"):
-                found.add(tid)  # a torn append
-                continue
-            events = parse_events(text, tid)
-            hs = heads(events)
-            if len(hs) != 1 or len(events) < 2:
-                continue
-            states = replay(events, tid)
-            head = events[-1] if events[-1]["id"] == hs[0] else None
-            if head is None:
-                continue
-            record = parse_record(tpath.read_bytes(), str(tpath))
-            if (record.revision != revision_of(states[hs[0]])
-                    and record.revision == revision_of(states[head["parents"][0]])):
-                found.add(tid)
-        except (OSError, HistoryError, LedgitError, ValueError):
-            continue
-    return sorted(found)
 
 
 def doctor(cwd: Path, *, fix: bool = False, repair: bool = False) -> tuple[int, list[str]]:
