@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -103,13 +104,17 @@ def isolated_env(home: Path, actor: str = "stress") -> dict[str, str]:
 
 @dataclass
 class Result:
-    """One finished command: argv, exit code, stdout, stderr, seconds."""
+    """One finished command: argv, exit code, stdout, stderr, wall seconds, and CPU seconds
+    (user + system of the children reaped meanwhile: exact when this process runs one
+    command at a time, which is how the timing checks call it; a loaded machine stretches
+    wall time, not CPU time)."""
 
     args: tuple[str, ...]
     code: int
     out: str
     err: str
     seconds: float
+    cpu: float = 0.0
 
     def json(self) -> Any:
         return json.loads(self.out)
@@ -121,11 +126,15 @@ class Result:
 
 def run(args: Sequence[str], cwd: Path, env: Mapping[str, str], *,
         timeout: float = 120, input: str | None = None) -> Result:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(list(args), cwd=cwd, env=dict(env), capture_output=True,
                           timeout=timeout, input=input.encode() if input is not None else None)
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Result(tuple(args), proc.returncode, proc.stdout.decode("utf-8", "replace"),
-                  proc.stderr.decode("utf-8", "replace"), time.perf_counter() - started)
+                  proc.stderr.decode("utf-8", "replace"), seconds, cpu)
 
 
 def ledgit(args: Sequence[str], cwd: Path, env: Mapping[str, str], *,

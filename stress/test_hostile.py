@@ -18,7 +18,8 @@ from stresskit import ledgit
 
 from ledgit.errors import LedgitError
 
-FAST = 2.0
+FAST = 2.0  # CPU seconds of one command, start-up included (issue 7: "refused fast")
+SANE = 20.0  # wall seconds: only a hang fails this, not a loaded machine
 T0 = "2026-01-01T00:00:00.000000Z"
 
 
@@ -64,9 +65,8 @@ def test_hostile_ids_are_refused(repo: Path, env: dict[str, str], command: list[
     ids = HOSTILE_IDS if command[0] in ("get", "update") and "{id}" in command[1] else FEW_IDS
     for hostile in ids:
         args = [a.replace("{id}", hostile) for a in command]
-        started = time.perf_counter()
         res = ledgit(args, repo, env, ok=None)
-        assert time.perf_counter() - started < FAST
+        assert res.cpu < FAST and res.seconds < SANE, res.describe()
         assert res.code in (2, 4), res.describe()
         _one_clear_line(res.err)
     assert _tree(repo / ".ledgit") == before_repo
@@ -144,7 +144,7 @@ def test_yaml_attacks_are_refused_fast(tmp_path: Path, attack: str) -> None:
     from ledgit.record import parse_record
 
     pwned = tmp_path / "pwned"
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         parse_record(_attack_text(attack, "T-hostile00", pwned).encode(), "hostile.md")
         accepted = True
@@ -152,7 +152,7 @@ def test_yaml_attacks_are_refused_fast(tmp_path: Path, attack: str) -> None:
         accepted = False
         assert "\n" not in str(exc)
         assert str(exc).startswith("hostile.md")
-    assert time.perf_counter() - started < FAST
+    assert time.process_time() - started < FAST
     # 20,000 plain keys under x: are legal: they only have to be fast.
     assert accepted == (attack == "many-keys"), f"{attack}: accepted={accepted}"
     assert not pwned.exists(), "a YAML tag ran code"
@@ -161,8 +161,6 @@ def test_yaml_attacks_are_refused_fast(tmp_path: Path, attack: str) -> None:
 def test_yaml_attacks_through_the_cli(repo: Path, env: dict[str, str]) -> None:
     """Every attack file planted in one board: get and update refuse each with one line
     (exit 2) and rewrite none; list and verify report them; no tag runs code."""
-    from concurrent.futures import ThreadPoolExecutor
-
     pwned = repo.parent / "pwned"
     planted: dict[str, Path] = {}
     for n, attack in enumerate(sorted(YAML_ATTACKS)):
@@ -176,17 +174,11 @@ def test_yaml_attacks_through_the_cli(repo: Path, env: dict[str, str]) -> None:
     calls = [["get", tid] for tid in planted] + [
         ["update", tid, "--response", "x"] for tid in planted]
 
-    def call(args: list[str]) -> tuple[list[str], float, object]:
-        started = time.perf_counter()
+    for args in calls:
         res = ledgit(args, repo, env, ok=None)
-        return args, time.perf_counter() - started, res
-
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        results = list(pool.map(call, calls))
-    for args, seconds, res in results:
-        assert seconds < FAST * 2, f"{args} took {seconds:.1f}s"  # 3 at once on 2 cores
-        assert res.code == 2, res.describe()  # type: ignore[attr-defined]
-        _one_clear_line(res.err)  # type: ignore[attr-defined]
+        assert res.cpu < FAST and res.seconds < SANE, res.describe()
+        assert res.code == 2, res.describe()
+        _one_clear_line(res.err)
     for args in (["list"], ["verify", "--all"]):
         res = ledgit(args, repo, env, ok=(0, 1))
         assert "Traceback" not in res.err

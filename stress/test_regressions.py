@@ -1,5 +1,6 @@
 """Regression tests for the bugs the reliability suite found (issue 7), one test per bug,
-named after it, in the default run.
+named after it, in the default run. Each docstring says what was wrong and what we want;
+all nine were fixed in bb0dec2..e6c52e2 (docs/reliability.md has the list).
 
 A bug that is reported but not yet fixed is marked ``known_bug`` (a strict xfail): the test
 states the behaviour we want, the run stays green while the fix is routed, and the day the
@@ -105,22 +106,20 @@ def test_50mb_body_is_refused_fast(repo: Path, env: dict[str, str], tmp_path: Pa
     body = "lorem ipsum dolor sit amet\n" * (50 * 1024 * 1024 // 27)
     text = ("---\nid: T-bigbigbig0\ntitle: big\nstatus: open\n"
             "created: 2026-01-01T00:00:00Z\nlast_modified: 2026-01-01T00:00:00Z\n---\n" + body)
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(LedgitError):
         parse_record(text.encode(), "big.md")
-    assert time.perf_counter() - started < FAST
+    assert time.process_time() - started < FAST
     body_file = tmp_path / "body.md"
     body_file.write_text(body)
     before = sorted(p.name for p in (repo / ".ledgit" / "tasks").iterdir())
-    started = time.perf_counter()
     res = ledgit(["create", "big", "--body-file", str(body_file)], repo, env, ok=None)
-    assert time.perf_counter() - started < FAST
+    assert res.cpu < FAST and res.seconds < 30, res.describe()  # CPU: a loaded box is slow
     assert res.code == 2, res.describe()
     assert sorted(p.name for p in (repo / ".ledgit" / "tasks").iterdir()) == before
     (repo / ".ledgit" / "tasks" / "T-bigbigbig0.md").write_text(text)
-    started = time.perf_counter()
     res = ledgit(["get", "T-bigbigbig0"], repo, env, ok=None)
-    assert time.perf_counter() - started < FAST
+    assert res.cpu < FAST and res.seconds < 30, res.describe()
     assert res.code == 2, res.describe()
 
 
