@@ -32,7 +32,7 @@ import marshal
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -162,7 +162,8 @@ class Index:
     to see changes made since. :meth:`get` always re-checks its one file.
     """
 
-    def __init__(self, board: Board, path: Path | str, db: sqlite3.Connection) -> None:
+    def __init__(self, board: Board, path: Path | str, db: sqlite3.Connection, *,
+                 known: Mapping[str, tuple[Record, bytes]] | None = None) -> None:
         self.board = board
         self.path = path  # a Path, or ":memory:" when the private dir cannot be written
         self.db = db
@@ -170,29 +171,32 @@ class Index:
         self._rel_dir = board.rel(board.tasks_dir) + "/"
         self._inode: int | None = None  # of the file opened: tells a replaced file apart
         self._built: RefreshStats | None = None  # set when opening built it from scratch
+        self._known = known or {}  # id -> (record, bytes): indexed without parsing (rebuild_from)
 
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, board: Board, *, busy_timeout: float = BUSY_TIMEOUT) -> Index:
+    def open(cls, board: Board, *, busy_timeout: float = BUSY_TIMEOUT,
+             known: Mapping[str, tuple[Record, bytes]] | None = None) -> Index:
         """The board's index (``<private dir>/index.sqlite3``), built when missing, corrupt
         (sqlite3.DatabaseError) or of another schema (PRAGMA user_version). Creates the
-        private dir; falls back to an in-memory index when it cannot be written."""
+        private dir; falls back to an in-memory index when it cannot be written. ``known``:
+        see :meth:`rebuild_from`."""
         path = board.private_dir / INDEX_NAME
         try:
             board.private_dir.mkdir(parents=True, exist_ok=True)
         except OSError:
-            return cls._in_memory(board)
+            return cls._in_memory(board, known)
         inode = _inode(path)
         try:
-            index = cls(board, path, _connect(path, busy_timeout))
+            index = cls(board, path, _connect(path, busy_timeout), known=known)
             index._prepare()
         except sqlite3.DatabaseError as exc:
             if _is_busy(exc):
                 raise _busy(path) from None
             if _is_readonly(exc):
-                return cls._in_memory(board)
-            index = cls._discard_and_open(board, path, busy_timeout, inode)
+                return cls._in_memory(board, known)
+            index = cls._discard_and_open(board, path, busy_timeout, inode, known)
         index._inode = inode if inode is not None else _inode(path)
         return index
 
@@ -214,14 +218,17 @@ class Index:
         return index
 
     @classmethod
-    def _in_memory(cls, board: Board) -> Index:
-        index = cls(board, ":memory:", sqlite3.connect(":memory:", isolation_level=None))
+    def _in_memory(cls, board: Board,
+                   known: Mapping[str, tuple[Record, bytes]] | None = None) -> Index:
+        index = cls(board, ":memory:", sqlite3.connect(":memory:", isolation_level=None),
+                    known=known)
         index._prepare()
         return index
 
     @classmethod
     def _discard_and_open(cls, board: Board, path: Path, busy_timeout: float,
-                          broken: int | None) -> Index:
+                          broken: int | None,
+                          known: Mapping[str, tuple[Record, bytes]] | None = None) -> Index:
         """Replace the corrupt index file (inode ``broken``) with a fresh build. Serialised
         by a lock file; a file another process has already replaced is used as it is."""
         from ledgit.board import file_lock
@@ -232,7 +239,7 @@ class Index:
                 db: sqlite3.Connection | None = None
                 try:
                     db = _connect(path, busy_timeout)
-                    index = cls(board, path, db)
+                    index = cls(board, path, db, known=known)
                     index._prepare()
                     index._inode = now
                     return index
@@ -244,7 +251,7 @@ class Index:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 with suppress(FileNotFoundError):
                     os.unlink(f"{path}{suffix}")
-            index = cls(board, path, _connect(path, busy_timeout))
+            index = cls(board, path, _connect(path, busy_timeout), known=known)
             index._prepare()
             index._inode = _inode(path)
             return index
@@ -392,6 +399,18 @@ class Index:
             stats = self._fill()
         self._fresh = True
         return stats
+
+    @classmethod
+    def rebuild_from(cls, board: Board,
+                     known: Mapping[str, tuple[Record, bytes]]) -> RefreshStats:
+        """:meth:`rebuild` (every task file read again, the index built if missing) that does
+        not re-parse files just written: a file whose bytes are exactly ``known[id][1]`` is
+        indexed from the record ``known[id][0]``; any other file is parsed as usual."""
+        index = cls.open(board, known=known)
+        try:
+            return index.rebuild()
+        finally:
+            index.close()
 
     def _fill(self) -> RefreshStats:
         """Read every task file into the (empty) tables; caller holds a write transaction."""
@@ -685,6 +704,10 @@ class Index:
         sha256 = _hashes()[0]
         rel = self._rel_dir + name + ".md"
         head = (name, rel, st[0], st[1], st[2], checked_ns, _digest(data))
+        if record is None and self._known:
+            mine = self._known.get(name)
+            if mine is not None and mine[1] == data:
+                record = mine[0]
         try:
             if record is None:
                 record = _parser()(data, rel)

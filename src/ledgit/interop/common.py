@@ -12,7 +12,7 @@ it could not read) and hands them to :func:`import_records`, which
    more ``os.sync()``: the write-ahead order of DESIGN §6 per batch instead of per task, so a
    5,000-task import costs two flushes, not 10,000 fsyncs. Changed tasks go through the task
    lock and get one ``import`` event each;
-3. rebuilds the index once (``Index.open(board).rebuild()``).
+3. rebuilds the index once (``Index.rebuild_from``, without re-parsing what it wrote).
 
 Deterministic: a task file's bytes depend only on its source record; a genesis event's time is
 the record's ``last_modified``. Re-importing the same source writes nothing.
@@ -272,35 +272,13 @@ def import_records(board: Board, incoming: Iterable[Incoming], skips: Iterable[S
     if progress is not None:
         progress.close()
     if rebuild_index and (plan.new or plan.changed):
-        rebuild_with(board, written)
+        from ledgit.index import Index
+
+        # Files whose bytes are still those just written are indexed without re-parsing.
+        Index.rebuild_from(board, written)
     summary.ids = [i.record.id for i in plan.new] + [i.record.id for i, _ in plan.changed]
     summary.seconds = time.perf_counter() - started
     return summary
-
-
-def rebuild_with(board: Board, written: Mapping[str, tuple[Record, bytes]]) -> None:
-    """``Index.rebuild()`` (every task file read again) that does not re-parse the files this
-    import has just written: a file whose bytes are exactly those written for a record in
-    ``written`` (id -> (record, bytes)) is indexed from that record; any other file (changed
-    since, or not ours) is parsed as usual."""
-    from ledgit.index import Index
-
-    class _Known(Index):
-        def _build(self, name: str, st: Any, checked_ns: int, data: bytes,
-                   record: Record | None = None) -> Any:
-            mine = written.get(name)
-            if record is None and mine is not None and mine[1] == data:
-                record = mine[0]
-            return super()._build(name, st, checked_ns, data, record)
-
-    # Opening a missing or outdated index fills it (through _build above); an index that was
-    # already current is rebuilt explicitly.
-    index = _Known.open(board)
-    try:
-        if getattr(index, "_built", None) is None:
-            index.rebuild()
-    finally:
-        index.close()
 
 
 def genesis_events(item: Incoming, actor: str, source: str) -> list[Event]:
