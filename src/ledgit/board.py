@@ -730,7 +730,7 @@ class Board:
             raise LedgitError(located(f"cannot write: {exc.strerror}", self.rel(path)),
                               USAGE) from None
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -748,19 +748,7 @@ class Board:
         self.tasks_dir.mkdir(parents=True, exist_ok=True)
         path = self.task_path(task_id)
         refuse_link(self, path)  # os.replace would swap the link for a file, silently
-        # os.urandom, not secrets: the temp name only has to be unique (secrets imports
-        # random, hmac and base64 on every write).
-        tmp = self.tasks_dir / f".{task_id}{TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            _write_all(fd, render_record(record).encode("utf-8"))
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            tmp.unlink()
-            raise
-        os.close(fd)
-        os.replace(tmp, path)
+        replace_task_file(path, render_record(record).encode("utf-8"), fsync=True)
         _fsync_dir(self.tasks_dir)
 
     def _refresh_index(self, records: list[Record]) -> None:
@@ -1079,10 +1067,32 @@ def _line_of_key(data: bytes, key: str) -> int | None:
     return None
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (os.write may write less than asked)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def replace_task_file(path: Path, data: bytes, *, fsync: bool) -> None:
+    """Replace the task file ``path`` (``<id>.md``) with ``data`` atomically: a temp file
+    ``.<id>.md.tmp-<pid>-<random>`` in the same dir (see :data:`TMP_MARK`), fsync'ed when
+    ``fsync``, then renamed over it. The caller checks links and fsyncs the dir."""
+    # os.urandom, not secrets: the temp name only has to be unique (secrets imports
+    # random, hmac and base64 on every write).
+    tmp = path.with_name(f".{path.name[:-len(TASK_SUFFIX)]}{TMP_MARK}{os.getpid()}-"
+                         f"{os.urandom(4).hex()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink()
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
 
 
 def _write_new(path: Path, text: str) -> None:

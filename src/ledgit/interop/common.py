@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import sys
 import time
 from collections import Counter
@@ -33,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
+from ledgit.board import replace_task_file, write_all
 from ledgit.errors import USAGE, LedgitError
 
 if TYPE_CHECKING:
@@ -368,7 +368,7 @@ def _write_new(board: Board, items: Sequence[Incoming], actor: str, source: str,
         # lone genesis of an interrupted import of this same source.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
         try:
-            _write_all(fd, data.encode("utf-8"))
+            write_all(fd, data.encode("utf-8"))
         finally:
             os.close(fd)
         if progress is not None:
@@ -414,7 +414,7 @@ def _update(board: Board, item: Incoming, actor: str, source: str) -> bytes:
         path = board.history_path(tid)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         try:
-            _write_all(fd, event_line(event).encode("utf-8"))
+            write_all(fd, event_line(event).encode("utf-8"))
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -424,19 +424,7 @@ def _update(board: Board, item: Incoming, actor: str, source: str) -> bytes:
 
 def _replace(board: Board, tid: str, data: bytes, fsync: bool = False) -> None:
     """Atomic replace of a task file (temp file in the same dir + rename)."""
-    path = board.task_path(tid)
-    tmp = board.tasks_dir / f".{tid}.md.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        _write_all(fd, data)
-        if fsync:
-            os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        tmp.unlink()
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
+    replace_task_file(board.task_path(tid), data, fsync=fsync)
 
 
 def _sync() -> None:
@@ -445,12 +433,6 @@ def _sync() -> None:
     sync: Callable[[], None] | None = getattr(os, "sync", None)
     if sync is not None:
         sync()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def _stems(path: Any, suffix: str) -> set[str]:
