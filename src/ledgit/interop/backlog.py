@@ -73,20 +73,9 @@ def backlog_date(text: str) -> str:
 
 def read_task_file(path: Path) -> tuple[dict[str, Any], str]:
     """(front matter, every scalar a string, body) of a Backlog.md task file."""
-    import yaml
+    from ledgit.interop.common import read_front_matter
 
-    text = path.read_text(encoding="utf-8").replace("\r\n", "\n")
-    if not text.startswith("---\n") or "\n---\n" not in text[3:] + "\n":
-        raise LedgitError(located("no YAML front matter", str(path), 1), USAGE)
-    end = (text[3:] + "\n").index("\n---\n") + 3
-    try:
-        front = yaml.load(text[4:end + 1], Loader=yaml.BaseLoader)  # noqa: S506 - strings only
-    except yaml.YAMLError as exc:
-        raise LedgitError(located(f"invalid YAML: {str(exc).splitlines()[0]}", str(path)),
-                          USAGE) from None
-    if not isinstance(front, dict):
-        raise LedgitError(located("front matter is not a mapping", str(path), 2), USAGE)
-    return front, text[end + 5:]
+    return read_front_matter(path, closing_at_end=True)
 
 
 def _strings(value: Any) -> list[str] | None:

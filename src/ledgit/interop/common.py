@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from ledgit.board import replace_task_file, write_all
-from ledgit.errors import USAGE, LedgitError
+from ledgit.errors import USAGE, LedgitError, located
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ledgit.board import Board
     from ledgit.history import Event
     from ledgit.record import Record
@@ -442,6 +444,28 @@ def _stems(path: Any, suffix: str) -> set[str]:
         return set()
     n = len(suffix)
     return {name[:-n] for name in names if name.endswith(suffix) and not name.startswith(".")}
+
+
+def read_front_matter(path: Path, *, closing_at_end: bool = False
+                      ) -> tuple[dict[str, Any], str]:
+    """(YAML front matter without implicit typing, every scalar a string; the text after it)
+    of a Markdown file that opens with ``---``. ``closing_at_end``: the closing ``---`` may
+    also be the file's last line without a newline. Raises LedgitError (USAGE) otherwise."""
+    import yaml
+
+    text = path.read_text(encoding="utf-8").replace("\r\n", "\n")
+    search = text[3:] + "\n" if closing_at_end else text[3:]
+    if not text.startswith("---\n") or "\n---\n" not in search:
+        raise LedgitError(located("no YAML front matter", str(path), 1), USAGE)
+    end = search.index("\n---\n") + 3
+    try:
+        front = yaml.load(text[4:end + 1], Loader=yaml.BaseLoader)  # noqa: S506 - strings only
+    except yaml.YAMLError as exc:
+        raise LedgitError(located(f"invalid YAML: {str(exc).splitlines()[0]}", str(path)),
+                          USAGE) from None
+    if not isinstance(front, dict):
+        raise LedgitError(located("front matter is not a mapping", str(path), 2), USAGE)
+    return front, text[end + 5:]
 
 
 def read_jsonl(path: str, parse: Callable[[Any, str], Record],

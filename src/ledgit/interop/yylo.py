@@ -206,21 +206,11 @@ def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def read_task_file(path: Path) -> dict[str, Any]:
     """A task ``.md`` as a dict: front matter without implicit typing (every scalar a
     string; empty → None), ``body`` and ``agent_response`` from their marked blocks."""
-    import yaml
+    from ledgit.interop.common import read_front_matter
 
-    text = path.read_text(encoding="utf-8").replace("\r\n", "\n")
-    if not text.startswith("---\n") or "\n---\n" not in text[3:]:
-        raise LedgitError(located("no YAML front matter", str(path), 1), USAGE)
-    end = text.index("\n---\n", 3)
-    try:
-        front = yaml.load(text[4:end + 1], Loader=yaml.BaseLoader)  # noqa: S506 - strings only
-    except yaml.YAMLError as exc:
-        raise LedgitError(located(f"invalid YAML: {str(exc).splitlines()[0]}", str(path)),
-                          USAGE) from None
-    if not isinstance(front, dict):
-        raise LedgitError(located("front matter is not a mapping", str(path), 2), USAGE)
+    front, rest = read_front_matter(path)
     task = {k: (None if v == "" else v) for k, v in front.items()}
-    for m in _BLOCK.finditer(text[end + 5:]):
+    for m in _BLOCK.finditer(rest):
         task["body" if m.group(1) == "body" else "agent_response"] = m.group(2)
     return task
 
