@@ -15,8 +15,8 @@ arrival at ``point``:
 * ``tmp-write``: part-way through writing the task file's temp copy;
 * ``before-rename``: the temp file complete and fsynced, not yet renamed over the task file;
 * ``after-rename``: renamed, the directory not yet fsynced (the write is whole);
-* ``index-txn``: inside the index's write transaction (rows deleted, new ones not inserted);
-  this also hits a read's refresh (``list``/``get``) and ``cache rebuild``.
+* ``index-txn``: inside an index write transaction, at an INSERT (old rows deleted, new
+  ones not all inserted); this also hits a read's refresh (``list``) and ``cache rebuild``.
 
 Not a test module: the stress suite runs it as a subprocess.
 """
@@ -45,9 +45,13 @@ def _fd_path(fd: int) -> str:
 
 
 def install_kill(point: str, at: int, fraction: float) -> None:
-    """Patch the write path so that the ``at``-th arrival at ``point`` kills this process."""
-    import ledgit.board as board
-    import ledgit.index as index
+    """Patch the process so that the ``at``-th arrival at ``point`` kills it.
+
+    The hooks sit at the operating-system and SQLite level (``os.write``, ``os.replace``,
+    ``os.fsync``, ``sqlite3.connect``'s trace callback), not on ledgit's private functions,
+    so a refactoring of the write path cannot silently disarm them.
+    """
+    import sqlite3
 
     count = {"n": 0}
 
@@ -56,45 +60,61 @@ def install_kill(point: str, at: int, fraction: float) -> None:
         return count["n"] == at
 
     if point in ("history-append", "tmp-write"):
-        real_write_all = board._write_all
-        want = ".jsonl" if point == "history-append" else board.TMP_MARK
+        real_write = os.write
 
-        def write_all(fd: int, data: bytes) -> None:
-            if want in _fd_path(fd) and arrive():
+        def is_target(fd: int) -> bool:
+            path = _fd_path(fd)
+            if point == "history-append":
+                return "/.ledgit/history/" in path and path.endswith(".jsonl")
+            return "/.ledgit/tasks/" in path and ".md.tmp" in path
+
+        def write(fd: int, data: Any) -> int:
+            if is_target(fd) and arrive():
                 cut = int(len(data) * fraction)
-                if cut:
-                    real_write_all(fd, data[:cut])
+                done = 0
+                while done < cut:
+                    done += real_write(fd, bytes(data[done:cut]))
                 _die()
-            real_write_all(fd, data)
+            return real_write(fd, data)
 
-        board._write_all = write_all  # type: ignore[assignment]
+        os.write = write
     elif point == "before-rename":
         real_replace = os.replace
 
         def replace(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
-            if board.TMP_MARK in os.fspath(src) and arrive():
+            if ".md.tmp" in os.fspath(src) and arrive():
                 _die()
             real_replace(src, dst, *args, **kwargs)
 
-        board.os.replace = replace  # type: ignore[assignment]
+        os.replace = replace
     elif point == "after-rename":
-        real_fsync_dir = board._fsync_dir
+        real_fsync = os.fsync
 
-        def fsync_dir(path: Path) -> None:
-            if Path(path).name == board.TASKS_DIR and arrive():
+        def fsync(fd: Any) -> None:
+            if isinstance(fd, int) and _fd_path(fd).endswith("/.ledgit/tasks") and arrive():
                 _die()
-            real_fsync_dir(path)
+            real_fsync(fd)
 
-        board._fsync_dir = fsync_dir
+        os.fsync = fsync
     elif point == "index-txn":
-        real_insert = index.Index._insert
+        real_connect = sqlite3.connect
+        state = {"in_txn": False}
 
-        def insert(self: Any, rows: Any) -> Any:
-            if arrive():
+        def trace(statement: str) -> None:
+            head = statement.lstrip()[:16].upper()
+            if head.startswith("BEGIN"):
+                state["in_txn"] = True
+            elif head.startswith(("COMMIT", "ROLLBACK")):
+                state["in_txn"] = False
+            elif state["in_txn"] and head.startswith("INSERT") and arrive():
                 _die()
-            return real_insert(self, rows)
 
-        index.Index._insert = insert  # type: ignore[method-assign]
+        def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+            db = real_connect(*args, **kwargs)
+            db.set_trace_callback(trace)
+            return db
+
+        sqlite3.connect = connect  # type: ignore[assignment]
     else:
         raise SystemExit(f"unknown kill point {point!r}")
 

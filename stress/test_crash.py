@@ -342,3 +342,17 @@ def test_kill_during_index_rebuild_leaves_a_working_index(repo: Path, env: dict[
         assert {r["id"] for r in rows} == set(tids)
         _check_index(repo, env)
         check_clean_stderr(ledgit(["cache", "status"], repo, env))
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_every_kill_point_is_reached(repo: Path, env: dict[str, str], tmp_path: Path,
+                                     point: str) -> None:
+    """Each injected kill point fires on a plain update (the hooks sit at the OS and SQLite
+    level; this fails if a change of the write path disarms one), and the board recovers."""
+    tid = ledgit(["create", "target", "--json"], repo, env).json()["id"]
+    ledgit(["list"], repo, env)  # an index for the write path to update
+    lines, killed = _run_writer(repo, env, [["update", tid, "--response", "doomed"]],
+                                {"point": point, "at": 1, "fraction": 0.5}, None, tmp_path)
+    assert killed and lines == [], f"{point} was never reached"
+    log = CrashLog()
+    _check_board(repo, env, log, must=True)
