@@ -376,26 +376,30 @@ def wait(record: Record, *, by: str, on: str | None, now: str, ttl: int) -> Chan
 
     The claim is released: a waiting task is not being worked; resuming means claiming again.
     """
-    text = (on or "").strip()
-    if not text:
-        raise fail(f"{record.id}: wait needs what it waits on: --on TEXT")
-    f = _transition(record, by=by, now=now, ttl=ttl, to="waiting", op="wait",
-                    allowed=("open", "in_progress", "waiting", "monitoring", "parked"),
-                    action="put on wait")
-    f["waiting_on"] = text
-    return finish(record, f, "wait", text)
+    return _hold(record, by=by, now=now, ttl=ttl, text=on, to="waiting", op="wait",
+                 field="waiting_on", action="put on wait",
+                 missing="wait needs what it waits on: --on TEXT")
 
 
 def monitor(record: Record, *, by: str, signal: str | None, now: str, ttl: int) -> Change:
     """Status monitoring: observe ``signal`` (required, exit 2); manufactures no work."""
-    text = (signal or "").strip()
-    if not text:
-        raise fail(f"{record.id}: monitor needs the signal to observe: --signal TEXT")
-    f = _transition(record, by=by, now=now, ttl=ttl, to="monitoring", op="monitor",
+    return _hold(record, by=by, now=now, ttl=ttl, text=signal, to="monitoring", op="monitor",
+                 field="signal", action="monitor",
+                 missing="monitor needs the signal to observe: --signal TEXT")
+
+
+def _hold(record: Record, *, by: str, now: str, ttl: int, text: str | None, to: str, op: str,
+          field: str, action: str, missing: str) -> Change:
+    """wait/monitor: status ``to`` from any active status, ``field`` set to the stripped
+    ``text`` (required: refused with ``<id>: <missing>``, exit 2)."""
+    value = (text or "").strip()
+    if not value:
+        raise fail(f"{record.id}: {missing}")
+    f = _transition(record, by=by, now=now, ttl=ttl, to=to, op=op,
                     allowed=("open", "in_progress", "waiting", "monitoring", "parked"),
-                    action="monitor")
-    f["signal"] = text
-    return finish(record, f, "monitor", text)
+                    action=action)
+    f[field] = value
+    return finish(record, f, op, value)
 
 
 def park(record: Record, *, by: str, reason: str | None, now: str, ttl: int,
