@@ -1,10 +1,13 @@
-"""Shared fixtures: a fresh board on disk, with no LEDGIT_* setting leaking in from outside."""
+"""Shared fixtures: a fresh board on disk, with no LEDGIT_* setting leaking in from outside;
+``lg``, a board in a fresh Git repository driven through the CLI in-process."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
+from gitutil import CliRun, isolate_env
 
 from ledgit.board import Board, init_board
 
@@ -20,3 +23,19 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def board(tmp_path: Path, clean_env: None) -> Board:
     """An empty board at ``tmp_path/"board"``, outside any Git repository."""
     return init_board(tmp_path / "board")
+
+
+@pytest.fixture
+def lg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+       capsys: pytest.CaptureFixture[str]) -> CliRun:
+    """``ledgit init`` run in a fresh repository at ``tmp_path/"repo"`` (the working dir),
+    the environment isolated (:func:`gitutil.isolate_env`); call it to run ``ledgit ARGS``.
+    tests/test_cli.py has its own ``lg``."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    isolate_env(tmp_path, monkeypatch)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    monkeypatch.chdir(root)
+    run = CliRun(root, capsys)
+    assert run("init")[0] == 0
+    return run

@@ -11,8 +11,12 @@ import os
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from ledgit.board import Board
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Ada Tester", "GIT_AUTHOR_EMAIL": "ada@example.invalid",
@@ -45,6 +49,35 @@ def commit_file(repo: Path, path: str, content: str | bytes, message: str = "edi
     git("add", "--", path, cwd=repo)
     git("commit", "-q", "-m", message, cwd=repo)
     return git("rev-parse", "HEAD", cwd=repo)
+
+
+def isolate_env(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GIT_* or LEDGIT_* setting from outside, HOME at ``home``, no system Git config."""
+    for key in list(os.environ):
+        if key.startswith(("GIT_", "LEDGIT_")):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+class CliRun:
+    """``ledgit ARGS`` in-process in a repository: (exit code, stdout, stderr)."""
+
+    def __init__(self, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self.root, self.capsys = root, capsys
+
+    def __call__(self, *args: str) -> tuple[int, str, str]:
+        from ledgit import cli
+
+        self.capsys.readouterr()
+        code = cli.run(list(args))
+        out = self.capsys.readouterr()
+        return code, out.out, out.err
+
+    def board(self) -> Board:
+        from ledgit.board import Board
+
+        return Board(self.root)
 
 
 @pytest.fixture

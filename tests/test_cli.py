@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gitutil import isolate_env
 
 from ledgit import cli, record
 
@@ -73,11 +74,7 @@ class Ledgit:
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "repo"
     root.mkdir()
-    for key in list(os.environ):
-        if key.startswith(("GIT_", "LEDGIT_")):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    isolate_env(tmp_path, monkeypatch)
     git(root, "init", "-q")
     git(root, "config", "user.name", "Git User")
     git(root, "config", "user.email", "git@example.invalid")

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gitutil import CliRun
 
-from ledgit import cli
 from ledgit.board import Board
 from ledgit.interop.backlog import backlog_date, read_task_file, task_to_record
 
@@ -79,33 +79,6 @@ def backlog(tmp_path: Path) -> Backlog:
     return b
 
 
-class Run:
-    def __init__(self, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        self.root, self.capsys = root, capsys
-
-    def __call__(self, *args: str) -> tuple[int, str, str]:
-        self.capsys.readouterr()
-        code = cli.run(list(args))
-        out = self.capsys.readouterr()
-        return code, out.out, out.err
-
-
-@pytest.fixture
-def lg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-       capsys: pytest.CaptureFixture[str]) -> Run:
-    root = tmp_path / "repo"
-    root.mkdir()
-    for key in list(os.environ):
-        if key.startswith(("GIT_", "LEDGIT_")):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    monkeypatch.chdir(root)
-    run = Run(root, capsys)
-    assert run("init")[0] == 0
-    return run
-
 
 def test_dates() -> None:
     assert backlog_date("2026-11-29 18:55") == "2026-11-29T18:55:00.000000Z"
@@ -133,7 +106,7 @@ def test_mapping(tmp_path: Path) -> None:
 
 
 @needs_backlog
-def test_import_a_project_made_by_the_real_cli(backlog: Backlog, lg: Run) -> None:
+def test_import_a_project_made_by_the_real_cli(backlog: Backlog, lg: CliRun) -> None:
     b = backlog
     b("task", "create", "Set up CI", "-d", "Add a CI pipeline", "-l", "infra,ci",
       "--priority", "high", "--ac", "Pipeline runs on push", "--ac", "Tests are green",

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gitutil import CliRun
 
-from ledgit import cli
-from ledgit.board import Board
 from ledgit.history import parse_events
 from ledgit.interop.beads import STATUS_MAP, beads_to_record
 from ledgit.interop.common import Progress
@@ -21,38 +19,6 @@ from ledgit.record import render_record
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beads-issues.jsonl"
 needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} not present")
 
-
-class Run:
-    """``ledgit ARGS`` in-process in a repository: (exit code, stdout, stderr)."""
-
-    def __init__(self, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        self.root, self.capsys = root, capsys
-
-    def __call__(self, *args: str) -> tuple[int, str, str]:
-        self.capsys.readouterr()
-        code = cli.run(list(args))
-        out = self.capsys.readouterr()
-        return code, out.out, out.err
-
-    def board(self) -> Board:
-        return Board(self.root)
-
-
-@pytest.fixture
-def lg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-       capsys: pytest.CaptureFixture[str]) -> Run:
-    root = tmp_path / "repo"
-    root.mkdir()
-    for key in list(os.environ):
-        if key.startswith(("GIT_", "LEDGIT_")):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    monkeypatch.chdir(root)
-    run = Run(root, capsys)
-    assert run("init")[0] == 0
-    return run
 
 
 def real_lines(n: int) -> list[dict[str, Any]]:
@@ -75,7 +41,7 @@ def write_jsonl(path: Path, objs: list[Any], extra: list[str] = ()) -> Path:  # 
     return path
 
 
-def test_import_then_reimport_is_idempotent_and_changes_become_events(lg: Run,
+def test_import_then_reimport_is_idempotent_and_changes_become_events(lg: CliRun,
                                                                       tmp_path: Path) -> None:
     objs = real_lines(30)
     src = write_jsonl(tmp_path / "issues.jsonl", objs)
@@ -117,7 +83,7 @@ def test_import_then_reimport_is_idempotent_and_changes_become_events(lg: Run,
     assert board.verify() == []
 
 
-def test_malformed_lines_are_reported_with_their_numbers(lg: Run, tmp_path: Path) -> None:
+def test_malformed_lines_are_reported_with_their_numbers(lg: CliRun, tmp_path: Path) -> None:
     objs = real_lines(3)
     src = write_jsonl(tmp_path / "issues.jsonl", objs[:2],
                       ["{not json", json.dumps({"title": "no id", "status": "open"}),
@@ -131,7 +97,7 @@ def test_malformed_lines_are_reported_with_their_numbers(lg: Run, tmp_path: Path
     assert len(lg.board().list_ids()) == 2
 
 
-def test_strict_refuses_the_whole_import(lg: Run, tmp_path: Path) -> None:
+def test_strict_refuses_the_whole_import(lg: CliRun, tmp_path: Path) -> None:
     objs = real_lines(5)
     src = write_jsonl(tmp_path / "issues.jsonl", objs, ["[1, 2]"])
     code, out, err = lg("import", "beads", str(src), "--strict")
@@ -142,7 +108,7 @@ def test_strict_refuses_the_whole_import(lg: Run, tmp_path: Path) -> None:
     assert os.listdir(lg.root / ".ledgit" / "history") == []
 
 
-def test_an_existing_task_of_another_origin_is_not_overwritten(lg: Run, tmp_path: Path) -> None:
+def test_an_existing_task_of_another_origin_is_not_overwritten(lg: CliRun, tmp_path: Path) -> None:
     obj = real_lines(1)[0]
     board = lg.board()
     board.create({"title": "mine"}, "", "me", task_id=obj["id"])
@@ -153,7 +119,7 @@ def test_an_existing_task_of_another_origin_is_not_overwritten(lg: Run, tmp_path
     assert board.read(obj["id"]).fields["title"] == "mine"
 
 
-def test_a_crash_mid_import_is_completed_by_importing_again(lg: Run, tmp_path: Path) -> None:
+def test_a_crash_mid_import_is_completed_by_importing_again(lg: CliRun, tmp_path: Path) -> None:
     objs = real_lines(4)
     src = write_jsonl(tmp_path / "issues.jsonl", objs)
     assert lg("import", "beads", str(src))[0] == 0
@@ -193,7 +159,7 @@ def test_progress_bar_only_on_a_terminal() -> None:
 
 
 @needs_data
-def test_the_real_snapshot(lg: Run) -> None:
+def test_the_real_snapshot(lg: CliRun) -> None:
     code, out, err = lg("import", "beads", str(DATA), "--by", "importer")
     assert code == 0, err
     assert out.strip() == "import beads: imported 5722, updated 0, unchanged 0, skipped 0"

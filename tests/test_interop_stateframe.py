@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+from gitutil import CliRun
 
-from ledgit import cli
 from ledgit.board import Board
 from ledgit.errors import LedgitError
 from ledgit.interop.stateframe import (
@@ -150,33 +148,6 @@ def test_invalid_ledgers_are_refused_with_the_path() -> None:
     assert "Additional properties" in problems(extra)[0]
 
 
-class Run:
-    def __init__(self, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        self.root, self.capsys = root, capsys
-
-    def __call__(self, *args: str) -> tuple[int, str, str]:
-        self.capsys.readouterr()
-        code = cli.run(list(args))
-        out = self.capsys.readouterr()
-        return code, out.out, out.err
-
-
-@pytest.fixture
-def lg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-       capsys: pytest.CaptureFixture[str]) -> Run:
-    root = tmp_path / "repo"
-    root.mkdir()
-    for key in list(os.environ):
-        if key.startswith(("GIT_", "LEDGIT_")):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    monkeypatch.chdir(root)
-    run = Run(root, capsys)
-    assert run("init")[0] == 0
-    return run
-
 
 def validate(text: str) -> dict[str, Any]:
     ledger: dict[str, Any] = json.loads(text)
@@ -186,7 +157,7 @@ def validate(text: str) -> dict[str, Any]:
     return ledger
 
 
-def test_cli_import_change_in_ledgit_export(lg: Run, tmp_path: Path) -> None:
+def test_cli_import_change_in_ledgit_export(lg: CliRun, tmp_path: Path) -> None:
     src = tmp_path / "task.ledger.json"
     src.write_text(json.dumps(example(), indent=2), encoding="utf-8")
     code, out, err = lg("import", "stateframe", str(src), "--by", "importer")
@@ -222,7 +193,7 @@ def test_cli_import_change_in_ledgit_export(lg: Run, tmp_path: Path) -> None:
     assert lg("export", "stateframe", tid)[1] == out_file.read_text(encoding="utf-8")
 
 
-def test_a_task_born_in_ledgit_exports_valid(lg: Run) -> None:
+def test_a_task_born_in_ledgit_exports_valid(lg: CliRun) -> None:
     board = Board(lg.root)
     rec = board.create({"title": "Native", "labels": ["a"]}, "## Goal\nDo it.\n\n## Acceptance\n"
                        "- done\n", "ada")
@@ -237,7 +208,7 @@ def test_a_task_born_in_ledgit_exports_valid(lg: Run) -> None:
     assert ledger["commits"][0]["parent_commit_id"] is None
 
 
-def test_an_invalid_file_is_skipped_or_refused(lg: Run, tmp_path: Path) -> None:
+def test_an_invalid_file_is_skipped_or_refused(lg: CliRun, tmp_path: Path) -> None:
     bad = rich()
     bad["task"]["status"] = "done"
     src = tmp_path / "bad.json"

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gitutil import CliRun
 
-from ledgit import cli
 from ledgit.board import Board
 from ledgit.history import parse_events
 from ledgit.interop.yylo import split_title, task_to_record
@@ -68,33 +68,6 @@ def yylo(tmp_path: Path) -> Yylo:
     return Yylo(root)
 
 
-class Run:
-    def __init__(self, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        self.root, self.capsys = root, capsys
-
-    def __call__(self, *args: str) -> tuple[int, str, str]:
-        self.capsys.readouterr()
-        code = cli.run(list(args))
-        out = self.capsys.readouterr()
-        return code, out.out, out.err
-
-
-@pytest.fixture
-def lg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-       capsys: pytest.CaptureFixture[str]) -> Run:
-    root = tmp_path / "repo"
-    root.mkdir()
-    for key in list(os.environ):
-        if key.startswith(("GIT_", "LEDGIT_")):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    monkeypatch.chdir(root)
-    run = Run(root, capsys)
-    assert run("init")[0] == 0
-    return run
-
 
 def test_title_line() -> None:
     assert split_title("title:Set up CI\n\nAdd a pipeline") == ("Set up CI", "Add a pipeline")
@@ -120,7 +93,7 @@ def test_mapping_of_a_task_dict() -> None:
 
 
 @needs_yylo
-def test_import_a_board_made_by_the_real_cli(yylo: Yylo, lg: Run) -> None:
+def test_import_a_board_made_by_the_real_cli(yylo: Yylo, lg: CliRun) -> None:
     ci = yylo.create("--title", "Set up CI", "--body", "Add a CI pipeline", "--tags", "infra,ci",
                      "--field", "priority=2")["id"]
     tests = yylo.create("--title", "Write tests", "--body", "Unit tests", "--tags",
@@ -175,7 +148,7 @@ def test_import_a_board_made_by_the_real_cli(yylo: Yylo, lg: Run) -> None:
 
 
 @needs_yylo
-def test_a_tampered_ledger_is_skipped_with_its_line(yylo: Yylo, lg: Run) -> None:
+def test_a_tampered_ledger_is_skipped_with_its_line(yylo: Yylo, lg: CliRun) -> None:
     tid = yylo.create("--title", "T", "--body", "B")["id"]
     yylo("update", tid, "--status", "todo")
     ledger = next((yylo.root / ".juno_task" / "ledger").glob(f"*/{tid}/000001.ndjson"))
