@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledgit.cli import _board, _err, _json, _out, _resolve_ids, by_option, json_option
-from ledgit.errors import CHECK_FAILED, OK, LedgitError
+from ledgit.cli import _board, _resolve_ids, by_option, json_option, report_problems
+from ledgit.errors import LedgitError
 
 if TYPE_CHECKING:
     from ledgit.board import Board
@@ -36,20 +36,7 @@ def check_cmd(tasks: tuple[str, ...], fix: bool, by: str | None, as_json: bool) 
     board = _board()
     ids = _resolve_ids(board, tasks) if tasks else None
     fixed = fix_board(board, ids, by) if fix else []
-    problems = board.verify(ids)
-    if as_json:
-        _json({"ok": not problems, "actions": fixed,
-               "problems": [{"task": p.task, "line": p.line, "rule": p.rule,
-                             "message": p.message} for p in problems]})
-    else:
-        for line in fixed:
-            _out(line)
-        for p in problems:
-            _out(str(p))
-        if not problems:
-            count = len(ids) if ids is not None else len(board.list_ids())
-            _err(f"ledgit: checked {count} task(s): ok")
-    return CHECK_FAILED if problems else OK
+    return report_problems(board, ids, board.verify(ids), as_json, "checked", fixed)
 
 
 def fix_board(board: Board, ids: list[str] | None, by: str | None) -> list[str]:

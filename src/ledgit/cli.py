@@ -1084,17 +1084,29 @@ def verify_cmd(tasks: tuple[str, ...], check_all: bool, as_json: bool) -> int:
     if tasks and check_all:
         raise LedgitError("give task ids or --all, not both")
     ids = _resolve_ids(board, tasks) if tasks else None
-    problems = board.verify(ids)
+    return report_problems(board, ids, board.verify(ids), as_json, "verified")
+
+
+def report_problems(board: Board, ids: list[str] | None, problems: list[Any], as_json: bool,
+                    verb: str, actions: list[str] | None = None) -> int:
+    """Print a validator's findings (``verify``, ``check``): JSON ``{ok, [actions,] problems}``
+    or the action lines, one line per problem and a summary on stderr. Returns the exit code
+    (1 while any problem remains)."""
     if as_json:
-        _json({"ok": not problems,
-               "problems": [{"task": p.task, "line": p.line, "rule": p.rule,
-                             "message": p.message} for p in problems]})
+        doc: dict[str, Any] = {"ok": not problems}
+        if actions is not None:
+            doc["actions"] = actions
+        doc["problems"] = [{"task": p.task, "line": p.line, "rule": p.rule,
+                            "message": p.message} for p in problems]
+        _json(doc)
     else:
+        for line in actions or []:
+            _out(line)
         for p in problems:
             _out(str(p))
         if not problems:
             count = len(ids) if ids is not None else len(board.list_ids())
-            _err(f"ledgit: verified {count} task(s): ok")
+            _err(f"ledgit: {verb} {count} task(s): ok")
     return CHECK_FAILED if problems else OK
 
 
