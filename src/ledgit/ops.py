@@ -67,6 +67,9 @@ class Change(NamedTuple):
 # --------------------------------------------------------------------------- helpers
 
 
+# Statuses whose lifecycle has not ended: complete, wait, monitor and park start from them.
+ACTIVE = ("open", "in_progress", "waiting", "monitoring", "parked")
+
 def fail(message: str, code: int = USAGE) -> LedgitError:
     """A LedgitError to raise: ``raise fail("...")``."""
     return LedgitError(message, code)
@@ -360,7 +363,7 @@ def complete(record: Record, *, by: str, response: str | None, now: str, ttl: in
     if not account:
         raise fail(f"{record.id}: complete needs an account of the work: --response TEXT")
     f = _transition(record, by=by, now=now, ttl=ttl, to="done", op="complete",
-                    allowed=("open", "in_progress", "waiting", "monitoring", "parked"),
+                    allowed=ACTIVE,
                     action="complete")
     f["response"] = response
     f.pop("outcome", None)
@@ -396,7 +399,7 @@ def _hold(record: Record, *, by: str, now: str, ttl: int, text: str | None, to: 
     if not value:
         raise fail(f"{record.id}: {missing}")
     f = _transition(record, by=by, now=now, ttl=ttl, to=to, op=op,
-                    allowed=("open", "in_progress", "waiting", "monitoring", "parked"),
+                    allowed=ACTIVE,
                     action=action)
     f[field] = value
     return finish(record, f, op, value)
@@ -409,7 +412,7 @@ def park(record: Record, *, by: str, reason: str | None, now: str, ttl: int,
     if not text:
         raise fail(f"{record.id}: park needs a reason: --reason TEXT")
     f = _transition(record, by=by, now=now, ttl=ttl, to="parked", op="park",
-                    allowed=("open", "in_progress", "waiting", "monitoring", "parked"),
+                    allowed=ACTIVE,
                     action="park")
     f["outcome"] = _drop_empty({"kind": "park", "reason": text, "reuse": (reuse or "").strip()})
     return finish(record, f, "park", text)
@@ -426,7 +429,7 @@ def drop(record: Record, *, by: str, reason: str | None, now: str, ttl: int,
     if kind not in OUTCOME_KINDS:
         raise fail(f"outcome must be one of {', '.join(OUTCOME_KINDS)}")
     f = _transition(record, by=by, now=now, ttl=ttl, to="dropped", op="drop",
-                    allowed=("open", "in_progress", "waiting", "monitoring", "parked"),
+                    allowed=ACTIVE,
                     action="drop")
     f["outcome"] = _drop_empty({"kind": kind, "reason": text, "reuse": (reuse or "").strip()})
     return finish(record, f, "drop", text)
