@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
 from ledgit.markers import has_markers
@@ -38,6 +38,7 @@ from ledgit.markers import has_markers
 if TYPE_CHECKING:
     from ledgit.config import BoardConfig
     from ledgit.history import Event, Problem
+    from ledgit.ops import Change
     from ledgit.record import Record
 
 LEDGIT_DIR = ".ledgit"
@@ -58,13 +59,14 @@ ACTOR_ENV = "LEDGIT_ACTOR"
 CONFIG_NAME = "config.yaml"
 
 
-class Change(NamedTuple):
-    """What a mutation callback returns: the new record, the event's op, note and meta."""
+def __getattr__(name: str) -> Any:
+    # ``Change`` (what a mutation callback returns) is defined once, in ledgit.ops; it is
+    # re-exported here lazily so that finding a board does not import the transitions.
+    if name == "Change":
+        from ledgit.ops import Change
 
-    record: Record
-    op: str
-    note: str | None = None
-    meta: dict[str, Any] | None = None
+        return Change
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Board:

@@ -262,18 +262,16 @@ def _write(task: str, by: str | None, expect: str | None,
     (lock, read the truth, check --expect, write); returns (written?, record now on disk,
     change, actor). A change that alters nothing writes nothing (written = False).
     """
-    from ledgit import board as board_mod
-
     board = _board()
     tid = board.resolve_id(task)
     actor = actor_or_warn(by, board.root)
     ttl = int(board.config.claim_ttl)
     done: list[tuple[Record, Change]] = []
 
-    def change(record: Record) -> Any:
+    def change(record: Record) -> Change:
         result = op(record, actor, _now(), ttl)
         done.append((record, result))
-        return board_mod.Change(result.record, result.op, result.note, result.meta)
+        return result
 
     record = board.mutate(tid, change, actor, expect=expect)
     before, result = done[-1]
