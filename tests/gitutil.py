@@ -67,10 +67,10 @@ class CliRun:
         self.root, self.capsys = root, capsys
 
     def __call__(self, *args: str) -> tuple[int, str, str]:
-        from ledgit import cli
+        from ledgit.__main__ import run
 
         self.capsys.readouterr()
-        code = cli.run(list(args))
+        code = run(list(args))
         out = self.capsys.readouterr()
         return code, out.out, out.err
 

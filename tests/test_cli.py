@@ -1,6 +1,6 @@
 """The ledgit CLI end to end: real Git repositories in temp dirs, no mocks.
 
-Most tests call :func:`ledgit.cli.run` in-process (fast); a few run the installed ``ledgit``
+Most tests call :func:`ledgit.__main__.run` in-process (fast; the spec table first, click for the rest); a few run the installed ``ledgit``
 console script as a real subprocess.
 """
 
@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from gitutil import isolate_env
 
-from ledgit import cli, record
+from ledgit import cli, commands, record
+from ledgit.__main__ import run as ledgit_run
 
 
 @dataclass
@@ -48,7 +49,7 @@ class Ledgit:
 
     def __call__(self, *args: str) -> Result:
         self.capsys.readouterr()
-        code = cli.run(list(args))
+        code = ledgit_run(list(args))  # as the console script: spec table first, else click
         captured = self.capsys.readouterr()
         return Result(code, captured.out, captured.err)
 
@@ -535,9 +536,9 @@ def test_version_and_help(lg: Ledgit) -> None:
 
 
 def test_enumerations_match_the_record_schema() -> None:
-    assert cli.STATUSES == record.STATUSES
-    assert cli.OUTCOME_KINDS == record.OUTCOME_KINDS
-    assert cli.ITEM_KINDS == record.ITEM_KINDS
+    assert commands.STATUSES == record.STATUSES
+    assert commands.OUTCOME_KINDS == record.OUTCOME_KINDS
+    assert commands.ITEM_KINDS == record.ITEM_KINDS
 
 
 def test_every_lazy_command_resolves() -> None:
@@ -549,11 +550,11 @@ def test_every_lazy_command_resolves() -> None:
 
 
 HEAVY = ("yaml", "jsonpatch", "pygit2", "filelock", "merge3", "ledgit.record", "ledgit.ops",
-         "ledgit.history", "ledgit.merge")
+         "ledgit.history", "ledgit.merge", "click", "ledgit.cli")
 
 
 def imported_by(root: Path, argv: list[str]) -> set[str]:
-    code = ("import sys, io, contextlib\nfrom ledgit.cli import run\n"
+    code = ("import sys, io, contextlib\nfrom ledgit.__main__ import run\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    rc = run({argv!r})\n"
             "assert rc == 0, rc\n"

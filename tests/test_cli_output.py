@@ -1,6 +1,6 @@
 """What a fresh user reads: the `get` readout's labelled lines and the `unknown`-actor warning.
 
-Real Git repositories in temp dirs, ledgit run in-process (:func:`ledgit.cli.run`), no mocks.
+Real Git repositories in temp dirs, ledgit run in-process (:func:`ledgit.__main__.run`), no mocks.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ledgit import cli
+from ledgit.__main__ import run as ledgit_run
 
 WARNING = "ledgit: warning: no --by, $LEDGIT_ACTOR or git user.name: writing as 'unknown'"
 
@@ -39,7 +40,7 @@ def nameless(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     capsys.readouterr()
-    code = cli.run(list(args))
+    code = ledgit_run(list(args))
     out = capsys.readouterr()
     return code, out.out, out.err
 

@@ -1,10 +1,12 @@
 """``ledgit`` console script and ``python -m ledgit``.
 
 Kept tiny on purpose: startup cost is a budget (DESIGN §10), so nothing is imported here beyond
-what dispatching needs; :mod:`ledgit.cli` imports the heavy parts inside each command. Three
-invocations never import click at all: ``--version`` (the floor the budgets are measured
-against), ``merge-driver`` (Git runs it once per conflicted file) and ``hook pre-commit`` (Git
-runs it on every commit); their output and exit codes are those of the click commands.
+what dispatching needs. Most invocations never import click: ``--version`` (the floor the
+budgets are measured against), ``merge-driver`` (Git runs it once per conflicted file), ``hook
+pre-commit`` (Git runs it on every commit), and every task command whose command line
+:func:`ledgit.argspec.parse` reads from the spec table of :mod:`ledgit.commands`. Help, odd
+command lines (which click answers with its usage errors) and the other commands go through
+:func:`ledgit.cli.run`; output and exit codes are the same either way.
 """
 
 from __future__ import annotations
@@ -15,23 +17,38 @@ import sys
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with its code (DESIGN §9 exit codes)."""
-    args = sys.argv[1:] if argv is None else argv
+    sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
+
+
+def run(args: list[str]) -> int:
+    """Run one command line (without the program name) and return its exit code: the three
+    click-free entry points, then the spec table when :func:`ledgit.argspec.parse` can read
+    the command line, else click (help, usage errors, the other commands)."""
     if args == ["--version"]:
         from ledgit import __version__
 
         sys.stdout.write(f"ledgit {__version__}\n")
-        sys.exit(0)
+        return 0
     if args and args[0] == "merge-driver":
         # Git runs the driver once per conflicted file (gitattributes(5)): keep it import-light,
         # before anything imports click (DESIGN §7).
         from ledgit.mergedriver import main as merge_driver
 
-        sys.exit(merge_driver(list(args[1:])))
+        return merge_driver(list(args[1:]))
     if args[:2] == ["hook", "pre-commit"]:
-        sys.exit(_pre_commit(list(args[2:])))
-    from ledgit.cli import run
+        return _pre_commit(list(args[2:]))
+    from ledgit.argspec import find, parse
+    from ledgit.commands import FAST, guarded, run_spec
 
-    sys.exit(run(argv))
+    found = find(FAST, args)
+    if found is not None:
+        spec, rest = found
+        values = parse(spec, rest)
+        if values is not None:
+            return guarded(lambda: run_spec(spec, values))
+    from ledgit.cli import run as click_run
+
+    return click_run(args)
 
 
 def _pre_commit(args: list[str]) -> int:
