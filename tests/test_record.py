@@ -317,3 +317,19 @@ def test_hand_edits_are_read_exactly_or_refused_in_one_line(
 
 
 
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('"plain" tail', ("plain", 7)),
+    ('"a\\"b\\\\c\\n\\td\\u00e9" x', ('a"b\\c\n\tdé', 20)),
+    ('"\\""', ('"', 4)),
+    ('"ends in escape\\\\"', ("ends in escape\\", 18)),
+])
+def test_canonical_reader_quoted_scalars(text: str, expected: tuple[str, int]) -> None:
+    assert record_module._canonical_quoted(text, 0) == expected
+
+
+@pytest.mark.parametrize("text", ['"unclosed', '"escaped quote only\\"', '"bad \\x escape"'])
+def test_canonical_reader_refuses_broken_quoted_scalars(text: str) -> None:
+    with pytest.raises(record_module._NotCanonical):
+        record_module._canonical_quoted(text, 0)

@@ -15,12 +15,13 @@ import copy
 import hashlib
 import heapq
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jsonpatch
 
+from ledgit.canonjson import plain_encoder
 from ledgit.record import (
     MAX_RECORD_BYTES,
     Record,
@@ -270,38 +271,7 @@ def _no_float(text: str) -> Any:
 _STRICT = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float)
 
 
-def _encoder() -> Callable[[Any], str]:
-    """record.canonical_json without its float check, as text: for values known to hold no
-    float (decoded by _STRICT, or states built by patching ``{}`` with such values). The C
-    encoder is built once (json.JSONEncoder.encode builds one per call: ~1 us)."""
-    from json import encoder as module
-
-    plain = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                             allow_nan=False).encode
-    c_make_encoder = getattr(module, "c_make_encoder", None)
-    encode_basestring = module.encode_basestring
-    if c_make_encoder is None:  # pragma: no cover - not CPython
-        return plain
-
-    def refuse(value: Any) -> Any:
-        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-    # (markers, default, encoder, indent, key_separator, item_separator, sort_keys,
-    # skipkeys, allow_nan): no circular check, JSON values cannot be circular.
-    chunks = c_make_encoder(None, refuse, encode_basestring, None, ":", ",", True, False,
-                            False)
-    join = "".join
-
-    def encode(value: Any) -> str:
-        if value.__class__ is str:
-            return str(encode_basestring(value))
-        return join(chunks(value, 0))
-
-    probe = {"b": [1, "\u00e9\x1f", None, True], "a": {"z": "", "y": -2}}
-    return encode if encode(probe) == plain(probe) else plain  # same bytes, or no shortcut
-
-
-_ENCODE = _encoder()
+_ENCODE = plain_encoder()  # canonical_json without its float walk (see _STRICT)
 _FLOAT_MESSAGE = "floats are not allowed in hashed content"  # = record.canonical_json's
 
 

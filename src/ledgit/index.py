@@ -37,6 +37,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from ledgit.canonjson import plain_encoder
 from ledgit.errors import BUSY, USAGE, LedgitError, located
 
 if TYPE_CHECKING:
@@ -111,8 +112,8 @@ _TABLES = ("tasks", "docs", "deps", "dirty", "meta")
 _TOUCH_SQL = "UPDATE tasks SET mtime_ns = ?, size = ?, ino = ?, checked_ns = ? WHERE id = ?"
 
 Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
-# record.canonical_json's settings, built once (a JSONEncoder per call costs ~1 us).
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# record.canonical_json without its float walk: parsed records hold no float.
+_CANONICAL = plain_encoder()
 _US = "\x1f"  # separates labels in tasks.labels (a label is one line of text, never this)
 _MARSHAL = 2  # marshal format 2 writes no back-references, so equal scans give equal bytes
 T = TypeVar("T")
@@ -718,8 +719,8 @@ class Index:
             body = record.body
             # record.canonical_json of the state, in two parts ("body" sorts before
             # "fields"); no float check: parsed records hold none.
-            fields_json = _CANONICAL.encode(f)
-            canonical = '{"body":' + _CANONICAL.encode(body) + ',"fields":' + fields_json + "}"
+            fields_json = _CANONICAL(f)
+            canonical = '{"body":' + _CANONICAL(body) + ',"fields":' + fields_json + "}"
         except LedgitError as exc:
             return _error_row(head, exc.message)
         except Exception as exc:  # noqa: BLE001 - a file must never crash a read

@@ -443,26 +443,32 @@ def _read_canonical(yaml_text: str) -> dict[str, Any] | None:
 
 def _canonical_quoted(text: str, start: int) -> tuple[str, int]:
     """The double-quoted scalar at ``text[start]`` and the offset after its closing quote."""
+    i = start + 1
+    q = text.find('"', i)
+    if q < 0:
+        raise _NotCanonical
+    b = text.find("\\", i, q)
+    if b < 0:  # no escape: one slice
+        return text[i:q], q + 1
     out: list[str] = []
-    i, n = start + 1, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            return "".join(out), i + 1
-        if c == "\\":
-            e = text[i + 1:i + 2]
-            if e == "u":
-                out.append(chr(int(text[i + 2:i + 6], 16)))
-                i += 6
-                continue
-            if e not in _UNESCAPE:
-                raise _NotCanonical
+    while True:  # from one escape to the next (a quote after a backslash may be escaped)
+        out.append(text[i:b])
+        e = text[b + 1:b + 2]
+        if e == "u":
+            out.append(chr(int(text[b + 2:b + 6], 16)))
+            i = b + 6
+        elif e in _UNESCAPE:
             out.append(_UNESCAPE[e])
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    raise _NotCanonical
+            i = b + 2
+        else:
+            raise _NotCanonical
+        q = text.find('"', i)
+        if q < 0:
+            raise _NotCanonical
+        b = text.find("\\", i, q)
+        if b < 0:
+            out.append(text[i:q])
+            return "".join(out), q + 1
 
 
 def _canonical_scalar(text: str) -> str:
@@ -1088,14 +1094,22 @@ def _quote(text: str) -> str:
 
 
 def _scalar(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
+    if value.__class__ is str:
+        text: str = value
+    elif isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    text = str(value)
-    return _quote(text) if _needs_quotes(text) else text
+    else:
+        text = str(value)
+    if _PLAIN_OK.fullmatch(text) and text.lower() not in _YAML_WORDS:  # = not _needs_quotes
+        return text
+    return _quote(text)
 
 
 def _emit(value: Any, indent: int, out: list[str]) -> None:
     """Emit ``value`` as the value part of a mapping entry whose key is already written."""
+    if value.__class__ is str:  # the common case, first
+        out.append(" " + _scalar(value) + "\n")
+        return
     pad = " " * indent
     if isinstance(value, dict):
         if not value:
