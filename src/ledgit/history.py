@@ -15,7 +15,7 @@ import copy
 import hashlib
 import heapq
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -212,9 +212,17 @@ def _read_events(text: str | bytes, task: str
     events: list[Event] = []
     floats: set[int] = set()
     decode = _STRICT.decode
+    scan: Callable[[str, int], tuple[Any, int]] = _STRICT.scan_once  # type: ignore[attr-defined]
     required, allowed = _REQUIRED_KEYS, EVENT_KEYS
-    lines: Iterable[str | bytes] = text.split(b"\n") if isinstance(text, bytes) else \
-        text.split("\n")
+    if isinstance(text, bytes):
+        lines: Iterable[str | bytes] = text.split(b"\n")
+        brackets = text.count(b"[") + text.count(b"{")
+    else:
+        lines = text.split("\n")
+        brackets = text.count("[") + text.count("{")
+    # No line is longer than the text, nor nests deeper than the text's brackets: the two
+    # per-line limits are then checked once for the whole text.
+    check_size, check_depth = len(text) > MAX_EVENT_LINE, brackets > MAX_EVENT_DEPTH
     n = 0
     for raw in lines:
         n += 1
@@ -227,16 +235,23 @@ def _read_events(text: str | bytes, task: str
             line = raw  # type: ignore[assignment]
         if not line or line.isspace():
             continue
-        _check_size(line, task, n)
+        if check_size:
+            _check_size(line, task, n)
         try:
             try:
-                event = decode(line)
+                try:  # the scanner alone: one whole value, no whitespace around it
+                    event, end = scan(line, 0)
+                except StopIteration:
+                    end = -1
+                if end != len(line):  # anything else: the decoder, for its result or error
+                    event = decode(line)
             except _FloatFound:
                 event = json.loads(line)
                 floats.add(n)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise HistoryError(Problem(task, n, "parse", _not_json(exc))) from None
-        _check_depth(line, event, task, n)
+        if check_depth:
+            _check_depth(line, event, task, n)
         # The common shape, checked in a few C calls; anything else is worded below.
         if not (event.__class__ is dict and required <= event.keys() <= allowed
                 and event["parents"].__class__ is list
@@ -362,16 +377,20 @@ def verify_with_head(task: str, text: str | bytes | None, record: Record | None,
         return [Problem(task, 0, "genesis", "the history is empty")], None
     problems: list[Problem] = []
     seen: dict[str, int] = {}
+    genesis_json: str | None = None  # the genesis state's canonical JSON, cut from its line
     for line, raw, e in zip(numbers, raws, events, strict=True):
         if line in floats:  # decoded by json.loads: the only events holding a float
             problems.append(Problem(task, line, "hash", _FLOAT_MESSAGE))
             continue  # no hash at all: nothing to link to
-        if not _hash_ok(raw, e):
+        canon = _hash_ok(raw, e)
+        if canon is None:
             message, hashed = _hash_problem(raw, e)
             if message:
                 problems.append(Problem(task, line, "hash", message))
             if not hashed:  # e.g. a lone surrogate
                 continue
+        elif not e["parents"] and line == numbers[0]:
+            genesis_json = _genesis_state_json(canon, e)
         eid = e["id"]
         if eid in seen:
             problems.append(Problem(task, line, "duplicate",
@@ -414,7 +433,11 @@ def verify_with_head(task: str, text: str | bytes | None, record: Record | None,
             problems.append(Problem(task, line, "before",
                                     "before does not equal the revision at parents[0]"))
         try:
-            after = sha256(encode(state).encode("utf-8")).hexdigest()
+            if genesis_json is not None:  # the first event (genesis: checked above)
+                after = sha256(genesis_json.encode("utf-8")).hexdigest()
+                genesis_json = None
+            else:
+                after = sha256(encode(state).encode("utf-8")).hexdigest()
         except ValueError as exc:
             problems.append(Problem(task, line, "replay", str(exc)))
             return problems, None
@@ -451,7 +474,7 @@ def verify_with_head(task: str, text: str | bytes | None, record: Record | None,
 _RECORD_HEAD = "record differs from its history head (hand edit? run: ledgit record {task})"
 
 
-def _hash_ok(raw: str, event: Event) -> bool:
+def _hash_ok(raw: str, event: Event) -> str | None:
     """True when ``raw`` is the canonical JSON of ``event`` (no private keys, no floats) and
     the event's id is the sha256 of it without the id: one encode and one hash.
 
@@ -461,24 +484,64 @@ def _hash_ok(raw: str, event: Event) -> bool:
     escaped; after its closing quote comes ``:``, ``,``, ``]`` or ``}``); so when ``before``
     is a string or null the first ``,"id":`` of the line is the top-level id member, and
     removing that member gives the canonical JSON of the event without its id, byte for
-    byte. Anything else answers False (the caller then words the problem the slow way,
-    :func:`_hash_problem`).
+    byte. Returns that canonical line (without ``\r``); anything else answers None (the
+    caller then words the problem the slow way, :func:`_hash_problem`).
     """
-    canon = _ENCODE(event)
+    canon: str = _ENCODE(event)
     if canon != raw and canon != raw.removesuffix("\r"):
-        return False
+        return None
     before = event.get("before")
     if before is not None and before.__class__ is not str:
-        return False
+        return None
     member = ',"id":' + _ENCODE(event["id"])
     at = canon.find(',"id":')
     if at < 0 or not canon.startswith(member, at):
-        return False
+        return None
     try:
         data = (canon[:at] + canon[at + len(member):]).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate
-        return False
-    return bool(hashlib.sha256(data).hexdigest() == event["id"])
+        return None
+    return canon if hashlib.sha256(data).hexdigest() == event["id"] else None
+
+
+_GENESIS_MARK = ',"parents":[],"patch":[{"op":"add","path":"/fields","value":'
+_GENESIS_BODY = '},{"op":"add","path":"/body","value":'
+
+
+def _genesis_state_json(canon: str, event: Event) -> str | None:
+    """The canonical JSON of the state a genesis event of the usual shape creates, cut out
+    of ``canon``, its canonical line (as :func:`_hash_ok` returned it): the patch
+    ``[add /fields F, add /body B]`` replayed on ``{}`` gives ``{"body": B, "fields": F}``,
+    whose canonical JSON is ``{"body":`` E(B) ``,"fields":`` E(F) ``}``, and E(F) is written
+    in the line already. None for any other shape (the state is then encoded).
+
+    The cut is exact: keys are sorted, ``patch`` is the last key an event may have, and
+    every member before ``parents`` is a string or null here (no ``meta``; ``note`` a
+    string), so the first ``,"parents":[],"patch":[…`` of the line is the event's own (a
+    JSON string cannot hold an unescaped quote), and the line ends with the body op.
+    """
+    patch = event["patch"]
+    if len(patch) != 2 or "meta" in event or event.get("note", "").__class__ is not str:
+        return None
+    first, second = patch
+    if not (first.__class__ is dict and second.__class__ is dict
+            and len(first) == 3 and len(second) == 3
+            and first.get("op") == "add" and first.get("path") == "/fields"
+            and second.get("op") == "add" and second.get("path") == "/body"):
+        return None
+    fields, body = first.get("value"), second.get("value")
+    if fields.__class__ is not dict or body.__class__ is not str:
+        return None
+    body_json: str = _ENCODE(body)
+    tail = _GENESIS_BODY + body_json + "}]}"
+    start = canon.find(_GENESIS_MARK)
+    if start < 0 or not canon.endswith(tail):
+        return None
+    start += len(_GENESIS_MARK)
+    end = len(canon) - len(tail)
+    if end < start:
+        return None
+    return '{"body":' + body_json + ',"fields":' + canon[start:end] + "}"
 
 
 def _hash_problem(raw: str, event: Event) -> tuple[str | None, bool]:
