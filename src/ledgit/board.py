@@ -26,16 +26,18 @@ import re
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
 from ledgit.markers import has_markers
 
+TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping
+    from typing import Any
+
     from ledgit.config import BoardConfig
     from ledgit.history import Event, Problem
     from ledgit.ops import Change
@@ -804,9 +806,9 @@ def init_board(path: Path, id_prefix: str = "T") -> Board:
     existing config is kept). Outside Git, ``.ledgit/.local/`` is added to ``.gitignore``.
     Raises LedgitError exit 2 for an invalid prefix.
     """
-    from ledgit.config import PREFIX_RE, BoardConfig, render_config
+    from ledgit.config import BoardConfig, render_config, valid_prefix
 
-    if not PREFIX_RE.fullmatch(id_prefix):
+    if not valid_prefix(id_prefix):
         raise LedgitError(f"invalid id prefix {id_prefix!r} (a letter, then up to 15 letters "
                           f"or digits)", USAGE)
     board = Board(Path(path))

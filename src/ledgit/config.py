@@ -8,36 +8,69 @@ scalar is a string, coerced here)::
 
 Unknown settings are refused (a typo must not be silently ignored); extensions go under ``x:``.
 The common flat file is read by a tiny line parser so that reads do not pay for importing
-PyYAML; anything beyond ``key: scalar`` lines goes through the YAML loader of record.py.
+PyYAML (nor re, dataclasses or pathlib: every command reads this file); anything beyond
+``key: scalar`` lines goes through the YAML loader of record.py.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+import os
 
 from ledgit.errors import USAGE, LedgitError, located
+
+TYPE_CHECKING = False  # typing, pathlib, dataclasses and re are not imported on this path
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 CONFIG_NAME = "config.yaml"
 DEFAULT_PREFIX = "T"
 DEFAULT_CLAIM_TTL = 1800  # seconds (DESIGN §4: default 30 min)
 
-PREFIX_RE = re.compile(r"[A-Za-z][A-Za-z0-9]{0,15}")
-_DURATION_PART = re.compile(r"(\d+)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?:[ \t]+(.*?))?[ \t]*")
-_PLAIN_VALUE = re.compile(r"[A-Za-z0-9_./+-][A-Za-z0-9_./+: -]*")
+_ASCII_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_DIGITS = "0123456789"
+_KEY_CHARS = frozenset(_ASCII_LETTERS + _DIGITS + "_")
+_PLAIN_FIRST = frozenset(_ASCII_LETTERS + _DIGITS + "_./+-")  # a plain scalar starts with
+_PLAIN_REST = _PLAIN_FIRST | frozenset(": ")  # ... and goes on with these
 
 
-@dataclass(frozen=True)
 class BoardConfig:
-    """Versioned board settings. ``claim_ttl`` is in seconds; ``x`` holds extensions."""
+    """Versioned board settings (immutable). ``id_prefix``: the id prefix; ``claim_ttl``:
+    seconds; ``x``: extensions (not part of equality)."""
 
-    id_prefix: str = DEFAULT_PREFIX
-    claim_ttl: int = DEFAULT_CLAIM_TTL
-    x: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    __slots__ = ("id_prefix", "claim_ttl", "x")
+
+    id_prefix: str
+    claim_ttl: int
+    x: dict[str, Any]
+
+    def __init__(self, id_prefix: str = DEFAULT_PREFIX, claim_ttl: int = DEFAULT_CLAIM_TTL,
+                 x: dict[str, Any] | None = None) -> None:
+        object.__setattr__(self, "id_prefix", id_prefix)
+        object.__setattr__(self, "claim_ttl", claim_ttl)
+        object.__setattr__(self, "x", {} if x is None else x)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"BoardConfig is immutable: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BoardConfig):
+            return NotImplemented
+        return (self.id_prefix, self.claim_ttl) == (other.id_prefix, other.claim_ttl)
+
+    def __hash__(self) -> int:
+        return hash((self.id_prefix, self.claim_ttl))
+
+    def __repr__(self) -> str:
+        return (f"BoardConfig(id_prefix={self.id_prefix!r}, claim_ttl={self.claim_ttl!r}, "
+                f"x={self.x!r})")
+
+
+def valid_prefix(text: str) -> bool:
+    """True for an id prefix: an ASCII letter, then up to 15 ASCII letters or digits."""
+    return (1 <= len(text) <= 16 and text[0] in _ASCII_LETTERS
+            and all(c in _ASCII_LETTERS or c in _DIGITS for c in text))
 
 
 def parse_duration(text: str) -> int:
@@ -46,30 +79,36 @@ def parse_duration(text: str) -> int:
     Returns an int >= 0. Raises LedgitError (exit 2) for anything else.
     """
     s = text.strip().lower()
-    if s.isdigit():
+    if s.isdigit() and s.isascii():
         return int(s)
-    pos, total = 0, 0
-    for m in _DURATION_PART.finditer(s):
-        if m.start() != pos:
+    total, number = 0, ""
+    for c in s:
+        if c in _DIGITS:
+            number += c
+        elif c in _UNIT_SECONDS and number:
+            total += int(number) * _UNIT_SECONDS[c]
+            number = ""
+        else:
             break
-        total += int(m.group(1)) * _UNIT_SECONDS[m.group(2)]
-        pos = m.end()
-    if s and pos == len(s):
-        return total
+    else:
+        if s and not number:
+            return total
     raise LedgitError(f"invalid duration {text!r} (use e.g. 90s, 30m, 2h, 1d, 1h30m or a "
                       f"number of seconds)", USAGE)
 
 
-def load_config(path: Path) -> BoardConfig:
+def load_config(path: Path | str) -> BoardConfig:
     """Read a board's ``config.yaml`` (``path``: the file, or the ``.ledgit`` dir holding it).
 
     A missing file gives the defaults. Raises LedgitError (exit 2) naming ``file:line: field``
     for invalid YAML, an unknown setting or a bad value.
     """
-    if path.is_dir():
-        path = path / CONFIG_NAME
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, CONFIG_NAME)
     try:
-        text = path.read_bytes().decode("utf-8")
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8")
     except FileNotFoundError:
         return BoardConfig()
     except UnicodeDecodeError:
@@ -104,12 +143,15 @@ def _read_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        m = _SIMPLE_LINE.fullmatch(line)
-        value = _simple_value(m.group(2) or "") if m else None
-        if m is None or value is None or m.group(1) in raw:
+        key, colon, rest = line.partition(":")
+        value = rest.strip(" \t")
+        simple = (colon and key and key[0] not in _DIGITS and all(c in _KEY_CHARS for c in key)
+                  and (rest == "" or rest[:1] in (" ", "\t")))
+        parsed = _simple_value(value) if simple else None
+        if parsed is None or key in raw:
             return _yaml_mapping(text, path)
-        raw[m.group(1)] = value
-        lines[m.group(1)] = n
+        raw[key] = parsed
+        lines[key] = n
     return raw, lines
 
 
@@ -124,7 +166,8 @@ def _simple_value(text: str) -> str | None:
         return text[1:-1]
     if len(text) >= 2 and text[0] == text[-1] == "'" and "'" not in text[1:-1]:
         return text[1:-1]
-    if _PLAIN_VALUE.fullmatch(text) and ": " not in text and not text.endswith(":"):
+    if text[0] in _PLAIN_FIRST and all(c in _PLAIN_REST for c in text[1:]) \
+            and ": " not in text and not text.endswith(":"):
         return text
     return None
 
@@ -206,7 +249,7 @@ def _coerce(raw: dict[str, Any], lines: dict[str, int], path: str) -> BoardConfi
         if value.strip() == "":
             continue  # empty means "default", as in task files
         if key == "id_prefix":
-            if not PREFIX_RE.fullmatch(value.strip()):
+            if not valid_prefix(value.strip()):
                 raise fail(key, f"invalid id prefix {value!r} (a letter, then up to 15 "
                                 f"letters or digits)")
             kwargs[key] = value.strip()

@@ -3,8 +3,10 @@ and :mod:`ledgit.readout` (reads). Standard library only, so a read does not imp
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 
 def lifecycle_problems(fields: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -10,11 +10,13 @@ standard library at the top. Anything missing, contradictory or stale is listed 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from datetime import datetime
-from typing import Any, NamedTuple
 
 from ledgit.lifecycle import lifecycle_problems
+
+TYPE_CHECKING = False  # typing and datetime are not imported on the read path (DESIGN §10)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 READOUT_VERSION = 1
 NOT_READY_OUTCOMES = ("drop", "no_change")  # `ready` never offers these (DESIGN §4)
@@ -200,16 +202,29 @@ def _item_line(item: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- helpers
 
 
-class Freshness(NamedTuple):
+class Freshness:
     """A claim's freshness: ``state`` fresh|stale|none|contested, a one-line ``reason``,
     ``age`` seconds since the last heartbeat (None without a claim), ``ttl`` seconds, and
     ``stale``: the lease has expired (also when the state is contested)."""
 
-    state: str
-    reason: str
-    age: int | None
-    ttl: int
-    stale: bool = False
+    __slots__ = ("state", "reason", "age", "ttl", "stale")
+
+    def __init__(self, state: str, reason: str, age: int | None, ttl: int,
+                 stale: bool = False) -> None:
+        self.state, self.reason, self.age, self.ttl, self.stale = state, reason, age, ttl, stale
+
+    def _tuple(self) -> tuple[str, str, int | None, int, bool]:
+        return (self.state, self.reason, self.age, self.ttl, self.stale)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Freshness) and self._tuple() == other._tuple()
+
+    def __hash__(self) -> int:
+        return hash(self._tuple())
+
+    def __repr__(self) -> str:
+        return "Freshness(state={!r}, reason={!r}, age={!r}, ttl={!r}, stale={!r})".format(
+            *self._tuple())
 
 
 def format_duration(seconds: float) -> str:
@@ -230,6 +245,22 @@ def format_duration(seconds: float) -> str:
 def epoch_seconds(stamp: str) -> float:
     """Seconds since the epoch of an RFC 3339 UTC timestamp as ledgit writes them
     (``2026-08-29T10:00:00.000000Z``; other offsets and precisions are accepted too)."""
+    if len(stamp) == 27 and stamp[4] == "-" and stamp[10] == "T" and stamp[19] == "." \
+            and stamp[26] == "Z" and stamp[:4].isdigit():
+        # the canonical form (what ledgit writes), without importing datetime
+        try:
+            y, mo, d = int(stamp[:4]), int(stamp[5:7]), int(stamp[8:10])
+            h, mi, sec = int(stamp[11:13]), int(stamp[14:16]), int(stamp[17:19])
+            micro = int(stamp[20:26])
+        except ValueError:
+            pass
+        else:
+            if 1 <= mo <= 12 and 1 <= d <= _month_days(y, mo) and h < 24 and mi < 60 \
+                    and sec < 60:
+                return (_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec
+                        + micro / 1_000_000)
+    from datetime import datetime
+
     text = stamp.strip().replace("z", "Z").replace("t", "T")
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
@@ -238,6 +269,22 @@ def epoch_seconds(stamp: str) -> float:
         frac = (m.group(2) or "0")[:6].ljust(6, "0")
         text = f"{m.group(1)}.{frac}{m.group(3)}"
     return datetime.fromisoformat(text).timestamp()
+
+
+def _month_days(year: int, month: int) -> int:
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)."""
+    year -= month <= 2
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
 
 
 def format_ttl(seconds: int) -> str:
