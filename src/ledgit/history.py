@@ -420,7 +420,11 @@ def verify_with_head(task: str, text: str | bytes | None, record: Record | None,
         else:
             base, expected_before = {}, None
         patch = e["patch"]
-        state = _apply_shared(base, patch)
+        state: State | None
+        if genesis_json is not None:  # [add /fields F, add /body B] on {} (shape checked)
+            state = {"fields": patch[0]["value"], "body": patch[1]["value"]}
+        else:
+            state = _apply_shared(base, patch)
         if state is None:  # not the common shape: jsonpatch itself (and its error message)
             try:
                 state = apply_patch(base, patch)
