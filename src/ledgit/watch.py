@@ -162,6 +162,7 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
     optimisation): a failed start is silently dropped.
     """
     import contextlib
+    import site
     import subprocess
     import sys
 
@@ -171,11 +172,14 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
     if idle is not None:
         args += ["--idle", repr(float(idle))]
     env = dict(os.environ)
-    # ledgit is imported from where this file is, even when it came from a relative
-    # PYTHONPATH entry (the daemon runs in "/").
+    # The daemon imports this same ledgit even when it was found through the working
+    # directory or a relative PYTHONPATH entry (the daemon runs in "/"). A site-packages
+    # directory is never put on PYTHONPATH (it would come before the standard library).
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+    site_dirs = [*site.getsitepackages(), site.getusersitepackages()]
+    if package_parent not in site_dirs:
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
     with contextlib.suppress(OSError):
         _spawned.append(subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -215,6 +219,9 @@ _MAX_REQUEST = 4096  # bytes
 _LOCK_WAIT = 5.0  # seconds to wait for the start/stop lock before giving up
 
 
+_EVENT: "Any" = None  # struct.Struct of the inotify_event header, made when a daemon starts
+
+
 class _Stop(Exception):
     """Raised by the signal handler (SIGTERM/SIGINT/SIGHUP): leave the loop, clean up."""
 
@@ -239,11 +246,16 @@ class _Daemon:
         self.tasks_id: tuple[int, int] = (0, 0)
         self.sock_id: tuple[int, int] | None = None
         self.listener: Any = None
+        self.sock_name = os.fsencode(os.path.basename(sock_path))
 
     # -- inotify ---------------------------------------------------------------------
 
     def open_inotify(self) -> None:
+        global _EVENT
         import ctypes
+        import struct
+
+        _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; name
 
         libc = ctypes.CDLL(None, use_errno=True)
         init1 = libc.inotify_init1
@@ -266,17 +278,17 @@ class _Daemon:
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err))
         self.ifd = fd
-        st = os.stat(self.tasks_dir)
-        self.tasks_wd = add_watch(self.tasks_dir, TASKS_MASK)
         # The identity checked on every request: the same path still names this directory
-        # (a parent renamed and the board recreated leaves the watch on the old one).
+        # (a parent renamed and the board recreated leaves the watch on the old one). Taken
+        # before the watch is added: if the path is replaced in between, the first request
+        # sees a mismatch (the safe side).
+        st = os.stat(self.tasks_dir)
         self.tasks_id = (st.st_dev, st.st_ino)
+        self.tasks_wd = add_watch(self.tasks_dir, TASKS_MASK)
 
     def drain(self) -> None:
         """Read and apply every queued event until the fd would block (EAGAIN)."""
-        import struct
-
-        unpack = struct.Struct("iIII").unpack_from
+        unpack = _EVENT.unpack_from
         while True:
             try:
                 buf = os.read(self.ifd, 65536)
@@ -310,7 +322,7 @@ class _Daemon:
         if wd == self.sock_wd:
             if mask & _GONE:
                 self.stop = "socket directory gone"
-            elif name == os.fsencode(os.path.basename(self.sock_path)):
+            elif name == self.sock_name:
                 self.check_socket()
 
     def forget(self) -> None:
