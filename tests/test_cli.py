@@ -1,7 +1,8 @@
 """The ledgit CLI end to end: real Git repositories in temp dirs, no mocks.
 
-Most tests call :func:`ledgit.__main__.run` in-process (fast; the spec table first, click for the rest); a few run the installed ``ledgit``
-console script as a real subprocess.
+Most tests call :func:`ledgit.__main__.run` in-process (fast; as the console script does: the
+spec table first, click for the rest); a few run the installed ``ledgit`` console script as a
+real subprocess.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ error. tests/test_argspec.py checks that both parsers agree on generated command
 
 Rules followed (click's, see click.parser): options may follow positional arguments;
 ``--`` ends the options; ``--opt=value`` and ``--opt value`` are the same, and a value may
-begin with ``-``; a repeated single-value option keeps the last value; a repeatable option
-collects a tuple in command-line order.
+begin with ``-``; a repeated single-value option keeps the last value (only that one is
+converted and checked); a repeatable option collects a tuple in command-line order.
 """
 
 from __future__ import annotations
@@ -119,6 +119,7 @@ def parse(spec: Spec, args: list[str]) -> dict[str, Any] | None:
     or None when click must parse them (help, an unknown option, a bad value, a missing or
     surplus argument). Never raises."""
     values: dict[str, Any] = {p.dest: p.default for p in spec.params}
+    raw: dict[str, str] = {}
     positional: list[str] = []
     i, n, options = 0, len(args), True
     flags = spec._flags
@@ -143,17 +144,24 @@ def parse(spec: Spec, args: list[str]) -> dict[str, Any] | None:
                     return None
                 text = args[i]
                 i += 1
-            value = param.convert(text)
-            if value is DEFER:
-                return None
             if param.kind == MULTI:
-                values[param.dest] = (*values[param.dest], value)
+                values[param.dest] = (*values[param.dest], text)
             else:
-                values[param.dest] = value
+                raw[param.dest] = text  # converted at the end: the last one counts
             continue
         positional.append(token)
     for param in spec.params:
         if param.kind != ARG:
+            if param.kind == MULTI:
+                converted = tuple(param.convert(text) for text in values[param.dest])
+                if DEFER in converted:
+                    return None
+                values[param.dest] = converted
+            elif param.dest in raw:
+                value = param.convert(raw[param.dest])
+                if value is DEFER:
+                    return None
+                values[param.dest] = value
             if param.required and values[param.dest] in (None, ()):
                 return None
             continue

@@ -28,7 +28,6 @@ import sys
 import time
 from contextlib import contextmanager
 from functools import cached_property
-from pathlib import Path
 
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
 from ledgit.markers import has_markers
@@ -36,6 +35,7 @@ from ledgit.markers import has_markers
 TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
+    from pathlib import Path
     from typing import Any
 
     from ledgit.config import BoardConfig
@@ -74,31 +74,66 @@ def __getattr__(name: str) -> Any:
 class Board:
     """A ledgit board rooted at ``root`` (the directory that contains ``.ledgit/``).
 
-    Cheap to construct: the config and the private dir are computed on first use.
+    Cheap to construct: the config and the private dir are computed on first use. The
+    directories are :class:`pathlib.Path` values (``root``, ``dir``, ``tasks_dir``,
+    ``history_dir``, ``private_dir``, ``git_dir``), made on first use; the commands' hot paths
+    use the same places as strings (``root_str``, ``tasks_str``, ``history_str``,
+    ``private_str``, :meth:`task_file`, :meth:`history_file`), so that a read or a write does
+    not import pathlib (~2.5 ms, DESIGN §10).
     """
 
-    def __init__(self, root: Path, config: BoardConfig | None = None) -> None:
-        self.root = Path(os.path.abspath(root))
-        self.dir = self.root / LEDGIT_DIR
-        self.tasks_dir = self.dir / TASKS_DIR
-        self.history_dir = self.dir / HISTORY_DIR
+    def __init__(self, root: Path | str, config: BoardConfig | None = None) -> None:
+        self.root_str = os.path.abspath(root)
+        self.dir_str = os.path.join(self.root_str, LEDGIT_DIR)
+        self.tasks_str = os.path.join(self.dir_str, TASKS_DIR)
+        self.history_str = os.path.join(self.dir_str, HISTORY_DIR)
         if config is not None:
             self.__dict__["config"] = config
 
     def __repr__(self) -> str:
-        return f"Board({str(self.root)!r})"
+        return f"Board({self.root_str!r})"
+
+    @cached_property
+    def root(self) -> Path:
+        """The directory holding ``.ledgit/``."""
+        from pathlib import Path
+
+        return Path(self.root_str)
+
+    @cached_property
+    def dir(self) -> Path:
+        """``<root>/.ledgit``."""
+        return self.root / LEDGIT_DIR
+
+    @cached_property
+    def tasks_dir(self) -> Path:
+        """``<root>/.ledgit/tasks``."""
+        return self.dir / TASKS_DIR
+
+    @cached_property
+    def history_dir(self) -> Path:
+        """``<root>/.ledgit/history``."""
+        return self.dir / HISTORY_DIR
 
     @cached_property
     def config(self) -> BoardConfig:
         """The board's settings (``.ledgit/config.yaml``; defaults when missing)."""
         from ledgit.config import load_config
 
-        return load_config(self.dir / CONFIG_NAME)
+        return load_config(os.path.join(self.dir_str, CONFIG_NAME))
 
     @cached_property
     def git_dir(self) -> Path | None:
         """The per-worktree Git directory holding ``root``; None outside Git."""
-        return _git_dir_for(self.root)
+        from pathlib import Path
+
+        found = self.git_dir_str
+        return None if found is None else Path(found)
+
+    @cached_property
+    def git_dir_str(self) -> str | None:
+        """:attr:`git_dir` as a string."""
+        return _git_dir_for(self.root_str)
 
     @cached_property
     def private_dir(self) -> Path:
@@ -106,8 +141,16 @@ class Board:
 
         Outside a Git repository: ``.ledgit/.local/``. Not created here.
         """
-        gd = self.git_dir
-        return gd / "ledgit" if gd is not None else self.dir / LOCAL_DIR
+        from pathlib import Path
+
+        return Path(self.private_str)
+
+    @cached_property
+    def private_str(self) -> str:
+        """:attr:`private_dir` as a string."""
+        gd = self.git_dir_str
+        return os.path.join(gd, "ledgit") if gd is not None \
+            else os.path.join(self.dir_str, LOCAL_DIR)
 
     # ------------------------------------------------------------------ paths and ids
 
@@ -119,23 +162,34 @@ class Board:
         """``.ledgit/history/<id>.jsonl``. Raises LedgitError (exit 2) for an invalid id."""
         return self.history_dir / (_checked_id(task_id) + HISTORY_SUFFIX)
 
-    def rel(self, path: Path) -> str:
-        """``path`` relative to the board root, POSIX style (for messages and the index)."""
-        try:
-            return path.relative_to(self.root).as_posix()
-        except ValueError:
-            return str(path)
+    def task_file(self, task_id: str) -> str:
+        """:meth:`task_path` as a string."""
+        return os.path.join(self.tasks_str, _checked_id(task_id) + TASK_SUFFIX)
+
+    def history_file(self, task_id: str) -> str:
+        """:meth:`history_path` as a string."""
+        return os.path.join(self.history_str, _checked_id(task_id) + HISTORY_SUFFIX)
+
+    def rel(self, path: Path | str) -> str:
+        """``path`` relative to the board root, POSIX style (for messages and the index);
+        a path outside the root as it is."""
+        text = os.fspath(path)
+        root = self.root_str.rstrip(os.sep) + os.sep
+        if text.startswith(root) and ".." not in text[len(root):].split(os.sep):
+            rest = os.path.normpath(text[len(root):])
+            return "." if rest == "." else rest.replace(os.sep, "/")
+        return "." if text == self.root_str else text
 
     def list_ids(self) -> list[str]:
         """Ids of every task file (stems of ``tasks/*.md``, dot-files excluded), sorted."""
-        return sorted(_stems(self.tasks_dir, TASK_SUFFIX))
+        return sorted(_stems(self.tasks_str, TASK_SUFFIX))
 
     def exists(self, task_id: str) -> bool:
         """True when the task file exists (case-exact, also on case-insensitive systems)."""
-        if not _is_valid_id(task_id) or not self.task_path(task_id).is_file():
+        if not _is_valid_id(task_id) or not os.path.isfile(self.task_file(task_id)):
             return False
         if sys.platform in ("darwin", "win32"):
-            return task_id + TASK_SUFFIX in os.listdir(self.tasks_dir)
+            return task_id + TASK_SUFFIX in os.listdir(self.tasks_str)
         return True
 
     def resolve_id(self, text: str) -> str:
@@ -172,10 +226,11 @@ class Board:
         Raises LedgitError: missing → exit 4; malformed, or its ``id`` differs from the file
         name → exit 2 with ``path:line: field: message``.
         """
-        path = self.task_path(task_id)
+        path = self.task_file(task_id)
         rel = self.rel(path)
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                data = fh.read()
         except FileNotFoundError:
             raise LedgitError(f"no task {task_id} ({rel})", NOT_FOUND) from None
         except OSError as exc:
@@ -195,7 +250,8 @@ class Board:
     def read_history_text(self, task_id: str) -> str | None:
         """The history file's text, or None when it does not exist."""
         try:
-            return self.history_path(task_id).read_bytes().decode("utf-8", errors="replace")
+            with open(self.history_file(task_id), "rb") as fh:
+                return fh.read().decode("utf-8", errors="replace")
         except FileNotFoundError:
             return None
 
@@ -208,7 +264,7 @@ class Board:
         Waits up to ``timeout`` seconds; then raises LedgitError exit 5 (busy). Compatible
         with ``filelock.FileLock`` on the same path (both use flock on a file kept in place).
         """
-        path = self.private_dir / "locks" / f"{_checked_id(task_id)}.lock"
+        path = os.path.join(self.private_str, "locks", f"{_checked_id(task_id)}.lock")
         with file_lock(path, timeout, f"{task_id} is busy"):
             yield
 
@@ -238,16 +294,16 @@ class Board:
         data.setdefault("status", "open")
         data["created"] = data.get("created") or stamp
         data["last_modified"] = data.get("last_modified") or stamp
-        path = self.task_path(tid)
+        path, hpath = self.task_file(tid), self.history_file(tid)
         record = make_record(data, body, self.rel(path))
         _refuse_lifecycle(lifecycle_problems(record.fields), [], self.rel(path))
         with self.lock(tid):
             refuse_link(self, path)
-            refuse_link(self, self.history_path(tid))
-            if path.exists():
+            refuse_link(self, hpath)
+            if os.path.lexists(path):
                 raise LedgitError(f"task {tid} already exists ({self.rel(path)})", USAGE)
-            if self.history_path(tid).exists():
-                raise LedgitError(f"{self.rel(self.history_path(tid))} already exists without "
+            if os.path.lexists(hpath):
+                raise LedgitError(f"{self.rel(hpath)} already exists without "
                                   f"a task file (run: ledgit doctor --repair)", USAGE)
             event = new_event(parents=[], at=record.fields["last_modified"], actor=actor,
                               op="create", before_state={}, after_state=record.state(),
@@ -279,8 +335,7 @@ class Board:
         actor = _checked_actor(actor)
         if not self.exists(task_id):
             raise LedgitError(f"no task {task_id}", NOT_FOUND)
-        path = self.task_path(task_id)
-        rel = self.rel(path)
+        rel = self.rel(self.task_file(task_id))
         with self.lock(task_id, lock_timeout):
             now = _now()
             current, pending, parents = self._settle(task_id, actor, now)
@@ -618,7 +673,8 @@ class Board:
             bits = secrets.randbits(5 * ID_RANDOM_CHARS)
             rand = "".join(ID_ALPHABET[(bits >> (5 * i)) & 31] for i in range(ID_RANDOM_CHARS))
             tid = f"{prefix}-{rand}"
-            if not self.task_path(tid).exists() and not self.history_path(tid).exists():
+            if not os.path.lexists(self.task_file(tid)) \
+                    and not os.path.lexists(self.history_file(tid)):
                 return tid
 
     def _settle(self, task_id: str, actor: str, now: str, *,
@@ -634,7 +690,7 @@ class Board:
         from ledgit.history import HistoryError, heads, new_event, parse_events, replay
         from ledgit.record import record_from_state
 
-        refuse_link(self, self.task_path(task_id))
+        refuse_link(self, self.task_file(task_id))
         current = self.read(task_id)
         data, _ = self._read_history_healed(task_id)
         text = None if data is None else data.decode("utf-8", errors="replace")
@@ -652,7 +708,7 @@ class Board:
             raise _damaged(self, task_id, f"malformed event ({exc})") from None
         if len(hs) != 1:
             raise LedgitError(f"{task_id}: history has {len(hs)} heads (a line merge?); "
-                              f"run: ledgit resolve {self.rel(self.history_path(task_id))}",
+                              f"run: ledgit resolve {self.rel(self.history_file(task_id))}",
                               CHECK_FAILED)
         head = next(e for e in events if e["id"] == hs[0])
         revision = current.revision
@@ -660,7 +716,7 @@ class Board:
             return current, [], hs
         try:
             state = replay(events, task_id)[hs[0]]
-            head_record = record_from_state(state, self.rel(self.task_path(task_id)))
+            head_record = record_from_state(state, self.rel(self.task_file(task_id)))
         except HistoryError as exc:
             raise _damaged(self, task_id, str(exc.problem)) from None
         except LedgitError as exc:
@@ -679,8 +735,8 @@ class Board:
         """The history was written no earlier than the task file: the mark of a write that
         appended its event but did not replace the file (a hand revert of the file is newer)."""
         try:
-            return (os.stat(self.history_path(task_id)).st_mtime_ns
-                    >= os.stat(self.task_path(task_id)).st_mtime_ns)
+            return (os.stat(self.history_file(task_id)).st_mtime_ns
+                    >= os.stat(self.task_file(task_id)).st_mtime_ns)
         except OSError:
             return False
 
@@ -690,10 +746,11 @@ class Board:
         acknowledged) is cut off. Caller holds the lock. Returns (data, what was done)."""
         import json
 
-        path = self.history_path(task_id)
+        path = self.history_file(task_id)
         refuse_link(self, path)
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                data = fh.read()
         except FileNotFoundError:
             return None, None
         if not data or data.endswith(b"\n"):
@@ -720,10 +777,10 @@ class Board:
         refresh its index row: the write-ahead order of DESIGN §6."""
         from ledgit.history import event_line
 
-        path = self.history_path(task_id)
-        created = not path.exists()
+        path = self.history_file(task_id)
+        created = not os.path.lexists(path)
         if created:
-            self.history_dir.mkdir(parents=True, exist_ok=True)
+            os.makedirs(self.history_str, exist_ok=True)
         data = "".join(event_line(e) for e in events).encode("utf-8")
         refuse_link(self, path)
         try:
@@ -739,7 +796,7 @@ class Board:
         finally:
             os.close(fd)
         if created:
-            _fsync_dir(self.history_dir)
+            _fsync_dir(self.history_str)
         if record is not None:
             self._write_task(task_id, record)
             self._refresh_index([record])
@@ -749,11 +806,11 @@ class Board:
         fsync the dir."""
         from ledgit.record import render_record
 
-        self.tasks_dir.mkdir(parents=True, exist_ok=True)
-        path = self.task_path(task_id)
+        os.makedirs(self.tasks_str, exist_ok=True)
+        path = self.task_file(task_id)
         refuse_link(self, path)  # os.replace would swap the link for a file, silently
         replace_task_file(path, render_record(record).encode("utf-8"), fsync=True)
-        _fsync_dir(self.tasks_dir)
+        _fsync_dir(self.tasks_str)
 
     def _refresh_index(self, records: list[Record]) -> None:
         """Refresh index rows after a write. Best effort: the index is derived (DESIGN §1),
@@ -786,16 +843,16 @@ def find_board(cwd: Path | None = None) -> Board:
     """
     pinned = os.environ.get(ROOT_ENV)
     if pinned:
-        path = Path(os.path.abspath(pinned))
-        if path.name == LEDGIT_DIR and _is_board_dir(path):
-            path = path.parent
-        if not _is_board_dir(path / LEDGIT_DIR):
+        path = os.path.abspath(pinned)
+        if os.path.basename(path) == LEDGIT_DIR and _is_board_dir(path):
+            path = os.path.dirname(path)
+        if not _is_board_dir(os.path.join(path, LEDGIT_DIR)):
             raise LedgitError(f"{ROOT_ENV}={pinned}: no ledgit board there (run: ledgit init)",
                               NOT_FOUND)
         return Board(path)
-    start = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
-    for directory in (start, *start.parents):
-        if _is_board_dir(directory / LEDGIT_DIR):
+    start = os.path.abspath(cwd if cwd is not None else os.getcwd())
+    for directory in _upward(start):
+        if _is_board_dir(os.path.join(directory, LEDGIT_DIR)):
             return Board(directory)
     raise LedgitError(f"no ledgit board in {start} or any parent (run: ledgit init)",
                       NOT_FOUND)
@@ -811,7 +868,7 @@ def init_board(path: Path, id_prefix: str = "T") -> Board:
     if not valid_prefix(id_prefix):
         raise LedgitError(f"invalid id prefix {id_prefix!r} (a letter, then up to 15 letters "
                           f"or digits)", USAGE)
-    board = Board(Path(path))
+    board = Board(path)
     config_path = board.dir / CONFIG_NAME
     try:
         board.tasks_dir.mkdir(parents=True, exist_ok=True)
@@ -835,7 +892,7 @@ def init_board(path: Path, id_prefix: str = "T") -> Board:
     return Board(board.root)
 
 
-def actor_name(explicit: str | None, root: Path) -> str:
+def actor_name(explicit: str | None, root: Path | str) -> str:
     """Who is writing (DESIGN §9): ``explicit`` (``--by``), else ``LEDGIT_ACTOR``, else Git's
     ``user.name`` for ``root``, else ``"unknown"``. Raises LedgitError exit 2 for a name that
     is not one line."""
@@ -844,9 +901,11 @@ def actor_name(explicit: str | None, root: Path) -> str:
             return _checked_actor(candidate.strip())
     name: str | None = None
     try:
+        from pathlib import Path
+
         from ledgit import git
 
-        name = git.user_name(root)
+        name = git.user_name(Path(root))
     except Exception:  # noqa: BLE001 - outside Git, no git binary, a refused repository
         name = None
     return _checked_actor(name.strip()) if name and name.strip() else "unknown"
@@ -867,7 +926,7 @@ def check_expect(task_id: str, revision: str, expect: str) -> None:
 
 
 @contextmanager
-def file_lock(path: Path, timeout: float, busy: str) -> Iterator[None]:
+def file_lock(path: Path | str, timeout: float, busy: str) -> Iterator[None]:
     """Hold an exclusive flock on ``path`` (created, never removed), polling up to
     ``timeout`` seconds; then LedgitError exit 5 with ``busy`` as its message."""
     try:
@@ -876,7 +935,7 @@ def file_lock(path: Path, timeout: float, busy: str) -> Iterator[None]:
         with _filelock_lock(path, timeout, busy):
             yield
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    os.makedirs(os.path.dirname(os.fspath(path)), exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         deadline = time.monotonic() + timeout
@@ -898,10 +957,11 @@ def file_lock(path: Path, timeout: float, busy: str) -> Iterator[None]:
 
 
 @contextmanager
-def _filelock_lock(path: Path, timeout: float, busy: str) -> Iterator[None]:  # pragma: no cover
+def _filelock_lock(path: Path | str, timeout: float, busy: str
+                   ) -> Iterator[None]:  # pragma: no cover
     import filelock
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    os.makedirs(os.path.dirname(os.fspath(path)), exist_ok=True)
     lock = filelock.FileLock(str(path))
     try:
         lock.acquire(timeout=timeout)
@@ -917,15 +977,26 @@ def _filelock_lock(path: Path, timeout: float, busy: str) -> Iterator[None]:  # 
 # ---------------------------------------------------------------------- helpers
 
 
-def _is_board_dir(path: Path) -> bool:
-    return (path / TASKS_DIR).is_dir() or (path / CONFIG_NAME).is_file()
+def _is_board_dir(path: str) -> bool:
+    return os.path.isdir(os.path.join(path, TASKS_DIR)) \
+        or os.path.isfile(os.path.join(path, CONFIG_NAME))
 
 
-def _git_dir_for(root: Path) -> Path | None:
+def _upward(start: str) -> list[str]:
+    """``start`` (absolute) and each parent up to the file system root."""
+    found = [start]
+    while True:
+        parent = os.path.dirname(found[-1])
+        if parent == found[-1]:
+            return found
+        found.append(parent)
+
+
+def _git_dir_for(root: str) -> str | None:
     """The per-worktree git dir of the repository containing ``root``, from the file system:
     ``<dir>/.git`` as a directory, or a ``gitdir:`` file (linked worktree, submodule)."""
-    for directory in (root, *root.parents):
-        dotgit = directory / ".git"
+    for directory in _upward(os.path.abspath(root)):
+        dotgit = os.path.join(directory, ".git")
         try:
             mode = os.stat(dotgit).st_mode
         except OSError:
@@ -939,7 +1010,7 @@ def _git_dir_for(root: Path) -> Path | None:
             continue
         if head.startswith(b"gitdir:"):
             target = os.fsdecode(head[7:].strip())
-            return Path(os.path.normpath(os.path.join(directory, target)))
+            return os.path.normpath(os.path.join(directory, target))
     return None
 
 
@@ -970,9 +1041,12 @@ class _DirReader:
         except OSError:
             return None
         try:
-            chunks = []
-            while chunk := os.read(fd, 1 << 16):
-                chunks.append(chunk)
+            # A short read of a regular file is its end: one read per file (a read that
+            # fills the buffer is followed by more). A short read of anything else only
+            # gives a problem, which Board.verify checks again the ordinary way.
+            chunks = [os.read(fd, 1 << 16)]
+            while len(chunks[-1]) == 1 << 16:
+                chunks.append(os.read(fd, 1 << 16))
         except OSError:
             return None
         finally:
@@ -985,14 +1059,14 @@ class _DirReader:
             self.fd = None
 
 
-def _listdir(path: Path) -> list[str]:
+def _listdir(path: Path | str) -> list[str]:
     try:
         return os.listdir(path)
     except (FileNotFoundError, NotADirectoryError):
         return []
 
 
-def _stems(path: Path, suffix: str) -> set[str]:
+def _stems(path: Path | str, suffix: str) -> set[str]:
     n = len(suffix)
     return {name[:-n] for name in _listdir(path)
             if name.endswith(suffix) and not name.startswith(".") and len(name) > n}
@@ -1007,7 +1081,7 @@ def _is_valid_id(text: str) -> bool:
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def refuse_link(board: Board, path: Path) -> None:
+def refuse_link(board: Board, path: Path | str) -> None:
     """Writes never go through a symbolic link (issue 7): a task file or history that is
     one -- wherever it points -- is refused with exit 2 before anything is written, and the
     link is left as it is."""
@@ -1078,14 +1152,15 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def replace_task_file(path: Path, data: bytes, *, fsync: bool) -> None:
+def replace_task_file(path: Path | str, data: bytes, *, fsync: bool) -> None:
     """Replace the task file ``path`` (``<id>.md``) with ``data`` atomically: a temp file
     ``.<id>.md.tmp-<pid>-<random>`` in the same dir (see :data:`TMP_MARK`), fsync'ed when
     ``fsync``, then renamed over it. The caller checks links and fsyncs the dir."""
     # os.urandom, not secrets: the temp name only has to be unique (secrets imports
     # random, hmac and base64 on every write).
-    tmp = path.with_name(f".{path.name[:-len(TASK_SUFFIX)]}{TMP_MARK}{os.getpid()}-"
-                         f"{os.urandom(4).hex()}")
+    directory, name = os.path.split(os.fspath(path))
+    tmp = os.path.join(directory, f".{name[:-len(TASK_SUFFIX)]}{TMP_MARK}{os.getpid()}-"
+                                  f"{os.urandom(4).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         write_all(fd, data)
@@ -1093,7 +1168,7 @@ def replace_task_file(path: Path, data: bytes, *, fsync: bool) -> None:
             os.fsync(fd)
     except BaseException:
         os.close(fd)
-        tmp.unlink()
+        os.unlink(tmp)
         raise
     os.close(fd)
     os.replace(tmp, path)
@@ -1104,7 +1179,7 @@ def _write_new(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync_dir(path: Path | str) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:  # pragma: no cover - Windows cannot open a directory
