@@ -171,3 +171,28 @@ def test_the_real_snapshot_and_every_merge_side_round_trip() -> None:
         assert beads_equal(record_to_beads(again), normalize_beads(obj)), obj["id"]
         ids.add(rec.id)
     assert len(ids) >= 5722
+
+
+def test_the_fast_timestamp_path_agrees_with_normalize_timestamp() -> None:
+    from ledgit.interop.beads import _fast_timestamp
+    from ledgit.record import normalize_timestamp
+
+    texts = ["2025-11-02T21:58:07.2-08:00", "0001-01-01T00:00:00.000000+01:00",
+             "9999-12-31T23:59:59.999999-01:00", "2025-02-29T00:00:00.000000+00:00",
+             "2024-02-29T23:59:59.5+14:00", "2025-11-02T21:58:07.295058-00:00",
+             "2025-11-02T21:58:07.295058+23:59", "2025-11-02T21:58:07.295058+24:00",
+             "2025-11-02T21:58:07.1234567-08:00", "2025-11-02T21:58:07Z"]
+    if ISSUES.exists():
+        for line in ISSUES.open(encoding="utf-8"):
+            obj = json.loads(line)
+            texts += [obj[k] for k in ("created_at", "updated_at") if isinstance(obj.get(k), str)]
+    fast = 0
+    for text in texts:
+        try:
+            expected: str | None = normalize_timestamp(text)
+        except ValueError:
+            expected = None
+        got = _fast_timestamp(text)
+        assert got is None or got == expected, text
+        fast += got is not None
+    assert fast >= 6

@@ -83,6 +83,9 @@ _MARKER_LINE = re.compile(r"^<!-- beads:(?:design|acceptance_criteria|notes) -->
 _SECTION_HEAD = re.compile(r"^## [^\n]*\n<!-- beads:(design|acceptance_criteria|notes) -->\n",
                            re.M)
 _BREAKS = ("\n", "\r", "\u2028", "\u2029", "\x85")
+_BREAK = re.compile("[" + "".join(_BREAKS) + "]")
+#: What Beads writes (Go's RFC 3339 with a local offset): converted by datetime's C parser.
+_OFFSET_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{1,6}[+-]\d\d:\d\d")
 _KNOWN = frozenset(("id", "title", "status", "priority", "assignee", "owner", "labels",
                     "dependencies", "comments", "close_reason", "created_at", "updated_at",
                     "description", *(k for k, _ in SECTIONS)))
@@ -157,7 +160,7 @@ def derived_id(source_id: str) -> str:
 
 
 def _one_line(text: str) -> bool:
-    return bool(text.strip()) and not any(c in text for c in _BREAKS)
+    return bool(text.strip()) and not _BREAK.search(text)
 
 
 def _timestamp(value: Any, key: str, where: str) -> tuple[str, str | None]:
@@ -166,10 +169,25 @@ def _timestamp(value: Any, key: str, where: str) -> tuple[str, str | None]:
         raise LedgitError(located(f"expected an RFC 3339 timestamp, got {_json_text(value)}",
                                   where, None, key), USAGE)
     try:
-        canonical = normalize_timestamp(value)
+        canonical = _fast_timestamp(value) or normalize_timestamp(value)
     except ValueError as exc:
         raise LedgitError(located(str(exc), where, None, key), USAGE) from None
     return canonical, (None if canonical == value else value)
+
+
+def _fast_timestamp(text: str) -> str | None:
+    """:func:`normalize_timestamp` of the form Beads writes (``.123456-08:00``), parsed by
+    ``datetime.fromisoformat`` directly (what normalize_timestamp does after its own regex
+    and rebuilding of the text); None for any other form, or when the parse fails (the
+    caller then gets normalize_timestamp's own answer or error)."""
+    if not _OFFSET_TIMESTAMP.fullmatch(text):
+        return None
+    from datetime import datetime, timezone
+
+    try:
+        return format_timestamp(datetime.fromisoformat(text).astimezone(timezone.utc))
+    except (ValueError, OverflowError):
+        return None
 
 
 def _dependencies(deps: list[Any], issue_id: str) -> dict[str, Any] | None:
