@@ -823,7 +823,7 @@ class Board:
                 return
             try:
                 for record in records:
-                    index.update_one(record, self.task_path(record.id))
+                    index.update_one(record, self.task_file(record.id))
             finally:
                 index.close()
         except Exception as exc:  # noqa: BLE001 - see the docstring

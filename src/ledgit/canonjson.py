@@ -11,8 +11,11 @@ C encoder on every call (~1 us), which a board-wide check pays tens of thousands
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 
 def plain_encoder() -> Callable[[Any], str]:

@@ -11,15 +11,8 @@ the new state ``{"fields": ..., "body": ...}``; ``before``/``after`` are record 
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import heapq
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
-
-import jsonpatch
 
 from ledgit.canonjson import plain_encoder
 from ledgit.record import (
@@ -35,18 +28,47 @@ EVENT_KEYS = frozenset(("id", "parents", "at", "actor", "op", "patch", "before",
 GENESIS_OP = "create"
 MERGE_OP = "merge"
 
-Event = dict[str, Any]
-State = dict[str, Any]
+TYPE_CHECKING = False  # typing/dataclasses are not imported at run time (DESIGN §10)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Any
+
+    Event = dict[str, Any]
+    State = dict[str, Any]
+else:
+    Event = State = dict  # the same aliases at run time, for callers that import them
 
 
-@dataclass(frozen=True)
 class Problem:
-    """One broken continuity rule: ``task``, 1-based ``line`` (0 = whole file), ``rule``."""
+    """One broken continuity rule: ``task``, 1-based ``line`` (0 = whole file), ``rule``,
+    ``message``. Immutable; equal when all four are."""
+
+    __slots__ = ("task", "line", "rule", "message")
 
     task: str
     line: int
     rule: str
     message: str
+
+    def __init__(self, task: str, line: int, rule: str, message: str) -> None:
+        for name, value in (("task", task), ("line", line), ("rule", rule),
+                            ("message", message)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Problem is immutable: cannot set {name}")
+
+    def _key(self) -> tuple[str, int, str, str]:
+        return (self.task, self.line, self.rule, self.message)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Problem) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return "Problem(task={!r}, line={!r}, rule={!r}, message={!r})".format(*self._key())
 
     def __str__(self) -> str:
         where = f"line {self.line}" if self.line else "history"
@@ -117,12 +139,18 @@ def event_id(event: Mapping[str, Any]) -> str:
 
 def make_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The RFC 6902 patch turning ``before`` into ``after`` (jsonpatch, deterministic)."""
+    import jsonpatch
+
     ops: list[dict[str, Any]] = jsonpatch.make_patch(before, after).patch
     return ops
 
 
 def apply_patch(state: Mapping[str, Any], patch: Sequence[Mapping[str, Any]]) -> State:
     """Apply an RFC 6902 patch to a copy of ``state``. Raises ValueError when it does not apply."""
+    import copy
+
+    import jsonpatch
+
     try:
         result: State = jsonpatch.apply_patch(copy.deepcopy(dict(state)), list(patch),
                                               in_place=True)
@@ -651,6 +679,8 @@ def topological_order(events: Iterable[Mapping[str, Any]]) -> list[Event]:
             if p in by_id:
                 children.setdefault(p, []).append(eid)
     ready = [(by_id[eid]["at"], eid) for eid, n in pending.items() if n == 0]
+    import heapq
+
     heapq.heapify(ready)
     out: list[Event] = []
     while ready:

@@ -32,17 +32,21 @@ import marshal
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from ledgit.canonjson import plain_encoder
 from ledgit.errors import BUSY, USAGE, LedgitError, located
 
+TYPE_CHECKING = False  # typing and pathlib are not imported on the read path (DESIGN §10)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+    from pathlib import Path
+    from typing import Any, TypeVar
+
     from ledgit.board import Board
     from ledgit.record import Record
+
+    T = TypeVar("T")
 
 SCHEMA_VERSION = 5  # PRAGMA user_version; another value means: rebuild
 INDEX_NAME = "index.sqlite3"
@@ -116,26 +120,34 @@ Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
 _CANONICAL = plain_encoder()
 _US = "\x1f"  # separates labels in tasks.labels (a label is one line of text, never this)
 _MARSHAL = 2  # marshal format 2 writes no back-references, so equal scans give equal bytes
-T = TypeVar("T")
 
 
-class RefreshStats(NamedTuple):
-    """What a refresh or rebuild did: files seen, files re-checked by content, files parsed,
-    rows removed, malformed files, whether it was a full rebuild, and the time it took."""
+class RefreshStats:
+    """What a refresh or rebuild did: ``files`` seen, files ``rechecked`` by content, files
+    ``parsed``, rows ``removed``, malformed files (``errors``), whether it was a full
+    rebuild (``rebuilt``), and the time it took (``seconds``)."""
 
-    files: int
-    rechecked: int
-    parsed: int
-    removed: int
-    errors: int
-    rebuilt: bool
-    seconds: float
+    __slots__ = ("files", "rechecked", "parsed", "removed", "errors", "rebuilt", "seconds")
+
+    def __init__(self, files: int, rechecked: int, parsed: int, removed: int, errors: int,
+                 rebuilt: bool, seconds: float) -> None:
+        self.files, self.rechecked, self.parsed, self.removed = files, rechecked, parsed, removed
+        self.errors, self.rebuilt, self.seconds = errors, rebuilt, seconds
+
+    def __repr__(self) -> str:
+        return "RefreshStats(" + ", ".join(f"{k}={getattr(self, k)!r}"
+                                           for k in self.__slots__) + ")"
 
 
-class _Row(NamedTuple):
-    task: tuple[Any, ...]
-    doc: tuple[Any, ...] | None
-    deps: list[tuple[str, str]]
+class _Row:
+    """The rows of one task file: ``task`` (tasks table), ``doc`` (docs table; None for a
+    malformed file), ``deps`` ((id, dependency) pairs)."""
+
+    __slots__ = ("task", "doc", "deps")
+
+    def __init__(self, task: tuple[Any, ...], doc: tuple[Any, ...] | None,
+                 deps: list[tuple[str, str]]) -> None:
+        self.task, self.doc, self.deps = task, doc, deps
 
 
 def _recovering(method: Callable[..., T]) -> Callable[..., T]:
@@ -163,13 +175,14 @@ class Index:
     to see changes made since. :meth:`get` always re-checks its one file.
     """
 
-    def __init__(self, board: Board, path: Path | str, db: sqlite3.Connection, *,
+    def __init__(self, board: Board, path: str, db: sqlite3.Connection, *,
                  known: Mapping[str, tuple[Record, bytes]] | None = None) -> None:
         self.board = board
-        self.path = path  # a Path, or ":memory:" when the private dir cannot be written
+        self.path = path  # the file, or ":memory:" when the private dir cannot be written
         self.db = db
         self._fresh = False
-        self._rel_dir = board.rel(board.tasks_dir) + "/"
+        self._tasks = board.tasks_str
+        self._rel_dir = board.rel(board.tasks_str) + "/"
         self._inode: int | None = None  # of the file opened: tells a replaced file apart
         self._built: RefreshStats | None = None  # set when opening built it from scratch
         self._known = known or {}  # id -> (record, bytes): indexed without parsing (rebuild_from)
@@ -183,9 +196,9 @@ class Index:
         (sqlite3.DatabaseError) or of another schema (PRAGMA user_version). Creates the
         private dir; falls back to an in-memory index when it cannot be written. ``known``:
         see :meth:`rebuild_from`."""
-        path = board.private_dir / INDEX_NAME
+        path = os.path.join(board.private_str, INDEX_NAME)
         try:
-            board.private_dir.mkdir(parents=True, exist_ok=True)
+            os.makedirs(board.private_str, exist_ok=True)
         except OSError:
             return cls._in_memory(board, known)
         inode = _inode(path)
@@ -206,8 +219,8 @@ class Index:
                       busy_timeout: float = WRITE_PATH_BUSY_TIMEOUT) -> Index | None:
         """The index if it exists with the current schema, else None (creates nothing).
         For the write path, which must not pay for a build (DESIGN §10)."""
-        path = board.private_dir / INDEX_NAME
-        if not path.is_file():
+        path = os.path.join(board.private_str, INDEX_NAME)
+        if not os.path.isfile(path):
             return None
         try:
             index = cls(board, path, _connect(path, busy_timeout))
@@ -227,14 +240,15 @@ class Index:
         return index
 
     @classmethod
-    def _discard_and_open(cls, board: Board, path: Path, busy_timeout: float,
+    def _discard_and_open(cls, board: Board, path: str, busy_timeout: float,
                           broken: int | None,
                           known: Mapping[str, tuple[Record, bytes]] | None = None) -> Index:
         """Replace the corrupt index file (inode ``broken``) with a fresh build. Serialised
         by a lock file; a file another process has already replaced is used as it is."""
         from ledgit.board import file_lock
 
-        with file_lock(board.private_dir / "index.lock", busy_timeout, "the index is busy"):
+        with file_lock(os.path.join(board.private_str, "index.lock"), busy_timeout,
+                       "the index is busy"):
             now = _inode(path)
             if now is not None and now != broken:
                 db: sqlite3.Connection | None = None
@@ -295,7 +309,7 @@ class Index:
             if _is_busy(exc):
                 raise
             return False
-        return meta.get("root") == str(self.board.root) and meta.get("boot") == _boot_id()
+        return meta.get("root") == self.board.root_str and meta.get("boot") == _boot_id()
 
     def _recover(self) -> None:
         """After a DatabaseError that is not "busy": start again from an empty file."""
@@ -304,7 +318,6 @@ class Index:
         if self.path == ":memory:":
             fresh = Index._in_memory(self.board)
         else:
-            assert isinstance(self.path, Path)
             fresh = Index._discard_and_open(self.board, self.path, BUSY_TIMEOUT, self._inode)
             self._inode = fresh._inode
         self.db = fresh.db
@@ -333,7 +346,7 @@ class Index:
         meta = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN "
                                     "('scan', 'racy')").fetchall())
         dirty = [r[0] for r in self.db.execute("SELECT id FROM dirty")]
-        current = _stat_scan(self.board.tasks_dir)
+        current = _stat_scan(self._tasks)
         self._fresh = True
         racy = _unmarshal(meta.get("racy"), list)
         blob = meta.get("scan")
@@ -420,7 +433,7 @@ class Index:
         current: dict[str, Stat] = {}
         rows = []
         unreadable = []
-        for name, st, data in _read_all(self.board.tasks_dir):
+        for name, st, data in _read_all(self._tasks):
             current[name] = st
             if isinstance(data, OSError):
                 rows.append(self._unreadable(name, st, scan_ns, data))
@@ -437,7 +450,7 @@ class Index:
         self._store_scan(current, [n for n, st in current.items()
                                    if st[0] >= scan_ns - RACY_WINDOW_NS or n in unreadable],
                          scan_ns)
-        self._set_meta("root", str(self.board.root))
+        self._set_meta("root", self.board.root_str)
         self._set_meta("boot", _boot_id())
         self._set_meta("built_ns", scan_ns)
         errors = sum(1 for r in rows if r.doc is None)
@@ -469,13 +482,14 @@ class Index:
                 rows.append(self._build(name, st, scan_ns, data))
         return touched, rows, unreadable
 
-    def update_one(self, record: Record, path: Path) -> None:
+    def update_one(self, record: Record, path: Path | str) -> None:
         """Refresh one task's row after a write (called by Board.mutate/create). ``record``
         must be what was written to ``path``; the next scan re-checks the file anyway, so
         a wrong call costs a re-parse, never a wrong answer."""
         from ledgit.record import render_record
 
-        name = path.name[:-3] if path.name.endswith(".md") else path.name
+        base = os.path.basename(path)
+        name = base[:-3] if base.endswith(".md") else base
         checked = time.time_ns()
         try:
             s = os.stat(path)
@@ -562,7 +576,7 @@ class Index:
         name = task_id
         if "/" in name or "\\" in name or name.startswith(".") or not name:
             return None
-        path = self.board.tasks_dir / f"{name}.md"
+        path = os.path.join(self._tasks, f"{name}.md")
         checked = time.time_ns()
         try:
             s = os.stat(path)
@@ -628,7 +642,7 @@ class Index:
                 "SELECT t.id, t.mtime_ns, t.size, t.ino, t.checked_ns, t.revision FROM tasks t"
                 " WHERE t.error IS NULL AND t.revision IS NOT NULL"
                 " AND NOT EXISTS (SELECT 1 FROM dirty d WHERE d.id = t.id)").fetchall()
-            current = _stat_scan(self.board.tasks_dir)
+            current = _stat_scan(self._tasks)
         except (sqlite3.Error, LedgitError):
             return {}
         get = current.get
@@ -642,7 +656,7 @@ class Index:
         size, inode) differ from the file's now. Read-only: refreshes nothing."""
         rows = {r[0]: tuple(r[1:]) for r in self.db.execute(
             "SELECT id, mtime_ns, size, ino FROM tasks")}
-        files = _stat_scan(self.board.tasks_dir)
+        files = _stat_scan(self._tasks)
         return sorted(n for n in files.keys() | rows.keys() if files.get(n) != rows.get(n))
 
     @_recovering
@@ -652,7 +666,7 @@ class Index:
         total, bad = self.db.execute(
             "SELECT count(*), count(error) FROM tasks").fetchone()
         size = 0
-        if isinstance(self.path, Path):
+        if self.path != ":memory:":
             for suffix in ("", "-wal"):
                 with suppress(OSError):
                     size += os.stat(f"{self.path}{suffix}").st_size
@@ -687,7 +701,7 @@ class Index:
     def _read(self, name: str) -> bytes | OSError | None:
         """The file's bytes; None when it is gone; the OSError when it cannot be read."""
         try:
-            with open(self.board.tasks_dir / f"{name}.md", "rb") as fh:
+            with open(os.path.join(self._tasks, f"{name}.md"), "rb") as fh:
                 return fh.read()
         except FileNotFoundError:
             return None
@@ -790,8 +804,8 @@ class Index:
 # ---------------------------------------------------------------------- helpers
 
 
-def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
-    db = sqlite3.connect(str(path), timeout=busy_timeout, isolation_level=None)
+def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
     # See Index._current: without a boot id to notice an OS crash, keep SQLite's fsyncs.
     db.execute("PRAGMA synchronous = OFF" if _boot_id() else "PRAGMA synchronous = NORMAL")
     return db
@@ -820,7 +834,7 @@ def _unmarshal(blob: Any, kind: type[T]) -> T:
     return kind()
 
 
-def _inode(path: Path) -> int | None:
+def _inode(path: str) -> int | None:
     try:
         return os.stat(path).st_ino
     except OSError:
@@ -837,12 +851,12 @@ def _is_readonly(exc: BaseException) -> bool:
     return "readonly" in text or "read-only" in text or "unable to open" in text
 
 
-def _busy(path: Path | str) -> LedgitError:
+def _busy(path: str) -> LedgitError:
     return LedgitError(f"the index {path} is busy (another ledgit process is writing it); "
                        f"retry", BUSY)
 
 
-def _stat_scan(tasks_dir: Path) -> dict[str, Stat]:
+def _stat_scan(tasks_dir: Path | str) -> dict[str, Stat]:
     """{stem: (mtime_ns, size, inode)} of ``tasks/*.md`` (dot-files excluded): one stat per
     file and nothing else, the floor of a freshness check (DESIGN §10). A directory named
     ``x.md`` is listed too; reading it fails and it is skipped."""
@@ -878,7 +892,7 @@ def _stat_scan(tasks_dir: Path) -> dict[str, Stat]:
     return out
 
 
-def _read_all(tasks_dir: Path) -> Iterator[tuple[str, Stat, bytes | OSError]]:
+def _read_all(tasks_dir: Path | str) -> Iterator[tuple[str, Stat, bytes | OSError]]:
     """(stem, stat, bytes or the OSError that prevented reading) of every ``tasks/*.md``, in
     name order: os-level reads through one directory descriptor, the stat taken by fstat on
     the open file (a cold build reads every file; a separate stat pass and the file-object
@@ -886,7 +900,8 @@ def _read_all(tasks_dir: Path) -> Iterator[tuple[str, Stat, bytes | OSError]]:
     if os.open not in os.supports_dir_fd:  # pragma: no cover
         for name, st in sorted(_stat_scan(tasks_dir).items()):
             try:
-                yield name, st, (tasks_dir / f"{name}.md").read_bytes()
+                with open(os.path.join(tasks_dir, f"{name}.md"), "rb") as fh:
+                    yield name, st, fh.read()
             except FileNotFoundError:
                 continue
             except OSError as exc:
@@ -941,7 +956,7 @@ def _read_fd(fd: int, size: int) -> bytes:
     return data
 
 
-def _unlisted(tasks_dir: Path, exc: OSError) -> LedgitError:
+def _unlisted(tasks_dir: Path | str, exc: OSError) -> LedgitError:
     return LedgitError(f"cannot list {tasks_dir}: {exc.strerror or exc}", USAGE)
 
 

@@ -15,14 +15,15 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from ledgit.errors import LedgitError, located
 from ledgit.lifecycle import lifecycle_problems as lifecycle_problems
 
+TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from datetime import datetime
+    from typing import Any, NoReturn
 
     import yaml
 
