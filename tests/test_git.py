@@ -24,6 +24,7 @@ ODD = [".ledgit/tasks/with space.md", ".ledgit/tasks/\"quoted\" 'too'.md",
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Run a test once through pygit2 and once through the git CLI fallback."""
     monkeypatch.setattr(lg, "_use_pygit2", request.param == "pygit2")
+    monkeypatch.setattr(lg, "_use_fs", request.param == "pygit2")  # ledgit.gitfs, for the index
     yield request.param
 
 

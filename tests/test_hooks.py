@@ -220,3 +220,30 @@ def test_shims_say_so_when_ledgit_is_missing(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "line merge" in proc.stderr
     merged = (tmp_path / "A").read_text()
     assert merged.startswith("<<<<<<< ") and "ours\n=======\ntheirs\n" in merged
+
+
+def test_fast_board_prefix_agrees_with_find_board(tmp_path: Path, git_env: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pre-commit fast path finds the board without pathlib: the same answer as
+    ledgit.gate's (ledgit.board.find_board), or None where that one has none either."""
+    from ledgit.gate import _found_prefix
+    from ledgit.hooks import _board_prefix
+
+    repo = new_repo(tmp_path / "repo")
+    git("init", "-q", str(repo / "nested"), cwd=repo)
+    (repo / "sub" / ".ledgit" / "tasks").mkdir(parents=True)
+    (repo / "sub" / "deeper").mkdir()
+    (repo / "plain").mkdir()
+    outside = tmp_path / "elsewhere"
+    (outside / ".ledgit").mkdir(parents=True)
+    (outside / ".ledgit" / "config.yaml").write_text("id_prefix: T\n")
+    cases = [(repo, None), (repo / "plain", None), (repo / "sub", None),
+             (repo / "sub" / "deeper", None), (repo / ".ledgit", None),
+             (repo / "sub", str(repo / "sub")), (repo, str(repo / "sub" / ".ledgit")),
+             (repo, str(outside)), (repo, str(repo / "plain"))]
+    for cwd, pinned in cases:
+        if pinned is None:
+            monkeypatch.delenv("LEDGIT_ROOT", raising=False)
+        else:
+            monkeypatch.setenv("LEDGIT_ROOT", pinned)
+        assert _board_prefix(str(cwd), str(repo)) == _found_prefix(cwd), (cwd, pinned)

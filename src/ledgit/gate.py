@@ -23,13 +23,35 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import NamedTuple
 
-from ledgit import git
 from ledgit.errors import USAGE, LedgitError
 from ledgit.markers import RULE as MARKER_RULE
 from ledgit.markers import marker_problem
+
+TYPE_CHECKING = False  # typing is not imported at run time (the pre-commit budget, DESIGN §10)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import NamedTuple
+
+    class _Finding(NamedTuple):
+        path: str
+        line: int
+        rule: str
+        message: str
+        commit: str | None = None
+
+    class _GateReport(NamedTuple):
+        commits: list[str]
+        checked: int
+        findings: list[Finding]
+else:
+    from collections import namedtuple
+
+    _Finding = namedtuple("_Finding", "path line rule message commit", defaults=(None,))
+    _GateReport = namedtuple("_GateReport", "commits checked findings")
+
+# ledgit.git (and with it pathlib and subprocess) is imported by the functions that ask Git:
+# the pre-commit hook needs only check_task here (DESIGN §10).
 
 LEDGIT_DIR = ".ledgit"
 TASKS = "tasks"
@@ -40,16 +62,12 @@ FORMATS = ("text", "json", "github")
 _LOCATED = re.compile(r"^(?P<path>.*?):(?P<line>\d+): (?P<rest>.*)$", re.DOTALL)
 
 
-class Finding(NamedTuple):
+class Finding(_Finding):
     """One problem: the repository-relative ``path`` of the file, a 1-based ``line`` (0 = the
     whole file), the broken ``rule``, a one-line ``message`` and the ``commit`` it was seen
-    at (None for the index or the working tree)."""
+    at (None for the index or the working tree). A named tuple."""
 
-    path: str
-    line: int
-    rule: str
-    message: str
-    commit: str | None = None
+    __slots__ = ()
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
@@ -57,13 +75,11 @@ class Finding(NamedTuple):
         return f"{head}{where}: {self.rule}: {self.message}"
 
 
-class GateReport(NamedTuple):
-    """What the gate checked: the commits (oldest first), how many task checks ran, and every
-    finding (empty = pass)."""
+class GateReport(_GateReport):
+    """What the gate checked: the ``commits`` (oldest first), how many task checks ran
+    (``checked``), and every finding (``findings``; empty = pass). A named tuple."""
 
-    commits: list[str]
-    checked: int
-    findings: list[Finding]
+    __slots__ = ()
 
     @property
     def ok(self) -> bool:
@@ -86,6 +102,8 @@ def board_prefix(cwd: Path) -> str:
 def _found_prefix(cwd: Path) -> str | None:
     """:func:`board_prefix` of the board found from ``cwd``; None when no board is found
     there inside the work tree."""
+    from ledgit import git
+
     top = git.toplevel(cwd)
     if top is None:
         raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
@@ -110,6 +128,8 @@ def board_prefixes(cwd: Path, revs: Iterable[str] = ()) -> list[str]:
     where walking up never finds a board kept in a subdirectory (``ledgit init sub``).
     ``[""]`` when there is none (nothing to check).
     """
+    from ledgit import git
+
     found = _found_prefix(cwd)
     if found is not None:
         return [found]
@@ -297,6 +317,8 @@ def check_files(files: Mapping[str, bytes], prefix: str, ids: Iterable[str] | No
 
 def verify_rev(cwd: Path, rev: str, prefix: str | None = None) -> GateReport:
     """Every task and history at commit ``rev``, fully checked."""
+    from ledgit import git
+
     prefix = board_prefix(cwd) if prefix is None else prefix
     commit = git.rev_list(cwd, rev)[0]
     files = git.tree_files(cwd, commit, f"{prefix}{LEDGIT_DIR}/")
@@ -311,6 +333,8 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
     check on every task; each commit then gets the full checks on the tasks it changes
     against its first parent (so a merge commit is checked for everything it brought in).
     """
+    from ledgit import git
+
     if ".." not in spec:
         raise LedgitError(f"--range {spec}: give a range A..B (a single commit: --rev)", USAGE)
     prefix = board_prefix(cwd) if prefix is None else prefix
@@ -341,6 +365,8 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
 
 def _first_parents(cwd: Path, commits: list[str]) -> dict[str, str | None]:
     """commit -> its first parent (None for a root commit), one ``git rev-list`` call."""
+    from ledgit import git
+
     if not commits:
         return {}
     out = git.run_git(["rev-list", "--no-walk=unsorted", "--parents", "--stdin"], cwd,
@@ -360,6 +386,8 @@ def driver_gap(cwd: Path, rev: str | None = None, prefix: str = "") -> Finding |
     The attributes are read from the work tree (git-check-attr(1)) and, with ``rev``, from
     the ``.gitattributes`` files committed there (top and board directory).
     """
+    from ledgit import git
+
     if git.config_get(cwd, "merge.ledgit.driver"):
         return None
     named = attributes_name_driver(cwd, prefix)
@@ -380,6 +408,8 @@ def driver_gap(cwd: Path, rev: str | None = None, prefix: str = "") -> Finding |
 def attributes_name_driver(cwd: Path, prefix: str = "") -> bool:
     """True when the work tree's attributes give task files ``merge=ledgit``
     (``git check-attr merge``, which follows every .gitattributes and info/attributes)."""
+    from ledgit import git
+
     probe = f"{prefix}{LEDGIT_DIR}/{TASKS}/T-probe{TASK_SUFFIX}"
     top = git.toplevel(cwd)
     if top is None:

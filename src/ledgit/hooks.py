@@ -19,11 +19,18 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
-from ledgit import git
 from ledgit.errors import CHECK_FAILED, OK, USAGE, LedgitError
-from ledgit.gate import Finding
+
+TYPE_CHECKING = False  # typing is not imported at run time (DESIGN §10)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from pathlib import Path
+
+    from ledgit.gate import Finding
+
+# The pre-commit path imports neither typing, pathlib, subprocess nor ledgit.git unless it has
+# to (DESIGN §10: the hook's budget is twice `ledgit --version`); see _pre_commit_fast.
 
 PRE_COMMIT = "pre-commit"
 INDEX_HOOKS = ("post-checkout", "post-merge", "post-rewrite", "index")
@@ -39,23 +46,103 @@ def pre_commit(cwd: Path) -> int:
     """Check the staged tasks; 0 when they pass, 1 (with one line each) when not.
 
     A task is checked when its file or its history is staged; the other file is read from
-    HEAD, which the index matches for every path that is not staged.
+    the index, which matches HEAD for every path that is not staged. Boards: the one found
+    from ``cwd``, else every board in the index (:func:`ledgit.gate.board_prefixes`).
     """
-    from ledgit.gate import LEDGIT_DIR, board_prefixes, check_task, task_of, task_paths
+    from ledgit import git
+    from ledgit.gate import LEDGIT_DIR, board_prefixes
 
     problems: list[Finding] = []
     tasks: list[str] = []
-    for prefix in board_prefixes(cwd):  # the board here, else every board in the index
+    for prefix in board_prefixes(cwd):
         staged = git.staged_files(cwd, f"{prefix}{LEDGIT_DIR}/")
-        these = sorted({t for t in (task_of(p, prefix) for p in staged) if t is not None})
-        tasks += these
-        for task in these:
-            md, hist = task_paths(prefix, task)
-            data = {p: staged[p] if p in staged else _at_head(cwd, p) for p in (md, hist)}
-            problems += check_task(task, md, data[md], hist, data[hist])
-        config = f"{prefix}{LEDGIT_DIR}/config.yaml"
-        if staged.get(config) is not None:
-            problems += _check_config(config, staged[config] or b"")
+        problems += _check_staged(prefix, staged, lambda path: _at_head(cwd, path), tasks)
+    return _report(problems, tasks)
+
+
+def _pre_commit_fast(cwd: str) -> int | None:
+    """:func:`pre_commit` read straight from Git's files (:mod:`ledgit.gitfs`): the board
+    found from ``cwd``, its staged paths and blobs, without a ``git`` process. None when
+    that is not possible (no board found here, a layout gitfs leaves to git...): then
+    :func:`pre_commit` answers."""
+    from ledgit import gitfs
+
+    try:
+        repo = gitfs.discover(cwd)
+        if repo is None or repo.toplevel is None:
+            return None  # pre_commit words the error
+        prefix = _board_prefix(cwd, repo.toplevel)
+        if prefix is None:
+            return None
+        staged = gitfs.staged(repo, gitfs.index_file(repo, cwd), f"{prefix}{_LEDGIT_DIR}/")
+        files = {os.fsdecode(c.path): None if c.oid is None else staged.blob(c.oid)
+                 for c in staged.changes}
+        tasks: list[str] = []
+        problems = _check_staged(prefix, files,
+                                 lambda path: staged.indexed(os.fsencode(path)), tasks)
+    except gitfs.Unusual:
+        return None
+    return _report(problems, tasks)
+
+
+_LEDGIT_DIR = ".ledgit"  # = ledgit.board.LEDGIT_DIR, ledgit.gate.LEDGIT_DIR
+
+
+def _board_prefix(cwd: str, top: str) -> str | None:
+    """The board directory relative to ``top`` (``""`` or ``"sub/"``) of the board
+    :func:`ledgit.board.find_board` finds from ``cwd`` (``LEDGIT_ROOT``, else the nearest
+    directory upward holding ``.ledgit/`` with ``tasks/`` or ``config.yaml``), without
+    pathlib; None when there is none inside the work tree ``top``."""
+    def is_board(directory: str) -> bool:
+        return (os.path.isdir(os.path.join(directory, _LEDGIT_DIR, "tasks"))
+                or os.path.isfile(os.path.join(directory, _LEDGIT_DIR, "config.yaml")))
+
+    pinned = os.environ.get("LEDGIT_ROOT")
+    if pinned:
+        root: str | None = os.path.abspath(pinned)
+        assert root is not None
+        if os.path.basename(root) == _LEDGIT_DIR and is_board(os.path.dirname(root)):
+            root = os.path.dirname(root)
+        if not is_board(root):
+            return None
+    else:
+        root, here = None, os.path.abspath(cwd)
+        while root is None:
+            if is_board(here):
+                root = here
+            elif os.path.dirname(here) == here:
+                return None
+            else:
+                here = os.path.dirname(here)
+    rel = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return None
+    return "" if rel == os.curdir else rel.replace(os.sep, "/") + "/"
+
+
+def _check_staged(prefix: str, staged: Mapping[str, bytes | None],
+                  other: Callable[[str], bytes | None], tasks: list[str]) -> list[Finding]:
+    """The problems of the staged tasks of one board (``prefix``: ``""`` or ``"sub/"``).
+
+    ``staged``: repository path -> staged blob (None: deleted), the paths under the board
+    that the index changes; ``other(path)``: the unstaged file of a task (from the index or
+    HEAD). The ids checked are appended to ``tasks``. A staged config must load too."""
+    from ledgit.gate import LEDGIT_DIR, check_task, task_of, task_paths
+
+    problems: list[Finding] = []
+    these = sorted({t for t in (task_of(p, prefix) for p in staged) if t is not None})
+    tasks += these
+    for task in these:
+        md, hist = task_paths(prefix, task)
+        data = {p: staged[p] if p in staged else other(p) for p in (md, hist)}
+        problems += check_task(task, md, data[md], hist, data[hist])
+    config = f"{prefix}{LEDGIT_DIR}/config.yaml"
+    if staged.get(config) is not None:
+        problems += _check_config(config, staged[config] or b"")
+    return problems
+
+
+def _report(problems: list[Finding], tasks: list[str]) -> int:
     for p in problems:
         _say(f"ledgit pre-commit: {p}")
     if problems:
@@ -67,6 +154,8 @@ def pre_commit(cwd: Path) -> int:
 
 
 def _at_head(cwd: Path, path: str) -> bytes | None:
+    from ledgit import git
+
     if git.head_oid(cwd) is None:
         return None
     return git.blob_at(cwd, "HEAD", path)
@@ -75,8 +164,10 @@ def _at_head(cwd: Path, path: str) -> bytes | None:
 def _check_config(path: str, data: bytes) -> list[Finding]:
     """The staged board config must load (ledgit.config rules)."""
     import tempfile
+    from pathlib import Path
 
     from ledgit.config import load_config
+    from ledgit.gate import Finding
 
     with tempfile.TemporaryDirectory(prefix="ledgit-config-") as tmp:
         target = Path(tmp) / "config.yaml"
@@ -100,6 +191,8 @@ def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
         os._exit(0)
 
     import threading  # here: the pre-commit hook never needs it
+
+    from ledgit import git
 
     timer = threading.Timer(budget, give_up)
     timer.daemon = True
@@ -131,6 +224,12 @@ def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
 def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
     """Dispatch ``ledgit hook NAME ARGS``; ``args`` are the hook's own (ignored)."""
     del args  # post-checkout's refs and flag, post-rewrite's command: not needed
+    if name == PRE_COMMIT:
+        fast = _pre_commit_fast(os.getcwd() if cwd is None else str(cwd))
+        if fast is not None:
+            return fast
+    from pathlib import Path
+
     where = Path(os.getcwd()) if cwd is None else cwd
     if name == PRE_COMMIT:
         return pre_commit(where)
