@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,7 +14,8 @@ from typing import Any
 import pytest
 from gitutil import CliRun
 
-from ledgit.history import parse_events
+from ledgit.history import event_line, parse_events
+from ledgit.interop import common
 from ledgit.interop.beads import STATUS_MAP, beads_to_record
 from ledgit.interop.common import Progress
 from ledgit.record import render_record
@@ -175,3 +179,120 @@ def test_the_real_snapshot(lg: CliRun) -> None:
     assert got == Counter({"archived": 3319, "done": 2259, "open": 131, "in_progress": 13})
     code, out, _ = lg("import", "beads", str(DATA))
     assert out.strip().endswith("unchanged 5722, skipped 0")
+
+
+def _staging_left(root: Path) -> list[str]:
+    return [n for n in os.listdir(root / ".ledgit") if n.startswith(common.STAGING_PREFIX)]
+
+
+def test_a_first_import_moves_whole_directories_in(lg: CliRun, tmp_path: Path) -> None:
+    objs = real_lines(6)
+    src = write_jsonl(tmp_path / "issues.jsonl", objs)
+    tasks = lg.root / ".ledgit" / "tasks"
+    tasks.chmod(0o750)
+    swaps: list[str] = []
+    real = common._swap_in
+
+    def spy(staged: Path, target: Path) -> bool:
+        done = real(staged, target)
+        swaps.append(f"{target.name}:{done}")
+        return done
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(common, "_swap_in", spy)
+        assert lg("import", "beads", str(src))[0] == 0
+    assert swaps == ["history:True", "tasks:True"]  # histories first (write-ahead)
+    assert stat.S_IMODE(tasks.stat().st_mode) == 0o750  # the directory's mode is kept
+    assert _staging_left(lg.root) == []
+    assert sorted(os.listdir(tasks)) == sorted(f"{o['id']}.md" for o in objs)
+    assert lg.board().verify() == []
+
+
+def test_an_import_into_a_board_with_tasks_moves_file_by_file(lg: CliRun,
+                                                              tmp_path: Path) -> None:
+    objs = real_lines(5)
+    board = lg.board()
+    mine = board.create({"title": "mine"}, "", "me").id
+    src = write_jsonl(tmp_path / "issues.jsonl", objs)
+    code, out, err = lg("import", "beads", str(src))
+    assert code == 0, err
+    assert f"imported {len(objs)}" in out
+    assert sorted(board.list_ids()) == sorted([mine, *(o["id"] for o in objs)])
+    assert _staging_left(lg.root) == []
+    assert board.verify() == []
+
+
+def test_a_crash_while_staging_leaves_the_board_untouched(lg: CliRun, tmp_path: Path) -> None:
+    objs = real_lines(6)
+    src = write_jsonl(tmp_path / "issues.jsonl", objs)
+    calls = 0
+    real = common._create
+
+    def dying(path: str, data: bytes) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 7:  # every history written, then the first task file half-way
+            with open(path, "wb") as fh:
+                fh.write(data[:len(data) // 2])
+            raise KeyboardInterrupt
+        real(path, data)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(common, "_create", dying)
+        code, _, _ = lg("import", "beads", str(src))
+    assert code != 0 and calls == 7
+    board = lg.board()
+    assert board.list_ids() == [] and os.listdir(board.history_dir) == []
+    assert _staging_left(lg.root) == []
+    code, out, err = lg("import", "beads", str(src))
+    assert code == 0, err
+    assert f"imported {len(objs)}" in out
+    assert board.verify() == []
+
+
+def test_a_killed_import_is_completed_and_its_staging_removed(lg: CliRun,
+                                                              tmp_path: Path) -> None:
+    objs = real_lines(4)
+    src = write_jsonl(tmp_path / "issues.jsonl", objs)
+    # What SIGKILL between the two directory renames leaves: every history in the board,
+    # no task file, and the staging directory of a process that is gone.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    board = lg.board()
+    staging = lg.root / ".ledgit" / f"{common.STAGING_PREFIX}{dead}-0badf00d"
+    (staging / "tasks-0badf00d").mkdir(parents=True)
+    (staging / "tasks-0badf00d" / f"{objs[0]['id']}.md").write_bytes(b"---\n")
+    for obj in objs:
+        item = common.Incoming(beads_to_record(obj), "x", obj["id"])
+        board.history_path(obj["id"]).write_bytes(common.history_bytes(item, "me", "beads"))
+    code, out, err = lg("import", "beads", str(src), "--by", "me")
+    assert code == 0, err
+    assert f"imported {len(objs)}" in out
+    assert board.verify() == []
+    assert _staging_left(lg.root) == []
+
+
+def test_history_bytes_are_the_genesis_events(tmp_path: Path) -> None:
+    for obj in real_lines(40):
+        item = common.Incoming(beads_to_record(obj), "x", obj["id"])
+        slow = "".join(event_line(e) for e in common.genesis_events(item, "Ölga", "beads"))
+        assert common.history_bytes(item, "Ölga", "beads") == slow.encode("utf-8")
+        [event] = parse_events(slow, obj["id"])
+        assert event["after"] == item.record.revision
+
+
+def test_what_a_power_loss_leaves_is_completed(lg: CliRun, tmp_path: Path) -> None:
+    objs = real_lines(4)
+    src = write_jsonl(tmp_path / "issues.jsonl", objs)
+    assert lg("import", "beads", str(src), "--by", "me")[0] == 0
+    board = lg.board()
+    a, b = (o["id"] for o in objs[:2])
+    data = board.task_path(a).read_bytes()
+    board.task_path(a).write_bytes(data[:len(data) // 2])  # a task file cut short
+    history = board.history_path(b).read_bytes()
+    board.history_path(b).write_bytes(history[:40])  # a torn genesis line
+    board.task_path(b).unlink()
+    code, out, err = lg("import", "beads", str(src), "--by", "me")
+    assert code == 0, err
+    assert "imported 2," in out
+    assert board.verify() == []

@@ -7,17 +7,27 @@ it could not read) and hands them to :func:`import_records`, which
    reason (duplicate id, an existing task that did not come from this source, a task whose
    file and history disagree); with ``strict`` any skip refuses the whole import before a
    byte is written (LedgitError exit 2 listing them with their lines);
-2. writes new tasks in bulk: every history (genesis event, or the source's own events carried
-   over as a chain) first, one ``os.sync()``, then every task file (temp file + rename), one
-   more ``os.sync()``: the write-ahead order of DESIGN §6 per batch instead of per task, so a
-   5,000-task import costs two flushes, not 10,000 fsyncs. Changed tasks go through the task
-   lock and get one ``import`` event each;
-3. rebuilds the index once (``Index.rebuild_from``, without re-parsing what it wrote).
+2. writes new tasks in bulk (:func:`_write_new`): each file created whole (``O_EXCL``, one
+   write, no per-file fsync) in a staging directory ``.ledgit/.import-<pid>-<rand>/``, every
+   history (genesis event, or the source's own events carried over as a chain) before every
+   task file; then moved into the board -- on a first import by renaming the two staged
+   directories over the empty ``history/`` and ``tasks/`` (histories first), otherwise file
+   by file (every history, then every task file): the write-ahead order of DESIGN §6 per
+   batch. Changed tasks go through the task lock and get one ``import`` event each
+   (fsync'ed, as any write);
+3. rebuilds the index once (``Index.rebuild_from``, without re-parsing what it wrote) while
+   one ``os.sync()`` runs in a background thread -- the import's single durability point,
+   waited for before the summary is returned.
 
 Deterministic: a task file's bytes depend only on its source record; a genesis event's time is
 the record's ``last_modified``. Re-importing the same source writes nothing.
-A crash in the middle leaves histories without task files (``ledgit doctor --repair`` writes
-them) or nothing at all; importing again completes the job.
+
+Crashes (docs/interop.md, "Crash safety"): no file of the board is ever half-written by an
+import -- files appear in it only by rename, complete. A process killed in the middle leaves
+either nothing (plus its staging directory, removed by the next import), or every history
+without its task file, or some of the tasks; importing the same source again completes
+exactly those. An OS crash or power loss before the durability point may also leave files of
+this import empty or missing (never another task's); importing again completes them too.
 """
 
 from __future__ import annotations
@@ -30,14 +40,21 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from ledgit.board import replace_task_file, write_all
+from ledgit.board import (
+    HISTORY_DIR,
+    HISTORY_SUFFIX,
+    TASK_SUFFIX,
+    TASKS_DIR,
+    replace_task_file,
+    write_all,
+)
+from ledgit.canonjson import plain_encoder
 from ledgit.errors import USAGE, LedgitError, located
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from ledgit.board import Board
     from ledgit.history import Event
     from ledgit.record import Record
@@ -125,8 +142,10 @@ class Progress:
     def advance(self, n: float = 1) -> None:
         """Count ``n`` more tasks done (a fraction for one step of a task's writes)."""
         self.done += n
+        if not self.enabled:
+            return
         now = time.monotonic()
-        if self.enabled and (now - self._last >= 0.1 or self.done >= self.total):
+        if now - self._last >= 0.1 or self.done >= self.total:
             self._last = now
             width = 30
             filled = int(width * self.done // self.total)
@@ -148,8 +167,10 @@ class _Plan(NamedTuple):
 
 
 def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip],
-                source: str) -> _Plan:
-    """Classify every incoming record against the board (reads only)."""
+                source: str, actor: str | None = None) -> _Plan:
+    """Classify every incoming record against the board (reads only). ``actor`` (of this
+    import) lets it recognise what an interrupted import by the same actor left: a history
+    holding exactly the events this import would write, a task file cut short."""
     from ledgit.record import render_record
 
     new: list[Incoming] = []
@@ -166,7 +187,8 @@ def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip
             continue
         first[tid] = item.where
         if tid not in existing:
-            if tid in histories and not _interrupted_import(board, tid, source, False):
+            if tid in histories and not (_interrupted_import(board, tid, source, False)
+                                         or _ours(board, item, actor, source)):
                 skipped.append(Skip(item.where, f"history without task file: {tid} "
                                                 f"(run: ledgit doctor --repair)"))
             else:
@@ -185,8 +207,13 @@ def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip
             data = board.task_path(tid).read_bytes()
         except OSError:
             data = b""
-        if data == render_record(item.record).encode("utf-8"):
+        rendered = render_record(item.record).encode("utf-8")
+        if data == rendered:
             unchanged.append(item)  # the bytes we would write: no parse needed
+            continue
+        if rendered.startswith(data) and (_interrupted_import(board, tid, source, False)
+                                          or _ours(board, item, actor, source)):
+            new.append(item)  # cut short (power lost before the flush): write it again
             continue
         try:
             current = board.read(tid)
@@ -204,6 +231,18 @@ def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip
         else:
             changed.append((item, current))
     return _Plan(new, changed, unchanged, skipped)
+
+
+def _ours(board: Board, item: Incoming, actor: str | None, source: str) -> bool:
+    """True when the task's history holds exactly what importing ``item`` as ``actor``
+    writes (so a missing or cut-short task file is an interrupted import's to finish)."""
+    if actor is None:
+        return False
+    try:
+        return board.history_path(item.record.id).read_bytes() == history_bytes(item, actor,
+                                                                                 source)
+    except OSError:
+        return False
 
 
 def _size(path: Any) -> int:
@@ -249,7 +288,7 @@ def import_records(board: Board, incoming: Iterable[Incoming], skips: Iterable[S
     written), exit 1 when a changed task's history cannot take an event.
     """
     started = time.perf_counter()
-    plan = plan_import(board, incoming, skips, source)
+    plan = plan_import(board, incoming, skips, source, actor)
     summary = Summary(source)
     if strict and plan.skipped:
         listed = "; ".join(str(s) for s in plan.skipped[:5])
@@ -261,8 +300,22 @@ def import_records(board: Board, incoming: Iterable[Incoming], skips: Iterable[S
     if progress is not None:
         progress.total = len(plan.new) + len(plan.changed)
         progress.enabled = progress.enabled and progress.total > 0
-    written = _write_new(board, plan.new, actor, source, progress)
+    written, flush = _write_new(board, plan.new, actor, source, progress)
     summary.imported = len(plan.new)
+    try:
+        _apply_changes(board, plan, written, summary, actor, source, progress, rebuild_index)
+    finally:
+        flush.wait()  # the durability point: nothing is reported before it
+    summary.ids = [i.record.id for i in plan.new] + [i.record.id for i, _ in plan.changed]
+    summary.seconds = time.perf_counter() - started
+    _remove_stale_staging(board)
+    return summary
+
+
+def _apply_changes(board: Board, plan: _Plan, written: dict[str, tuple[Record, bytes]],
+                   summary: Summary, actor: str, source: str, progress: Progress | None,
+                   rebuild_index: bool) -> None:
+    """The update events of changed tasks, then the index (while the bulk flush runs)."""
     for item, _current in plan.changed:
         try:
             written[item.record.id] = (item.record, _update(board, item, actor, source))
@@ -278,9 +331,6 @@ def import_records(board: Board, incoming: Iterable[Incoming], skips: Iterable[S
 
         # Files whose bytes are still those just written are indexed without re-parsing.
         Index.rebuild_from(board, written)
-    summary.ids = [i.record.id for i in plan.new] + [i.record.id for i, _ in plan.changed]
-    summary.seconds = time.perf_counter() - started
-    return summary
 
 
 def genesis_events(item: Incoming, actor: str, source: str) -> list[Event]:
@@ -323,71 +373,262 @@ def genesis_events(item: Incoming, actor: str, source: str) -> list[Event]:
 
 
 def _canonical(value: Any) -> bytes:
-    # record.canonical_json without its float walk: a Record's state never holds a float
-    # (make_record refuses them) and neither do the notes and meta built here.
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    """Canonical JSON of ``value`` as bytes (record.canonical_json without its float walk:
+    a Record's state never holds a float -- make_record refuses them -- and neither do the
+    notes and meta built here); the C encoder is built once (ledgit.canonjson)."""
+    return _encode(value).encode("utf-8")
+
+
+_encode = plain_encoder()
 
 
 def _genesis(record: Record, at: str, actor: str, note: str | None,
              meta: Mapping[str, Any] | None) -> Event:
-    """A genesis ``create`` event for ``record`` (what history.new_event builds, with the
-    patch written directly: adding the two members of the state to ``{}``)."""
-    event: Event = {
-        "parents": [],
-        "at": at,
-        "actor": actor,
-        "op": "create",
-        "patch": [{"op": "add", "path": "/body", "value": record.body},
-                  {"op": "add", "path": "/fields", "value": record.fields}],
-        "before": None,
-        "after": hashlib.sha256(_canonical(record.state())).hexdigest(),
-    }
-    if note:
-        event["note"] = note
-    if meta:
-        event["meta"] = dict(meta)
-    event["id"] = hashlib.sha256(_canonical(event)).hexdigest()
-    return event
+    """A genesis ``create`` event for ``record``, its patch written directly: adding the
+    body, then the fields, to ``{}`` (history.new_event's jsonpatch would add them in the
+    other order; both replay to the same state, and these are the bytes imports write)."""
+    return json.loads(_genesis_line(record, at, actor, note, meta))  # type: ignore[no-any-return]
+
+
+def _genesis_line(record: Record, at: str, actor: str, note: str | None,
+                  meta: Mapping[str, Any] | None) -> bytes:
+    """The history line (canonical JSON + ``\n``) of :func:`_genesis`'s event, built with the
+    body and the fields encoded once: the state's hash, the patch and the event id all reuse
+    those two texts (canonical JSON sorts keys: the event's are actor, after, at, before, id,
+    meta, note, op, parents, patch; a patch operation's are op, path, value)."""
+    body = _canonical(record.body)
+    fields = _canonical(record.fields)
+    after = hashlib.sha256(b'{"body":' + body + b',"fields":' + fields + b"}").hexdigest()
+    head = (b'{"actor":' + _canonical(actor) + b',"after":"' + after.encode("ascii")
+            + b'","at":' + _canonical(at) + b',"before":null')
+    tail = ((b',"meta":' + _canonical(dict(meta)) if meta else b"")
+            + (b',"note":' + _canonical(note) if note else b"")
+            + b',"op":"create","parents":[],"patch":[{"op":"add","path":"/body","value":'
+            + body + b'},{"op":"add","path":"/fields","value":' + fields + b"}]}")
+    event_id = hashlib.sha256(head + tail).hexdigest().encode("ascii")
+    return head + b',"id":"' + event_id + b'"' + tail + b"\n"
+
+
+def history_bytes(item: Incoming, actor: str, source: str) -> bytes:
+    """The history file a newly imported ``item`` gets: :func:`genesis_events`, one
+    canonical JSON line each (the single-genesis case without building the event twice)."""
+    if not item.steps:
+        return _genesis_line(item.record, item.record.fields["last_modified"], actor,
+                             f"imported from {source} {item.source_id}",
+                             {"source": source, "source_id": item.source_id})
+    return b"".join(_canonical(e) + b"\n" for e in genesis_events(item, actor, source))
+
+
+class _Flush:
+    """The one durability point of a bulk import: ``os.sync()`` in a background thread (it
+    waits on the disk, not the CPU, so the index is built meanwhile); :meth:`wait` returns
+    once everything written before it started is on disk."""
+
+    def __init__(self, start: bool) -> None:
+        self._thread = None
+        if start:
+            import threading
+
+            self._thread = threading.Thread(target=_sync, name="ledgit-import-flush",
+                                            daemon=True)
+            self._thread.start()
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+
+STAGING_PREFIX = ".import-"  # .ledgit/.import-<pid>-<random>/{history,tasks}
 
 
 def _write_new(board: Board, items: Sequence[Incoming], actor: str, source: str,
-               progress: Progress | None) -> dict[str, tuple[Record, bytes]]:
-    """Every history first, then every task file (temp file + rename), then one flush.
-    Returns id -> (record, the task file's bytes)."""
+               progress: Progress | None) -> tuple[dict[str, tuple[Record, bytes]], _Flush]:
+    """Write the new tasks: every history, then every task file, each created whole
+    (``O_CREAT | O_EXCL``, one write) in a staging directory ``.ledgit/.import-<pid>-<rand>/``
+    that no reader looks at; then moved into the board: on a board whose ``history/`` and
+    ``tasks/`` are empty (a first import) by renaming each staged directory over the empty
+    one (two renames, histories first), else file by file (every history, then every task
+    file; ``os.replace``). So no half-written file is ever in the board, whatever moment a
+    crash picks. Then the flush starts (see :class:`_Flush`).
+    Returns (id -> (record, the task file's bytes), the flush to wait for)."""
     from ledgit.record import render_record
 
     written: dict[str, tuple[Record, bytes]] = {}
     if not items:
-        return written
-    board.history_dir.mkdir(parents=True, exist_ok=True)
-    board.tasks_dir.mkdir(parents=True, exist_ok=True)
-    for item in items:
-        data = "".join(_canonical(e).decode("utf-8") + "\n"
-                       for e in genesis_events(item, actor, source))
-        path = board.history_path(item.record.id)
-        # O_TRUNC: the planner only lets through a history that is missing, empty, or the
-        # lone genesis of an interrupted import of this same source.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        return written, _Flush(False)
+    staging, staged_history, staged_tasks = _make_staging(board)
+    try:
+        hdir, tdir = str(staged_history), str(staged_tasks)
+        sep = os.sep
+        for item in items:
+            _create(f"{hdir}{sep}{item.record.id}{HISTORY_SUFFIX}",
+                    history_bytes(item, actor, source))
+            if progress is not None:
+                progress.advance(0.5)  # the history; the task file is the other half
+        for item in items:
+            data = render_record(item.record).encode("utf-8")
+            _create(f"{tdir}{sep}{item.record.id}{TASK_SUFFIX}", data)
+            written[item.record.id] = (item.record, data)
+            if progress is not None:
+                progress.advance(0.5)
+        ids = [item.record.id for item in items]
+        if not (_swap_in(staged_history, board.history_dir)
+                and _swap_in(staged_tasks, board.tasks_dir)):
+            _move_each(board, ids, staged_history, staged_tasks)
+    finally:
+        _remove_tree(staging)
+    return written, _Flush(True)
+
+
+def _create(path: str, data: bytes) -> None:
+    """Create ``path`` (it must not exist: never through a link) holding ``data``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o666)
+    try:
+        write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _make_staging(board: Board) -> tuple[Path, Path, Path]:
+    """A new, empty ``.ledgit/.import-<pid>-<rand>/`` holding empty ``history-<rand>/`` and
+    ``tasks-<rand>/`` (inside ``.ledgit`` so that they are on the same file system and get
+    the same group and mode as the directories they replace; random names because the
+    file system places a directory under a :func:`_spread_hint` parent by a hash of its
+    name, and two imports in a row should not pick the same place). Returns the three."""
+    board.dir.mkdir(parents=True, exist_ok=True)
+    staging = board.dir / f"{STAGING_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+    staging.mkdir()
+    _spread_hint(staging)
+    history = staging / f"{HISTORY_DIR}-{os.urandom(4).hex()}"
+    tasks = staging / f"{TASKS_DIR}-{os.urandom(4).hex()}"
+    history.mkdir()
+    tasks.mkdir()
+    return staging, history, tasks
+
+
+#: Linux ``FS_IOC_GETFLAGS`` / ``FS_IOC_SETFLAGS`` and ``FS_TOPDIR_FL`` (``chattr +T``).
+_GETFLAGS, _SETFLAGS, _TOPDIR_FL = 0x80086601, 0x40086602, 0x00020000
+
+
+def _spread_hint(directory: Path) -> None:
+    """Mark ``directory`` as the top of a hierarchy (``chattr +T``; ext2/3/4, best effort,
+    Linux only) so that the file system places its subdirectories -- the staged
+    ``history/`` and ``tasks/``, and so the inodes of every file created in them -- in a
+    block group with room to spare (the Orlov allocator's spreading), not next to
+    ``.ledgit``. Why: ext4 without a journal avoids reusing an inode freed in the last
+    minute(s) and scans past each of them on every file it creates in that group; after a
+    mass deletion near the repository (``rm -rf`` of a build tree, of a previous checkout,
+    or a neighbour's test run) creating the 11,444 files of a 5,722-task import cost
+    250 us a file instead of 20 (measured: docs/interop.md, "Speed"). The flag stays on the
+    staging directory only, which is removed at the end; the moved directories do not
+    inherit it."""
+    if not sys.platform.startswith("linux"):
+        return
+    import fcntl
+    import struct
+
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        buf = bytearray(4)
+        fcntl.ioctl(fd, _GETFLAGS, buf, True)
+        flags = struct.unpack("i", buf)[0]
+        if not flags & _TOPDIR_FL:
+            fcntl.ioctl(fd, _SETFLAGS, struct.pack("i", flags | _TOPDIR_FL))
+    except OSError:
+        pass  # not ext2/3/4 (tmpfs, btrfs, xfs, NFS ...): no such hint, nothing lost
+    finally:
+        os.close(fd)
+
+
+def _swap_in(staged: Path, target: Path) -> bool:
+    """Rename the directory ``staged`` over ``target`` when ``target`` is missing or an empty
+    directory of ours (rename(2) replaces an empty directory atomically); ``staged`` takes
+    ``target``'s permission bits and group. False when it cannot: ``target`` holds a file
+    (``ENOTEMPTY``), is not a plain directory, belongs to another user, or the platform
+    does not replace directories."""
+    import stat
+
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError:
+        return False
+    try:
+        if st is not None:
+            getuid: Callable[[], int] | None = getattr(os, "getuid", None)
+            if not stat.S_ISDIR(st.st_mode) or (getuid is not None and st.st_uid != getuid()):
+                return False
+            mine = os.lstat(staged)
+            if mine.st_gid != st.st_gid:
+                os.chown(staged, -1, st.st_gid)
+            if stat.S_IMODE(mine.st_mode) != stat.S_IMODE(st.st_mode):
+                os.chmod(staged, stat.S_IMODE(st.st_mode))
+        os.replace(staged, target)
+    except OSError:
+        return False
+    return True
+
+
+def _move_each(board: Board, ids: Sequence[str], staged_history: Path,
+               staged_tasks: Path) -> None:
+    """Move the staged files into the board one by one: every history, then every task file
+    (the write-ahead order of DESIGN §6 per batch). A history already moved by
+    :func:`_swap_in` is no longer staged and is left alone. Refuses (LedgitError, exit 2)
+    to replace a symbolic link."""
+    from ledgit.board import refuse_link
+
+    for src_dir, dst_dir, suffix in ((staged_history, board.history_dir, HISTORY_SUFFIX),
+                                     (staged_tasks, board.tasks_dir, TASK_SUFFIX)):
+        if not src_dir.is_dir():
+            continue  # swapped in whole
+        dst_dir.mkdir(parents=True, exist_ok=True)
+        for tid in ids:
+            dst = dst_dir / f"{tid}{suffix}"
+            refuse_link(board, dst)
+            os.replace(src_dir / f"{tid}{suffix}", dst)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a staging directory and whatever is left in it (nothing after a success)."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_stale_staging(board: Board) -> None:
+    """Remove the staging directories of imports that died (their process is gone): what a
+    crash in the middle of :func:`_write_new` leaves. POSIX only (it asks the process)."""
+    if os.name != "posix":
+        return
+    try:
+        names = os.listdir(board.dir)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(STAGING_PREFIX):
+            continue
+        pid = name[len(STAGING_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
         try:
-            write_all(fd, data.encode("utf-8"))
-        finally:
-            os.close(fd)
-        if progress is not None:
-            progress.advance(0.5)  # the history; the task file is the other half
-    for item in items:
-        task_bytes = render_record(item.record).encode("utf-8")
-        _replace(board, item.record.id, task_bytes)
-        written[item.record.id] = (item.record, task_bytes)
-        if progress is not None:
-            progress.advance(0.5)
-    _sync()
-    return written
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            _remove_tree(board.dir / name)
+        except OSError:
+            continue  # alive (another user's), or cannot tell
 
 
 def _update(board: Board, item: Incoming, actor: str, source: str) -> bytes:
     """One ``import`` event on an existing task, under its lock, in write-ahead order.
     Returns the task file's new bytes."""
+    from ledgit.board import refuse_link
     from ledgit.history import HistoryError, event_line, heads, new_event, parse_events
     from ledgit.record import render_record
 
@@ -414,6 +655,8 @@ def _update(board: Board, item: Incoming, actor: str, source: str) -> bytes:
                           note=f"re-imported from {source} {item.source_id}",
                           meta={"source": source, "source_id": item.source_id})
         path = board.history_path(tid)
+        refuse_link(board, path)
+        refuse_link(board, board.task_path(tid))
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         try:
             write_all(fd, event_line(event).encode("utf-8"))
