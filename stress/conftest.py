@@ -18,6 +18,10 @@ from typing import Any
 import pytest
 from stresskit import Figures, Scale, git, isolated_env, ledgit, make_scale
 
+# Tests start no watcher daemons (docs/watch.md) unless they ask: a board of >= 1,000
+# tasks (the Beads import) would otherwise leave one running for its idle timeout.
+os.environ.setdefault("LEDGIT_WATCH", "0")
+
 
 @pytest.fixture(params=["small", pytest.param("full", marks=pytest.mark.stress)])
 def scale(request: pytest.FixtureRequest) -> Scale:

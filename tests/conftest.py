@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,10 @@ import pytest
 from gitutil import CliRun, isolate_env
 
 from ledgit.board import Board, init_board
+
+# Tests start no watcher daemons (docs/watch.md) unless they ask: a board of >= 1,000
+# tasks (the Beads import) would otherwise leave one running for its idle timeout.
+os.environ.setdefault("LEDGIT_WATCH", "0")
 
 
 @pytest.fixture

@@ -52,10 +52,12 @@ def commit_file(repo: Path, path: str, content: str | bytes, message: str = "edi
 
 
 def isolate_env(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No GIT_* or LEDGIT_* setting from outside, HOME at ``home``, no system Git config."""
+    """No GIT_* or LEDGIT_* setting from outside, HOME at ``home``, no system Git config, no
+    watcher daemons (LEDGIT_WATCH=0: tests/test_index_watch.py turns them on itself)."""
     for key in list(os.environ):
         if key.startswith(("GIT_", "LEDGIT_")):
             monkeypatch.delenv(key)
+    monkeypatch.setenv("LEDGIT_WATCH", "0")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
 

@@ -53,6 +53,7 @@ INDEX_NAME = "index.sqlite3"
 RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
 BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
 WRITE_PATH_BUSY_TIMEOUT = 2.0  # the write path gives up on the index sooner (best effort)
+WATCH_TIMEOUT = 0.5  # seconds a read waits for a watcher daemon before a full stat scan
 
 
 # Every front-matter key (record.FIELD_ORDER, repeated so that reads do not import PyYAML;
@@ -339,30 +340,70 @@ class Index:
     def refresh(self) -> RefreshStats:
         """Bring the index up to date with the task files (the stat scan described in the
         module docstring): re-check changed, new, dirty and racy files; drop rows of removed
-        files. Writes only when something changed. Never raises for a malformed file."""
+        files. Writes only when something changed. Never raises for a malformed file.
+
+        On a board watched by a :mod:`ledgit.watch` daemon (docs/watch.md) the names it
+        reports as changed since the stored token replace the stat scan of every file."""
         started = time.perf_counter()
         scan_ns = time.time_ns()
         self._built = None
         meta = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN "
-                                    "('scan', 'racy')").fetchall())
+                                    "('scan', 'racy', 'watch')").fetchall())
         dirty = [r[0] for r in self.db.execute("SELECT id FROM dirty")]
-        current = _stat_scan(self._tasks)
-        self._fresh = True
         racy = _unmarshal(meta.get("racy"), list)
         blob = meta.get("scan")
-        if not racy and not dirty and blob == marshal.dumps(current, _MARSHAL):
-            # The common case: nothing changed since the last scan, one memcmp. (marshal's
-            # bytes follow listdir's order; another order only takes the path below.)
-            return RefreshStats(len(current), 0, 0, 0, 0, False, time.perf_counter() - started)
-        stored = _unmarshal(blob, dict)
+        old_token = meta.get("watch")
+        sock, answer = self._watch_query(old_token)
+        token = answer[0] if answer is not None else None
+        reported = answer[1] if answer is not None else None
+        self._fresh = True
+        if reported is not None and isinstance(blob, bytes):
+            # Watched: only the names the daemon reports (and the racy and dirty ones) can
+            # differ from the last scan.
+            stored = _unmarshal(blob, dict)
+            names = {n[:-3] for n in reported
+                     if n.endswith(".md") and n[0] != "." and len(n) > 3}
+            names.update(racy, dirty)
+            if not names:
+                if token != old_token:
+                    with self._writing():
+                        self._set_meta("watch", token)
+                return RefreshStats(len(stored), 0, 0, 0, 0, False,
+                                    time.perf_counter() - started)
+            current = dict(stored)
+            for name in names:
+                st = _stat_one(self._tasks, name)
+                if st is None:
+                    current.pop(name, None)
+                else:
+                    current[name] = st
+            look: Iterable[str] = names
+            forced: set[str] = names  # reported: re-checked by content even if the stat agrees
+        else:
+            current = _stat_scan(self._tasks)
+            if answer is None and sock is not None and len(current) >= _watch().SPAWN_MIN_FILES:
+                _watch().spawn(self._tasks, sock)  # the next read asks it
+            if not racy and not dirty and blob == marshal.dumps(current, _MARSHAL):
+                # The common case: nothing changed since the last scan, one memcmp. (marshal's
+                # bytes follow listdir's order; another order only takes the path below.)
+                if token != old_token:
+                    with self._writing():
+                        self._set_meta("watch", token)
+                return RefreshStats(len(current), 0, 0, 0, 0, False,
+                                    time.perf_counter() - started)
+            stored = _unmarshal(blob, dict)
+            look, forced = current, set()
         horizon = scan_ns - RACY_WINDOW_NS
         candidates: list[str] = []
         new_racy: list[str] = []
         get = stored.get
-        for name, st in current.items():
+        for name in look:
+            st = current.get(name)
+            if st is None:
+                continue
             if st[0] >= horizon:
                 new_racy.append(name)
-            if get(name) != st:
+            if get(name) != st or name in forced:
                 candidates.append(name)
         seen = set(candidates)
         for name in (*racy, *dirty):
@@ -375,6 +416,9 @@ class Index:
         # Bytes that differ with no racy or dirty entry: a stat moved, or only listdir's order.
         moved = not racy and not dirty or any(get(n) != current[n] for n in candidates)
         if not (rows or removed or dirty or moved or sorted(new_racy) != sorted(racy)):
+            if token != old_token:
+                with self._writing():
+                    self._set_meta("watch", token)
             return RefreshStats(len(current), len(candidates), 0, 0, 0, False,
                                 time.perf_counter() - started)
         with self._writing():
@@ -383,9 +427,25 @@ class Index:
             self._insert(rows)
             self.db.executemany("DELETE FROM dirty WHERE id = ?", [(n,) for n in dirty])
             self._store_scan(current, new_racy, scan_ns)
+            self._set_meta("watch", token)
         return RefreshStats(len(current), len(candidates), len(rows), len(removed),
                             sum(1 for r in rows if r.doc is None), False,
                             time.perf_counter() - started)
+
+    def _watch_query(self, token: Any) -> tuple[str | None, tuple[str, list[str] | None] | None]:
+        """(the watcher socket of this worktree or None, the daemon's answer for ``token``
+        or None when no daemon answered): see :func:`ledgit.watch.query`. No watcher for an
+        in-memory index, where ``LEDGIT_WATCH=0`` or off Linux."""
+        if self.path == ":memory:":
+            return None, None
+        watch = _watch()
+        if not watch.available():
+            return None, None
+        sock = watch.socket_path(self.board.private_str)
+        if sock is None:
+            return None, None
+        return sock, watch.query(sock, token if isinstance(token, str) else None,
+                                 timeout=WATCH_TIMEOUT)
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -854,6 +914,24 @@ def _is_readonly(exc: BaseException) -> bool:
 def _busy(path: str) -> LedgitError:
     return LedgitError(f"the index {path} is busy (another ledgit process is writing it); "
                        f"retry", BUSY)
+
+
+def _stat_one(tasks_dir: str, stem: str) -> Stat | None:
+    """(mtime_ns, size, inode) of ``tasks/<stem>.md``; None when it is gone (or is no
+    longer something a scan lists)."""
+    try:
+        s = os.stat(os.path.join(tasks_dir, stem + ".md"))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return (s.st_mtime_ns, s.st_size, s.st_ino)
+
+
+@functools.lru_cache(maxsize=1)
+def _watch() -> Any:
+    """:mod:`ledgit.watch`, imported on first need."""
+    from ledgit import watch
+
+    return watch
 
 
 def _stat_scan(tasks_dir: Path | str) -> dict[str, Stat]:
