@@ -602,25 +602,35 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+STALE_AFTER = 600.0  # seconds: a staging directory this old whose process is gone is removed
+
+
 def _remove_stale_staging(board: Board) -> None:
-    """Remove the staging directories of imports that died (their process is gone): what a
-    crash in the middle of :func:`_write_new` leaves. POSIX only (it asks the process)."""
+    """Remove the staging directories of imports that died: what a crash in the middle of
+    :func:`_write_new` leaves. One is stale when its process is gone (POSIX: asked with
+    signal 0) and it was last changed more than :data:`STALE_AFTER` ago -- a process of
+    another PID namespace (a container sharing the repository) looks gone from here, and
+    its import takes seconds, not minutes."""
     if os.name != "posix":
         return
     try:
         names = os.listdir(board.dir)
     except OSError:
         return
+    now = time.time()
     for name in names:
         if not name.startswith(STAGING_PREFIX):
             continue
         pid = name[len(STAGING_PREFIX):].split("-", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
+        path = board.dir / name
         try:
+            if now - os.lstat(path).st_mtime < STALE_AFTER:
+                continue
             os.kill(int(pid), 0)
         except ProcessLookupError:
-            _remove_tree(board.dir / name)
+            _remove_tree(path)
         except OSError:
             continue  # alive (another user's), or cannot tell
 
