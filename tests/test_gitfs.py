@@ -1,5 +1,6 @@
-"""ledgit.gitfs against the git CLI: the same staged paths and blobs, or Unusual (then git
-answers); every object of a packed repository read back as ``git cat-file`` prints it."""
+"""ledgit.gitfs against the git CLI: the same staged paths and blobs (git diff-index run with
+posix_spawn, blobs read from the object files), or Unusual (then ledgit.git answers); every
+object of a packed repository read back as ``git cat-file`` prints it."""
 
 from __future__ import annotations
 
@@ -145,39 +146,31 @@ def test_unborn_branch_and_missing_board(git_repo: Path, board: Path) -> None:
     assert len(agree(fresh)) == len(NAMES)
 
 
-def test_entries_without_stat_data(board: Path) -> None:
-    """`git read-tree` leaves the stat data zero: the padding NULs run on into the next
-    entry, which a run must not take for padding."""
-    tasks = board / ".ledgit/tasks"
-    for n in range(0, 40, 3):
-        (tasks / f"T-{n:03d}.md").write_text(f"task {n}, v2\n")
-    git("add", ".", cwd=board)
-    tree = git("write-tree", cwd=board)
-    git("reset", "-q", cwd=board)
-    git("read-tree", tree, cwd=board)
-    got = agree(board)
-    assert len(got) == 14
-
-
 @pytest.mark.parametrize("setup", [
     lambda repo: git("add", "-N", ".ledgit/tasks/T-new.md", cwd=repo),
     lambda repo: git("update-index", "--index-version", "4", cwd=repo),
     lambda repo: git("update-index", "--split-index", cwd=repo),
-    lambda repo: git("replace", git("rev-parse", "HEAD:README", cwd=repo),
-                     git("rev-parse", "HEAD:.ledgit/config.yaml", cwd=repo), cwd=repo),
-], ids=["intent-to-add", "index-v4", "split-index", "replace-refs"])
-def test_what_gitfs_leaves_to_git(board: Path, setup: Callable[[Path], object]) -> None:
+], ids=["intent-to-add", "index-v4", "split-index"])
+def test_index_formats(board: Path, setup: Callable[[Path], object]) -> None:
     (board / ".ledgit/tasks/T-new.md").write_text("new\n")
     (board / ".ledgit/tasks/T-003.md").write_text("changed\n")
     git("add", ".ledgit/tasks/T-003.md", cwd=board)
     setup(board)
+    assert agree(board)[".ledgit/tasks/T-003.md"] == b"changed\n"
+
+
+def test_replace_refs_are_left_to_git(board: Path) -> None:
+    git("replace", git("rev-parse", "HEAD:README", cwd=board),
+        git("rev-parse", "HEAD:.ledgit/config.yaml", cwd=board), cwd=board)
+    (board / ".ledgit/tasks/T-003.md").write_text("changed\n")
+    git("add", ".", cwd=board)
     with pytest.raises(gitfs.Unusual):
         fast(board)
-    assert lg.staged_files(board, ".ledgit/")[".ledgit/tasks/T-003.md"] == b"changed\n"
+    assert lg.staged_files(board, ".ledgit/") == {".ledgit/tasks/T-003.md": b"changed\n"}
 
 
-def test_flags_the_runs_leave_to_the_walk(board: Path) -> None:
-    """skip-worktree (extended flags, index v3) and assume-unchanged entries in the middle."""
+def test_flagged_entries_and_conflicts(board: Path) -> None:
+    """skip-worktree (index v3) and assume-unchanged entries; unmerged paths are left out."""
     tasks = board / ".ledgit/tasks"
     git("update-index", "--skip-worktree", ".ledgit/tasks/T-011.md", cwd=board)
     git("update-index", "--assume-unchanged", ".ledgit/tasks/T-021.md", cwd=board)
@@ -186,17 +179,14 @@ def test_flags_the_runs_leave_to_the_walk(board: Path) -> None:
     git("add", ".", cwd=board)
     assert (board / ".git/index").read_bytes()[4:8] == b"\0\0\0\3"
     assert len(agree(board)) == 5
-
-
-def test_conflicts_are_left_to_git(board: Path) -> None:
+    git("commit", "-q", "-m", "five", cwd=board)
     git("checkout", "-q", "-b", "theirs", cwd=board)
     commit_file(board, ".ledgit/tasks/T-001.md", "theirs\n")
+    commit_file(board, ".ledgit/tasks/T-002.md", "theirs, alone\n")
     git("checkout", "-q", "main", cwd=board)
     commit_file(board, ".ledgit/tasks/T-001.md", "ours\n")
     git("merge", "-q", "theirs", cwd=board, check=False)
-    with pytest.raises(gitfs.Unusual):
-        fast(board)
-    assert fast(board, "src/") == {}  # elsewhere, no matter
+    assert agree(board) == {".ledgit/tasks/T-002.md": b"theirs, alone\n"}
 
 
 def test_refs_packed_detached_and_worktrees(board: Path, tmp_path: Path) -> None:
@@ -275,30 +265,55 @@ def test_sha256_repositories_are_left_to_git(tmp_path: Path, git_env: Path) -> N
     assert lg.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-1.md": b"two\n"}
 
 
-def test_a_prefix_naming_a_file_is_left_to_git(board: Path) -> None:
-    with pytest.raises(gitfs.Unusual):
-        fast(board, ".ledgit/config.yaml")
+def test_a_prefix_naming_a_file(board: Path) -> None:
+    assert agree(board, ".ledgit/config.yaml") == {}
     (board / ".ledgit/config.yaml").write_text("id_prefix: Q\n")
     git("add", ".", cwd=board)
-    assert lg.staged_files(board, ".ledgit/config.yaml") == {
-        ".ledgit/config.yaml": b"id_prefix: Q\n"}
+    assert agree(board, ".ledgit/config.yaml") == {".ledgit/config.yaml": b"id_prefix: Q\n"}
 
 
-def test_indexed_reads_the_index(board: Path) -> None:
+def test_at_head_reads_head(board: Path) -> None:
     (board / ".ledgit/tasks/T-001.md").write_text("staged\n")
+    os.symlink("T-002.md", board / ".ledgit/tasks/T-link.md")
+    git("add", ".", cwd=board)
+    git("commit", "-q", "-m", "link", cwd=board)
+    (board / ".ledgit/tasks/T-001.md").write_text("staged again\n")
     git("add", ".", cwd=board)
     found = gitfs.discover(str(board))
     assert found is not None
     staged = gitfs.staged(found, gitfs.index_file(found, str(board)), ".ledgit/")
-    assert staged.indexed(b".ledgit/history/T-001.jsonl") == b"history 1\n"
-    assert staged.indexed(b".ledgit/tasks/T-001.md") == b"staged\n"
-    assert staged.indexed(b".ledgit/tasks/T-404.md") is None
+    assert staged.at_head(b".ledgit/history/T-001.jsonl") == b"history 1\n"
+    assert staged.at_head(b".ledgit/tasks/T-001.md") == b"staged\n"
+    assert staged.at_head(b".ledgit/tasks/T-link.md") == b"T-002.md"
+    assert staged.at_head(b".ledgit/tasks/T-404.md") is None
+    assert staged.at_head(b".ledgit/tasks") is None
+    assert staged.at_head(b"README/x") is None
+    for rel in (".ledgit/tasks/T-001.md", "README", ".ledgit/tasks/T-link.md"):
+        assert staged.at_head(os.fsencode(rel)) == lg.blob_at(board, "HEAD", rel)
 
 
-def test_the_hook_needs_no_git_process(board: Path) -> None:
-    """The pre-commit fast path: no ledgit.git (so no subprocess, no pathlib from it)."""
+def test_the_hook_imports_neither_ledgit_git_nor_subprocess(board: Path) -> None:
+    """The pre-commit fast path: one git process, started with posix_spawn."""
     probe = ("import sys\nfrom ledgit.hooks import run_hook\ncode = run_hook('pre-commit', [])\n"
              "print(code, 'ledgit.git' in sys.modules, 'subprocess' in sys.modules)\n")
     proc = subprocess.run([sys.executable, "-c", probe], cwd=board, capture_output=True,
                           text=True)
     assert proc.stdout.split() == ["0", "False", "False"], proc.stderr
+
+
+def test_the_hook_reads_the_unstaged_half_of_a_task_from_head(
+        tmp_path: Path, git_env: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from gitflow import commit_all, create, new_repo, task_file
+
+    from ledgit.hooks import run_hook
+
+    repo = new_repo(tmp_path / "hooked")
+    tid = create(repo, "Half staged", "--by", "a")
+    commit_all(repo, "task")
+    path = task_file(repo, tid)
+    path.write_text(path.read_text().replace("Half staged", "Hand edited"))
+    git("add", str(path), cwd=repo)  # the task file alone: its history is read from HEAD
+    monkeypatch.chdir(repo)
+    assert run_hook("pre-commit", []) == 1
+    assert f".ledgit/tasks/{tid}.md: record-head:" in capsys.readouterr().err

@@ -5,9 +5,9 @@ Three ways of asking, cheapest first (measured on a small repository, warm cache
 * the file system, ~50-90 us: discovery (``.git`` directories, ``gitdir:`` files,
   ``commondir``), per-worktree paths, in-progress operations. A layout the walk does not model
   (``core.worktree``, ``core.bare``, ceiling directories, a foreign owner) is handed to
-  ``git rev-parse`` instead, so the answer is always Git's. The walk and the reading of the
-  index and objects for :func:`staged_files` live in :mod:`ledgit.gitfs`, which the
-  pre-commit hook uses without this module (no pathlib, no subprocess).
+  ``git rev-parse`` instead, so the answer is always Git's. The walk, and the object reading
+  :func:`staged_files` does first, live in :mod:`ledgit.gitfs`, which the pre-commit hook
+  uses without this module (no pathlib, no subprocess).
 * the ``git`` CLI, ~1.2 ms a process: config, worktrees, ranges, HEAD.
 * pygit2 for the index and objects: one process, no subprocess per blob, but ~40 ms to import,
   so it is imported by the readers only. Where pygit2 refuses the repository or its index
@@ -37,14 +37,7 @@ if TYPE_CHECKING:
 
     import pygit2
 
-# `git rev-parse --local-env-vars`: what Git itself clears before it works in another
-# repository -- except GIT_CONFIG_PARAMETERS / GIT_CONFIG_COUNT, the user's `git -c` settings.
-_REPO_ENV = frozenset({
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_CONFIG", "GIT_DIR",
-    "GIT_GRAFT_FILE", "GIT_IMPLICIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_INTERNAL_SUPER_PREFIX",
-    "GIT_NO_REPLACE_OBJECTS", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX", "GIT_REPLACE_REF_BASE",
-    "GIT_SHALLOW_FILE", "GIT_WORK_TREE",
-})
+_REPO_ENV = gitfs.REPO_ENV  # what Git clears before it works in another repository
 # First components of `git rev-parse --git-path` names that Git maps somewhere special
 # (path.c common_list and adjust_git_path); every other name lives in the per-worktree git dir.
 _GIT_PATH_SPECIAL = (
@@ -402,8 +395,8 @@ def staged_files(cwd: Path, prefix: str) -> dict[str, bytes | None]:
     """
     # Measured: a fresh process pays ~40 ms to import pygit2 and libgit2 checksums the whole
     # index on open, while `git diff-index --cached` + one `git cat-file --batch` cost ~8 ms
-    # (200 files) and ~23 ms (120k entries). Reading the index and the objects directly
-    # (ledgit.gitfs) costs ~5 ms on a 10,000-task board and no process; the CLI answers
+    # (200 files) and ~23 ms (120k entries). ledgit.gitfs runs the same diff-index and reads
+    # the blobs from the object files (no second process); the CLI path below answers
     # whatever gitfs does not model.
     paths = _require(cwd)
     if _use_fs:

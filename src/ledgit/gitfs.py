@@ -1,17 +1,17 @@
-"""Git's on-disk formats read directly: discovery, the index, refs and objects (DESIGN §8, §10).
+"""Git's on-disk formats read directly: discovery, refs and objects (DESIGN §8, §10).
 
 The pre-commit hook runs on every commit and its budget is twice ``ledgit --version``
-(DESIGN §10): a ``git`` process costs ~2 ms to start and ``git diff-index --cached`` ~8 ms on a
-10,000-task board, pygit2 ~40 ms to import. This module answers the hook's two questions --
-which board paths does the index change against HEAD, and what are their blobs -- from the
-files themselves, importing neither pathlib, subprocess nor pygit2.
+(DESIGN §10). It asks one ``git diff-index --cached`` which board paths the index changes
+against HEAD (started with posix_spawn: the subprocess module costs ~3 ms to import) and reads
+their blobs here, from the object files, instead of a second process (``git cat-file``); the
+work-tree discovery walk lives here too, so the hook imports neither pathlib, subprocess,
+pygit2 nor :mod:`ledgit.git`.
 
 It models only the common layout and says so otherwise: anything it does not read exactly as
 Git would raises :class:`Unusual`, and the caller asks the git CLI (:mod:`ledgit.git`). Read:
-index versions 2 and 3 (gitformat-index(5)); loose objects and pack files with their version 2
-``.idx`` (gitformat-pack(5)), including both kinds of delta; loose refs and ``packed-refs``.
-Left to git: SHA-256 repositories, reftable, split and sparse indexes, index version 4,
-alternates, replace refs, unmerged and intent-to-add entries under the asked prefix.
+loose objects and pack files with their version 2 ``.idx`` (gitformat-pack(5)), both kinds of
+delta, loose refs and ``packed-refs``. Left to git: SHA-256 repositories, reftable,
+alternates, replace refs, layouts the discovery walk does not model.
 
 Paths are ``str`` on disk and ``bytes`` inside the repository; object ids are raw 20 bytes.
 """
@@ -22,8 +22,6 @@ import os
 import re
 import stat
 from collections import namedtuple
-from itertools import compress
-from operator import ne
 
 TYPE_CHECKING = False  # typing is not imported at run time (DESIGN §10)
 if TYPE_CHECKING:
@@ -40,12 +38,12 @@ if TYPE_CHECKING:
 
     class _Staged(NamedTuple):
         changes: list[Change]
-        listing: Listing
         objects: Objects
+        head: bytes | None
 else:
     _Repo = namedtuple("_Repo", "git_dir common_dir toplevel")
     _Change = namedtuple("_Change", "path oid")
-    _Staged = namedtuple("_Staged", "changes listing objects")
+    _Staged = namedtuple("_Staged", "changes objects head")
 
 
 class Unusual(Exception):
@@ -342,46 +340,33 @@ class Objects:
             self._packs = [_Pack(p) for p in idx if os.path.exists(p[:-4] + ".pack")]
         return self._packs
 
-    def tree_listing(self, commit: bytes | None, top: bytes) -> Listing:
-        """The files under directory ``top`` (``b""``: the whole tree) at ``commit`` (None:
-        none), per directory: ``{dir: (names, modes, oids)}``, in tree order. Empty when
-        ``top`` is not a directory there."""
-        listing: Listing = {}
+    def blob_at(self, commit: bytes | None, path: bytes) -> bytes | None:
+        """The blob at ``path`` (repository bytes) in ``commit``, or None when there is none
+        (``commit`` None, no such path, a directory or a submodule there)."""
         if commit is None:
-            return listing
+            return None
         kind, data = self.read(commit)
         if kind != _COMMIT or not data.startswith(b"tree ") or data[45:46] != b"\n":
             raise Unusual
-        tree = bytes.fromhex(data[5:45].decode())
-        parts = top.split(b"/") if top else []
+        oid = bytes.fromhex(data[5:45].decode())
+        parts = path.split(b"/")
         for n, part in enumerate(parts, start=1):
-            names, modes, oids = _tree_entries(self._tree(tree))
+            names, modes, oids = _tree_entries(self._tree(oid))
             try:
                 at = names.index(part)
             except ValueError:
-                return listing
+                return None
+            oid = oids[at]
+            if n == len(parts):
+                if not _is_blob_mode(modes[at]):
+                    return None
+                kind, data = self.read(oid)
+                if kind != _BLOB:
+                    raise Unusual
+                return data
             if modes[at] != _DIR:
-                if n == len(parts):
-                    raise Unusual  # `top` is a file
-                return listing
-            tree = oids[at]
-        stack = [(top, tree)]
-        while stack:
-            where, tree = stack.pop()
-            names, modes, oids = _tree_entries(self._tree(tree))
-            if _DIR in modes:
-                files: tuple[list[bytes], list[int], list[bytes]] = ([], [], [])
-                for name, mode, oid in zip(names, modes, oids, strict=True):
-                    if mode == _DIR:
-                        stack.append((where + b"/" + name if where else name, oid))
-                    else:
-                        files[0].append(name)
-                        files[1].append(mode)
-                        files[2].append(oid)
-                names, modes, oids = files
-            if names:
-                listing[where] = (names, modes, oids)
-        return listing
+                return None
+        return None
 
     def _tree(self, oid: bytes) -> bytes:
         kind, data = self.read(oid)
@@ -575,9 +560,6 @@ def _apply_delta(base: bytes, delta: bytes) -> bytes:
 # --- trees -------------------------------------------------------------------------------------
 
 _DIR, _GITLINK = 0o40000, 0o160000
-#: {directory: (names, modes, object ids)} of the files (not subdirectories) in each directory,
-#: directory and names as repository bytes, in Git's order.
-Listing = dict[bytes, tuple[list[bytes], list[int], list[bytes]]]
 _REGULAR_FILES = re.compile(rb"(?s)100644 ([^\0/]+)\0(.{20})")
 
 
@@ -612,125 +594,23 @@ def _tree_entries(data: bytes) -> tuple[list[bytes], list[int], list[bytes]]:
     return names, modes, oids
 
 
-# --- the index ---------------------------------------------------------------------------------
-
-_RUNS: dict[bytes, re.Pattern[bytes]] = {}
-
-
-def _run_pattern(directory: bytes) -> re.Pattern[bytes]:
-    """A pattern matching, from the path of an entry in ``directory/``, its name, the NULs
-    after it and the 62-byte header of the next entry when that one is plain; where it does
-    not match, the second branch matches everything left, without groups, which ends a split
-    at once.
-
-    Plain: mode 100644, no flag (stage 0, not assume-valid, no extended flags), a path shorter
-    than 256 bytes. gitformat-index(5) v2/v3: an entry is 62 bytes of header (stat data, mode,
-    id, flags), the path, then 1-8 NULs so that its length is a multiple of 8. The NULs are
-    taken greedily, which may swallow the first NULs of the next entry's ctime; then no
-    further match can follow (a name holds no ``/``, so the directory's path never shows at a
-    shifted offset), so only the last match of a run may be off, and :func:`index_listing`
-    reads nothing from that one but its name.
-    """
-    found = _RUNS.get(directory)
-    if found is None:
-        found = re.compile(rb"(?s)" + re.escape(directory + b"/")
-                           + rb"([^\0/]++)(\0{1,8}+).{24}\x00\x00\x81\xa4.{12}(.{20})"
-                           + rb"\x00[^\x00]|.+")
-        _RUNS[directory] = found
-    return found
-
-
-def index_listing(path: str, top: bytes, git_dir: str) -> Listing:
-    """The stage-0 entries of the index file ``path`` under directory ``top`` (``b""``: all),
-    per directory like :meth:`Objects.tree_listing`. A missing index is empty (as git reads it).
-
-    Raises Unusual for index version 4, a split index (a ``sharedindex.*`` in ``git_dir``),
-    a sparse-directory, unmerged or intent-to-add entry under ``top``, an entry named ``top``
-    itself, or anything malformed.
-    """
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return {}
-    except OSError:
-        raise Unusual from None
-    if data[:4] != b"DIRC" or len(data) < 32:
-        raise Unusual
-    version = int.from_bytes(data[4:8], "big")
-    count = int.from_bytes(data[8:12], "big")
-    if version not in (2, 3) or _has_shared_index(git_dir):
-        raise Unusual
-    under = top + b"/" if top else b""
-    listing: Listing = {}
-    pos, seen, end = 12, 0, len(data) - 20
-    view = memoryview(data)
-    try:
-        while seen < count:
-            flags = data[pos + 60] << 8 | data[pos + 61]
-            start = pos + 62
-            extended = 0
-            if flags & 0x4000:
-                if version < 3:
-                    raise Unusual
-                extended = data[start] << 8 | data[start + 1]
-                start += 2
-            nul = data.index(b"\0", start, end)
-            if (flags & 0xFFF) not in (0xFFF, nul - start):
-                raise Unusual
-            name = data[start:nul]
-            nxt = pos + ((nul - pos + 8) & ~7)
-            seen += 1
-            if name < under:
-                if name == top:
-                    raise Unusual  # `top` is a file
-                pos = nxt
-                continue
-            if not name.startswith(under):
-                break
-            mode = int.from_bytes(data[pos + 24:pos + 28], "big")
-            if flags & 0x3000 or extended & 0x2000 or mode == _DIR:
-                raise Unusual  # unmerged, intent-to-add, a sparse directory entry
-            directory, _, base = name.rpartition(b"/")
-            entry = listing.get(directory)
-            if entry is None:
-                entry = listing[directory] = ([], [], [])
-            entry[0].append(base)
-            entry[1].append(mode)
-            entry[2].append(data[pos + 40:pos + 60])
-            pos = nxt
-            if (mode == 0o100644 and not flags & 0xFF00 and count - seen > 8
-                    and data.startswith(directory + b"/", pos + 62)):
-                # many more entries: read the plain ones of this directory in C
-                parts = _run_pattern(directory).split(view[start:])
-                names = parts[1::4]
-                k = names.index(None) if None in names else len(names)
-                if k > 1:
-                    if k - 1 > count - seen:
-                        raise Unusual
-                    # match i: "directory/", name and NULs of entry i, header of entry i+1;
-                    # every match but the last is followed by another, so is exact
-                    entry[0].extend(names[1:k])
-                    entry[1].extend([0o100644] * (k - 1))
-                    entry[2].extend(parts[3:4 * k - 4:4])
-                    lead = len(directory) + 1
-                    last = start - 62 + (k - 1) * (lead + 62) + sum(
-                        map(len, parts[1:4 * k - 4:4])) + sum(map(len, parts[2:4 * k - 4:4]))
-                    pos = last + ((62 + lead + len(names[k - 1]) + 8) & ~7)
-                    seen += k - 1
-    except (IndexError, ValueError):  # past the end, a path without its NUL
-        raise Unusual from None
-    return listing
-
-
-def _has_shared_index(git_dir: str) -> bool:
-    try:
-        return any(n.startswith("sharedindex.") for n in os.listdir(git_dir))
-    except OSError:
-        return False
+def _is_blob_mode(mode: int) -> bool:
+    # a file or a symlink; not absent (0), a directory or a submodule
+    return mode not in (0, _GITLINK, _DIR)
 
 
 # --- what the index changes --------------------------------------------------------------------
+
+#: `git rev-parse --local-env-vars`: what Git itself clears before it works in another
+#: repository -- except GIT_CONFIG_PARAMETERS / GIT_CONFIG_COUNT, the user's `git -c` settings.
+REPO_ENV = frozenset({
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_CONFIG", "GIT_DIR",
+    "GIT_GRAFT_FILE", "GIT_IMPLICIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_NO_REPLACE_OBJECTS", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX", "GIT_REPLACE_REF_BASE",
+    "GIT_SHALLOW_FILE", "GIT_WORK_TREE",
+})
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # SHA-1 of the empty tree
+
 
 class Change(_Change):
     """One path the index changes against HEAD: ``path`` and ``oid``, the staged blob's id, or
@@ -739,55 +619,9 @@ class Change(_Change):
     __slots__ = ()
 
 
-def _is_blob_mode(mode: int) -> bool:
-    return mode not in (0, _GITLINK, _DIR)
-
-
-def compare(index: Listing, head: Listing) -> list[Change]:
-    """The paths whose entry differs between two listings, in Git's path order, as ``git
-    diff-index --cached --no-renames`` reports them (a change to or from a submodule counts as
-    a deletion; a submodule alone is ignored)."""
-    found: list[Change] = []
-    empty: tuple[list[bytes], list[int], list[bytes]] = ([], [], [])
-    for directory in index.keys() | head.keys():
-        new, old = index.get(directory, empty), head.get(directory, empty)
-        if new == old:
-            continue
-        if new[0] == old[0] and new[1] == old[1]:
-            changed = list(compress(new[0], map(ne, new[2], old[2])))
-        else:
-            either = set(zip(*new, strict=True)) ^ set(zip(*old, strict=True))
-            changed = list({t[0] for t in either})
-        few = len(changed) <= 16  # else one dict per side, not a list search per name
-        news = None if few else dict(zip(new[0], zip(new[1], new[2], strict=True), strict=True))
-        olds = None if few else dict(zip(old[0], zip(old[1], old[2], strict=True), strict=True))
-        for name in changed:
-            path = directory + b"/" + name if directory else name
-            now = _lookup(news, new, name)
-            was = _lookup(olds, old, name)
-            if now is not None and _is_blob_mode(now[0]):
-                found.append(Change(path, now[1]))
-            elif was is not None and _is_blob_mode(was[0]):
-                found.append(Change(path, None))
-    found.sort()
-    return found
-
-
-def _lookup(table: dict[bytes, tuple[int, bytes]] | None,
-            lists: tuple[list[bytes], list[int], list[bytes]],
-            name: bytes) -> tuple[int, bytes] | None:
-    if table is not None:
-        return table.get(name)
-    try:
-        at = lists[0].index(name)
-    except ValueError:
-        return None
-    return lists[1][at], lists[2][at]
-
-
 class Staged(_Staged):
-    """What a commit of the index would change under a directory (``changes``), the index's
-    ``listing`` under it, and the ``objects`` to read blobs from. A named tuple."""
+    """What a commit of the index would change under a directory (``changes``, in path
+    order) and the ``objects`` to read blobs from. A named tuple."""
 
     __slots__ = ()
 
@@ -798,24 +632,71 @@ class Staged(_Staged):
             raise Unusual
         return data
 
-    def indexed(self, path: bytes) -> bytes | None:
-        """The blob the index holds at ``path`` (for a path not in ``changes``, HEAD's), or
-        None when the index has no file there."""
-        directory, _, name = path.rpartition(b"/")
-        found = _lookup(None, self.listing.get(directory, ([], [], [])), name)
-        if found is None or not _is_blob_mode(found[0]):
-            return None
-        return self.blob(found[1])
+    def at_head(self, path: bytes) -> bytes | None:
+        """The blob at ``path`` in HEAD (for a path not in ``changes``, the index's too), or
+        None when there is none (an unborn branch, no such file, a submodule)."""
+        return self.objects.blob_at(self.head, path)
 
 
 def staged(repo: Repo, index_path: str, prefix: str) -> Staged:
-    """The paths under ``prefix`` (a directory, ``""`` for all) whose index entry differs from
-    HEAD (``git diff-index --cached HEAD -- PREFIX``; every entry on an unborn branch).
+    """The paths under ``prefix`` (a directory, ``""`` for all) whose entry in the index file
+    ``index_path`` differs from HEAD: ``git diff-index --cached --no-renames HEAD -- PREFIX``
+    (against the empty tree on an unborn branch), run without the subprocess module. Unmerged
+    paths are left out (as :func:`ledgit.git.staged_files` does), submodules ignored.
 
-    Raises Unusual when git must answer instead.
+    Raises Unusual when the objects cannot be read here or git fails; then the git CLI
+    path (:mod:`ledgit.git`) answers, and words any error.
     """
-    top = os.fsencode(prefix.strip("/"))
+    # Measured on a 10,000-task board: git's own index/tree walk (~8 ms) beats reading the
+    # 20,000 entries and both trees in Python, whose objects a fresh process pays to create
+    # and to free at exit; the blobs, though, are read here (no `git cat-file` process).
     objects = Objects(repo)
-    index = index_listing(index_path, top, repo.git_dir)
-    head = objects.tree_listing(objects.head(), top)
-    return Staged(compare(index, head), index, objects)
+    head = objects.head()
+    top = prefix.strip("/")
+    argv = ["git", "-C", repo.toplevel or repo.git_dir, "--literal-pathspecs", "diff-index",
+            "--cached", "--raw", "-z", "--no-renames", "--no-abbrev",
+            "HEAD" if head is not None else _EMPTY_TREE, *(["--", top] if top else [])]
+    env = {k: v for k, v in os.environ.items() if k not in REPO_ENV}
+    env["GIT_INDEX_FILE"] = index_path
+    fields = _output(argv, env).split(b"\0")[:-1]
+    changes: list[Change] = []
+    # -z raw records: ":<mode> <mode> <oid> <oid> <status>" NUL <path> NUL (git-diff-index(1))
+    for meta, path in zip(fields[0::2], fields[1::2], strict=True):
+        old_mode, new_mode, _, new_oid, status = meta.decode()[1:].split(" ")
+        if status == "U":
+            continue
+        if _is_blob_mode(int(new_mode, 8)):
+            changes.append(Change(path, bytes.fromhex(new_oid)))
+        elif _is_blob_mode(int(old_mode, 8)):
+            changes.append(Change(path, None))
+    return Staged(changes, objects, head)
+
+
+def _output(argv: list[str], env: dict[str, str]) -> bytes:
+    """The stdout of ``argv`` (stdin and stderr: the null device); Unusual unless it exits 0.
+    posix_spawn: no subprocess module (~3 ms to import) and no fork of this process."""
+    try:
+        spawn = os.posix_spawnp
+        read_end, write_end = os.pipe()
+        try:
+            pid = spawn(argv[0], argv, env, file_actions=[
+                (os.POSIX_SPAWN_DUP2, write_end, 1),
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])
+        finally:
+            os.close(write_end)
+        chunks = []
+        try:
+            while True:
+                chunk = os.read(read_end, 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(read_end)
+        _, status = os.waitpid(pid, 0)
+    except (OSError, AttributeError):  # no git on PATH, no posix_spawn (Windows)...
+        raise Unusual from None
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise Unusual
+    return b"".join(chunks)

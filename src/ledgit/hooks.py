@@ -46,7 +46,7 @@ def pre_commit(cwd: Path) -> int:
     """Check the staged tasks; 0 when they pass, 1 (with one line each) when not.
 
     A task is checked when its file or its history is staged; the other file is read from
-    the index, which matches HEAD for every path that is not staged. Boards: the one found
+    HEAD, which the index matches for every path that is not staged. Boards: the one found
     from ``cwd``, else every board in the index (:func:`ledgit.gate.board_prefixes`).
     """
     from ledgit import git
@@ -61,9 +61,9 @@ def pre_commit(cwd: Path) -> int:
 
 
 def _pre_commit_fast(cwd: str) -> int | None:
-    """:func:`pre_commit` read straight from Git's files (:mod:`ledgit.gitfs`): the board
-    found from ``cwd``, its staged paths and blobs, without a ``git`` process. None when
-    that is not possible (no board found here, a layout gitfs leaves to git...): then
+    """:func:`pre_commit` through :mod:`ledgit.gitfs`: the board found from ``cwd``, its
+    staged paths from one ``git diff-index``, their blobs read from the object files. None
+    when that is not possible (no board found here, a layout gitfs leaves to git...): then
     :func:`pre_commit` answers."""
     from ledgit import gitfs
 
@@ -79,7 +79,7 @@ def _pre_commit_fast(cwd: str) -> int | None:
                  for c in staged.changes}
         tasks: list[str] = []
         problems = _check_staged(prefix, files,
-                                 lambda path: staged.indexed(os.fsencode(path)), tasks)
+                                 lambda path: staged.at_head(os.fsencode(path)), tasks)
     except gitfs.Unusual:
         return None
     return _report(problems, tasks)
