@@ -74,7 +74,13 @@ def _pre_commit_fast(cwd: str) -> int | None:
         prefix = _board_prefix(cwd, repo.toplevel)
         if prefix is None:
             return None
-        staged = gitfs.staged(repo, gitfs.index_file(repo, cwd), f"{prefix}{_LEDGIT_DIR}/")
+        pending = gitfs.staged_async(repo, gitfs.index_file(repo, cwd),
+                                     f"{prefix}{_LEDGIT_DIR}/")
+        # while git works (on another core): import what the checks need
+        import ledgit.gate
+        import ledgit.history  # noqa: F401
+
+        staged = pending()
         files = {os.fsdecode(c.path): None if c.oid is None else staged.blob(c.oid)
                  for c in staged.changes}
         tasks: list[str] = []
