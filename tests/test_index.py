@@ -372,3 +372,61 @@ def test_an_unreadable_entry_is_an_error_not_a_crash(board: Board) -> None:
         assert idx.get("T-dir")["error"] == message  # type: ignore[index]
     (board.tasks_dir / "T-dir.md").rmdir()
     assert fresh(board).errors() == []
+
+
+ALPHABET = "aAbß ẞéE\u0301İi\"'%_\\-.\nx"
+
+
+def _folded(text: str) -> str:
+    import unicodedata
+
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def test_search_through_the_trigram_index_is_the_substring_rule(board: Board) -> None:
+    """The FTS5 trigram path (texts of >= 3 characters) and the LIKE path (shorter ones)
+    both give exactly the tasks whose title/body/response/item text contains the needle
+    (NFC + casefold), for odd text: quotes, %, _, backslashes, ß/ẞ, combining accents."""
+    import random
+
+    from ledgit.index import _FTS
+
+    rng = random.Random(7)
+    texts: dict[str, dict[str, str]] = {}
+    for i in range(60):
+        parts = {k: "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 12)))
+                 for k in ("title", "body", "response", "item")}
+        parts["title"] = parts["title"].strip().replace("\n", " ") or f"t{i}"
+        fields: dict[str, Any] = {"title": parts["title"]}
+        if parts["response"].strip():
+            fields["response"] = parts["response"]
+        rec = board.create(fields, parts["body"], "t")
+        if parts["item"].strip():
+            from ledgit.ops import item_add
+
+            board.mutate(rec.id, lambda r, p=parts: item_add(  # type: ignore[misc]
+                r, kind="fact", text=p["item"].strip(), by="t",
+                now="2026-01-01T00:00:00.000000Z"), "t")
+        texts[rec.id] = {k: board.read(rec.id).fields.get(k) or "" for k in ("title",
+                                                                          "response")}
+        texts[rec.id]["body"] = board.read(rec.id).body
+        texts[rec.id]["items"] = "\n".join(i["text"] for i in board.read(rec.id).fields.get(
+            "items", []))
+    needles = ["ß", "ss", "SS", "é", "e\u0301", "İ", '"', "%", "_", "\\", "aab", "SSE",
+               '"a', "%_\\", "e\u0301e", "ab ", "xx", "a.-"]
+    for _ in range(80):
+        tid = rng.choice(list(texts))
+        source = rng.choice(list(texts[tid].values()))
+        if len(source) >= 3:
+            start = rng.randrange(len(source) - 2)
+            needles.append(source[start:start + rng.randint(3, 6)])
+    with Index.open(board) as index:
+        for needle in needles:
+            if not needle.strip():
+                continue
+            want = {tid for tid, t in texts.items()
+                    if any(_folded(needle) in _folded(v) for v in t.values())}
+            got = {r["id"] for r in index.search(needle)}
+            assert got == want, (needle, got ^ want)
+        assert index.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                                (_FTS,)).fetchone() is not None

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-SCHEMA_VERSION = 5  # PRAGMA user_version; another value means: rebuild
+SCHEMA_VERSION = 6  # PRAGMA user_version; another value means: rebuild
 INDEX_NAME = "index.sqlite3"
 RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
 BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
@@ -101,6 +101,7 @@ CREATE TABLE tasks (
     labels TEXT                  -- US-separated, with a US at both ends: instr() finds one
 );
 CREATE INDEX tasks_last_modified ON tasks (last_modified);
+CREATE INDEX tasks_errors ON tasks (path) WHERE error IS NOT NULL;
 CREATE TABLE docs (
     id TEXT PRIMARY KEY,
     s_title TEXT, s_response TEXT, s_items TEXT, s_next_action TEXT, s_gate TEXT,
@@ -114,6 +115,18 @@ CREATE TABLE dirty (id TEXT PRIMARY KEY);  -- rows written by update_one since t
 CREATE TABLE meta (key TEXT PRIMARY KEY, value);
 """
 _TABLES = ("tasks", "docs", "deps", "dirty", "meta")
+# The search index: FTS5 with the trigram tokenizer (SQLite >= 3.34) over the search normal
+# form of each searchable field, one row per valid task, its rowid the tasks row's (the index
+# is never VACUUMed, so rowids stay). Built by the first search of a text of >= 3 characters,
+# kept up to date by every insert and delete after that; a phrase query of trigrams is an
+# exact substring match (docs/cli.md, search).
+_FTS = "fts"
+_FTS_FIELDS = ("title", "body", "response", "items")
+_FTS_SCHEMA = (f"CREATE VIRTUAL TABLE {_FTS} USING fts5({', '.join(_FTS_FIELDS)}, "
+               "tokenize = 'trigram case_sensitive 1')")
+_FTS_SELECT = ("SELECT t.rowid, coalesce(x.s_title, ''), coalesce(x.s_body, lower(x.body)), "
+               "coalesce(x.s_response, ''), coalesce(x.s_items, '') "
+               "FROM docs x JOIN tasks t ON t.id = x.id")
 _TOUCH_SQL = "UPDATE tasks SET mtime_ns = ?, size = ?, ino = ?, checked_ns = ? WHERE id = ?"
 
 Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
@@ -186,6 +199,7 @@ class Index:
         self._rel_dir = board.rel(board.tasks_str) + "/"
         self._inode: int | None = None  # of the file opened: tells a replaced file apart
         self._built: RefreshStats | None = None  # set when opening built it from scratch
+        self._has_fts: bool | None = None  # the search index exists (None: not looked yet)
         self._known = known or {}  # id -> (record, bytes): indexed without parsing (rebuild_from)
 
     # ------------------------------------------------------------------ opening
@@ -282,6 +296,7 @@ class Index:
         with self._writing():
             if self._current():
                 return  # another process built it while we waited
+            db.execute(f"DROP TABLE IF EXISTS {_FTS}")  # takes its shadow tables along
             names = [r[0] for r in db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' "
                 "AND name NOT LIKE 'sqlite_%'")]
@@ -347,20 +362,19 @@ class Index:
         started = time.perf_counter()
         scan_ns = time.time_ns()
         self._built = None
+        # The scan blob (~30 bytes a task) is read only when it is needed.
         meta = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN "
-                                    "('scan', 'racy', 'watch')").fetchall())
+                                    "('racy', 'watch', 'scan_ns')").fetchall())
         dirty = [r[0] for r in self.db.execute("SELECT id FROM dirty")]
         racy = _unmarshal(meta.get("racy"), list)
-        blob = meta.get("scan")
         old_token = meta.get("watch")
         sock, answer = self._watch_query(old_token)
         token = answer[0] if answer is not None else None
         reported = answer[1] if answer is not None else None
         self._fresh = True
-        if reported is not None and isinstance(blob, bytes):
+        if reported is not None and meta.get("scan_ns") is not None:
             # Watched: only the names the daemon reports (and the racy and dirty ones) can
             # differ from the last scan.
-            stored = _unmarshal(blob, dict)
             names = {n[:-3] for n in reported
                      if n.endswith(".md") and n[0] != "." and len(n) > 3}
             names.update(racy, dirty)
@@ -368,8 +382,8 @@ class Index:
                 if token != old_token:
                     with self._writing():
                         self._set_meta("watch", token)
-                return RefreshStats(len(stored), 0, 0, 0, 0, False,
-                                    time.perf_counter() - started)
+                return RefreshStats(0, 0, 0, 0, 0, False, time.perf_counter() - started)
+            stored = _unmarshal(self._meta("scan"), dict)
             current = dict(stored)
             for name in names:
                 st = _stat_one(self._tasks, name)
@@ -380,6 +394,7 @@ class Index:
             look: Iterable[str] = names
             forced: set[str] = names  # reported: re-checked by content even if the stat agrees
         else:
+            blob = self._meta("scan")
             current = _stat_scan(self._tasks)
             if answer is None and sock is not None and len(current) >= _watch().SPAWN_MIN_FILES:
                 _watch().spawn(self._tasks, sock)  # the next read asks it
@@ -468,6 +483,8 @@ class Index:
             stats, self._built = self._built, None
             return stats
         with self._writing():
+            self.db.execute(f"DROP TABLE IF EXISTS {_FTS}")  # built again by the next search
+            self._has_fts = False
             for table in _TABLES:
                 self.db.execute(f"DELETE FROM {table}")
             stats = self._fill()
@@ -607,16 +624,32 @@ class Index:
         limit = filters.pop("limit", None)
         where, params = _filters(**filters)
         cols = [SEARCH_COLUMNS[n] for n in names]
-        # LIKE, not instr(): SQLite runs it several times faster. The needle and the s_*
-        # columns are casefolded, so LIKE's ASCII case folding changes nothing there; an
-        # ASCII body is searched as it is, where LIKE's folding is exactly casefold.
-        # %, _ and \\ are escaped.
-        pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        match = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols)
-        params = [pattern] * len(cols) + params
         extra = ", " + ", ".join(cols)
-        # Scan the texts first (CROSS JOIN fixes the order), then look up the few matches.
-        source = f"docs x CROSS JOIN tasks t ON t.id = x.id AND ({match})"
+        fts = [n for n in names if n in _FTS_FIELDS]
+        if len(fts) == len(names) and len(needle) >= 3 and self._fts_ready():
+            # The trigram index: a phrase of the needle's trigrams in the given columns.
+            # The matching tasks are filtered, sorted and cut to the limit by rowid first;
+            # only those rows are joined with their documents.
+            order = SORTS.get(sort)
+            if order is None:
+                raise LedgitError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})", USAGE)
+            phrase = '"' + needle.replace('"', '""') + '"'
+            params = ["{" + " ".join(fts) + "} : " + phrase, *params,
+                      -1 if limit is None else int(limit), *params]
+            source = (f"(SELECT t.rowid AS hit FROM {_FTS} f JOIN tasks t ON t.rowid = f.rowid"
+                      f" WHERE f.{_FTS} MATCH ? AND {where} ORDER BY {order} LIMIT ?) h"
+                      f" JOIN tasks t ON t.rowid = h.hit JOIN docs x ON x.id = t.id")
+        else:
+            # LIKE, not instr(): SQLite runs it several times faster. The needle and the s_*
+            # columns are casefolded, so LIKE's ASCII case folding changes nothing there; an
+            # ASCII body is searched as it is, where LIKE's folding is exactly casefold.
+            # %, _ and \\ are escaped.
+            pattern = ("%" + needle.replace("\\", "\\\\").replace("%", "\\%")
+                       .replace("_", "\\_") + "%")
+            match = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols)
+            params = [pattern] * len(cols) + params
+            # Scan the texts first (CROSS JOIN fixes the order), then look up the matches.
+            source = f"docs x CROSS JOIN tasks t ON t.id = x.id AND ({match})"
         out = []
         for row in self._select(where, params, sort, limit, extra, source):
             texts = row.pop("_extra")
@@ -822,17 +855,50 @@ class Index:
         db = self.db
         db.executemany("INSERT INTO tasks VALUES (" + ", ".join("?" * 19) + ")",
                        [r.task for r in rows])
-        db.executemany("INSERT INTO docs VALUES (" + ", ".join("?" * 11) + ")",
-                       [r.doc for r in rows if r.doc is not None])
+        docs = [r.doc for r in rows if r.doc is not None]
+        db.executemany("INSERT INTO docs VALUES (" + ", ".join("?" * 11) + ")", docs)
         db.executemany("INSERT OR IGNORE INTO deps VALUES (?, ?)",
                        [dep for r in rows for dep in r.deps])
+        if docs and self._fts_exists():
+            db.executemany(f"INSERT INTO {_FTS} (rowid, {', '.join(_FTS_FIELDS)}) "
+                           f"{_FTS_SELECT} WHERE x.id = ?", [(d[0],) for d in docs])
 
     def _delete(self, names: Iterable[str]) -> None:
         params = [(n,) for n in names]
         if not params:
             return
+        if self._fts_exists():
+            self.db.executemany(f"DELETE FROM {_FTS} WHERE rowid IN "
+                                f"(SELECT rowid FROM tasks WHERE id = ?)", params)
         for table in ("tasks", "docs", "deps"):
             self.db.executemany(f"DELETE FROM {table} WHERE id = ?", params)
+
+    def _fts_exists(self) -> bool:
+        """The search index table exists (looked up once per connection)."""
+        if self._has_fts is None:
+            self._has_fts = self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = ?", (_FTS,)).fetchone() is not None
+        return self._has_fts
+
+    def _fts_ready(self) -> bool:
+        """The search index, built now from the docs rows when it does not exist yet (one
+        write transaction: ~0.7 s for 10,000 tasks here, once). False where this SQLite has
+        no FTS5 trigram tokenizer (search then scans with LIKE)."""
+        if self._fts_exists():
+            return True
+        try:
+            with self._writing():
+                if self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                                   (_FTS,)).fetchone() is None:
+                    self.db.execute(_FTS_SCHEMA)
+                    self.db.execute(f"INSERT INTO {_FTS} (rowid, {', '.join(_FTS_FIELDS)}) "
+                                    f"{_FTS_SELECT}")
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise
+            return False  # no fts5 / no trigram tokenizer in this SQLite
+        self._has_fts = True
+        return True
 
     def _digests(self, names: list[str]) -> dict[str, bytes]:
         if len(names) > 200:
