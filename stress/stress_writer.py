@@ -115,6 +115,10 @@ def install_kill(point: str, at: int, fraction: float) -> None:
             return db
 
         sqlite3.connect = connect  # type: ignore[assignment]
+        # ledgit.index uses the C module directly (no datetime import): patch it there too
+        import _sqlite3
+
+        _sqlite3.connect = connect
     else:
         raise SystemExit(f"unknown kill point {point!r}")
 

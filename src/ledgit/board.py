@@ -26,15 +26,13 @@ import re
 import stat
 import sys
 import time
-from contextlib import contextmanager
 from functools import cached_property
 
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
-from ledgit.markers import has_markers
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import Any
 
@@ -257,16 +255,15 @@ class Board:
 
     # ------------------------------------------------------------------ locking
 
-    @contextmanager
-    def lock(self, task_id: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
-        """Hold the task's advisory lock (``<private dir>/locks/<id>.lock``, flock).
+    def lock(self, task_id: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> FileLock:
+        """The task's advisory lock (``<private dir>/locks/<id>.lock``, flock), to hold with
+        ``with``.
 
         Waits up to ``timeout`` seconds; then raises LedgitError exit 5 (busy). Compatible
         with ``filelock.FileLock`` on the same path (both use flock on a file kept in place).
         """
         path = os.path.join(self.private_str, "locks", f"{_checked_id(task_id)}.lock")
-        with file_lock(path, timeout, f"{task_id} is busy"):
-            yield
+        return FileLock(path, timeout, f"{task_id} is busy")
 
     # ------------------------------------------------------------------ writing
 
@@ -433,7 +430,7 @@ class Board:
                             found, head = [], None
                         body = head.get("body") if head is not None else None
                         if not found and head is not None and not (
-                                isinstance(body, str) and has_markers(body)):
+                                isinstance(body, str) and _has_markers(body)):
                             fields = head.get("fields")
                             for name, message in lifecycle_problems(
                                     fields if isinstance(fields, dict) else {}):
@@ -925,53 +922,67 @@ def check_expect(task_id: str, revision: str, expect: str) -> None:
                           f"{revision}", STALE)
 
 
-@contextmanager
-def file_lock(path: Path | str, timeout: float, busy: str) -> Iterator[None]:
-    """Hold an exclusive flock on ``path`` (created, never removed), polling up to
-    ``timeout`` seconds; then LedgitError exit 5 with ``busy`` as its message."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        with _filelock_lock(path, timeout, busy):
-            yield
-        return
-    os.makedirs(os.path.dirname(os.fspath(path)), exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        deadline = time.monotonic() + timeout
-        delay = 0.0005
-        while True:
+class FileLock:
+    """An exclusive flock on ``path`` (created, never removed), held by ``with``: entering
+    polls up to ``timeout`` seconds, then raises LedgitError exit 5 with ``busy`` as its
+    message. Where fcntl is missing (Windows), ``filelock.FileLock`` on the same path.
+    (A class, not contextlib: every write holds one, and contextlib costs an import.)"""
+
+    def __init__(self, path: Path | str, timeout: float, busy: str) -> None:
+        self.path, self.timeout, self.busy = os.fspath(path), timeout, busy
+        self._fd: int | None = None
+        self._fallback: Any = None
+
+    def __enter__(self) -> None:
+        path, timeout = self.path, self.timeout
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            import filelock
+
+            lock = filelock.FileLock(path)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise LedgitError(f"{busy}: lock {path} held for more than {timeout:g}s; "
-                                      f"retry later", BUSY) from None
-                time.sleep(min(delay, left))
-                delay = min(delay * 2, 0.01)
-        yield
-    finally:
-        os.close(fd)  # closing releases the flock
+                lock.acquire(timeout=timeout)
+            except filelock.Timeout:
+                raise self._timed_out() from None
+            self._fallback = lock
+            return
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            deadline = time.monotonic() + timeout
+            delay = 0.0005
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise self._timed_out() from None
+                    time.sleep(min(delay, left))
+                    delay = min(delay * 2, 0.01)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # closing releases the flock
+        elif self._fallback is not None:  # pragma: no cover - Windows
+            lock, self._fallback = self._fallback, None
+            lock.release()
+
+    def _timed_out(self) -> LedgitError:
+        return LedgitError(f"{self.busy}: lock {self.path} held for more than "
+                           f"{self.timeout:g}s; retry later", BUSY)
 
 
-@contextmanager
-def _filelock_lock(path: Path | str, timeout: float, busy: str
-                   ) -> Iterator[None]:  # pragma: no cover
-    import filelock
-
-    os.makedirs(os.path.dirname(os.fspath(path)), exist_ok=True)
-    lock = filelock.FileLock(str(path))
-    try:
-        lock.acquire(timeout=timeout)
-    except filelock.Timeout:
-        raise LedgitError(f"{busy}: lock {path} held for more than {timeout:g}s; retry later",
-                          BUSY) from None
-    try:
-        yield
-    finally:
-        lock.release()
+def file_lock(path: Path | str, timeout: float, busy: str) -> FileLock:
+    """:class:`FileLock` (``with file_lock(path, timeout, busy): ...``)."""
+    return FileLock(path, timeout, busy)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -1070,6 +1081,12 @@ def _stems(path: Path | str, suffix: str) -> set[str]:
     n = len(suffix)
     return {name[:-n] for name in _listdir(path)
             if name.endswith(suffix) and not name.startswith(".") and len(name) > n}
+
+
+def _has_markers(body: str) -> bool:
+    from ledgit.markers import has_markers
+
+    return has_markers(body)
 
 
 def _is_valid_id(text: str) -> bool:

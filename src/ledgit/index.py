@@ -27,18 +27,15 @@ when a file is re-checked, record.py (PyYAML) only when a file must be parsed.
 from __future__ import annotations
 
 import functools
-import json
 import marshal
 import os
-import sqlite3
 import time
-from contextlib import contextmanager, suppress
 
-from ledgit.canonjson import plain_encoder
 from ledgit.errors import BUSY, USAGE, LedgitError, located
 
 TYPE_CHECKING = False  # typing and pathlib are not imported on the read path (DESIGN §10)
 if TYPE_CHECKING:
+    import sqlite3
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from pathlib import Path
     from typing import Any, TypeVar
@@ -47,8 +44,13 @@ if TYPE_CHECKING:
     from ledgit.record import Record
 
     T = TypeVar("T")
+else:
+    try:  # the C module itself: sqlite3.dbapi2 adds only datetime adapters (~1 ms of imports)
+        import _sqlite3 as sqlite3
+    except ImportError:  # pragma: no cover - an interpreter without it
+        import sqlite3
 
-SCHEMA_VERSION = 6  # PRAGMA user_version; another value means: rebuild
+SCHEMA_VERSION = 7  # PRAGMA user_version; another value means: rebuild
 INDEX_NAME = "index.sqlite3"
 RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
 BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
@@ -108,7 +110,7 @@ CREATE TABLE docs (
     s_waiting_on TEXT, s_outcome TEXT,  -- search normal form (NFC, casefold)
     s_body TEXT,                 -- the same for a non-ASCII body, else NULL: search the body
     body TEXT NOT NULL,          -- the Markdown body, verbatim
-    fields TEXT NOT NULL         -- canonical JSON of the front matter
+    fields BLOB NOT NULL         -- the front matter, marshal format 4 (read without json)
 );
 CREATE TABLE deps (id TEXT NOT NULL, dep TEXT NOT NULL, PRIMARY KEY (id, dep));
 CREATE TABLE dirty (id TEXT PRIMARY KEY);  -- rows written by update_one since the last scan
@@ -130,8 +132,6 @@ _FTS_SELECT = ("SELECT t.rowid, coalesce(x.s_title, ''), coalesce(x.s_body, lowe
 _TOUCH_SQL = "UPDATE tasks SET mtime_ns = ?, size = ?, ino = ?, checked_ns = ? WHERE id = ?"
 
 Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
-# record.canonical_json without its float walk: parsed records hold no float.
-_CANONICAL = plain_encoder()
 _US = "\x1f"  # separates labels in tasks.labels (a label is one line of text, never this)
 _MARSHAL = 2  # marshal format 2 writes no back-references, so equal scans give equal bytes
 
@@ -179,6 +179,24 @@ def _recovering(method: Callable[..., T]) -> Callable[..., T]:
             return method(self, *args, **kwargs)
 
     return run
+
+
+class _Transaction:
+    """See :meth:`Index._writing` (a class, not contextlib: reads pay for no import)."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if kind is None:
+            self.db.execute("COMMIT")
+        elif self.db.in_transaction:
+            self.db.execute("ROLLBACK")
 
 
 class Index:
@@ -278,6 +296,8 @@ class Index:
                         raise _busy(path) from None
                     if db is not None:
                         db.close()
+            from contextlib import suppress  # a cold path: reads do not import contextlib
+
             for suffix in ("", "-wal", "-shm", "-journal"):
                 with suppress(FileNotFoundError):
                     os.unlink(f"{path}{suffix}")
@@ -329,6 +349,8 @@ class Index:
 
     def _recover(self) -> None:
         """After a DatabaseError that is not "busy": start again from an empty file."""
+        from contextlib import suppress  # a cold path: reads do not import contextlib
+
         with suppress(sqlite3.Error):  # closing a broken connection
             self.db.close()
         if self.path == ":memory:":
@@ -462,18 +484,10 @@ class Index:
         return sock, watch.query(sock, token if isinstance(token, str) else None,
                                  timeout=WATCH_TIMEOUT)
 
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """One write transaction (BEGIN IMMEDIATE: waits up to the busy timeout)."""
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
+    def _writing(self) -> _Transaction:
+        """One write transaction, for ``with`` (BEGIN IMMEDIATE: waits up to the busy
+        timeout; COMMIT at the end, ROLLBACK when the block raises)."""
+        return _Transaction(self.db)
 
     @_recovering
     def rebuild(self) -> RefreshStats:
@@ -760,6 +774,8 @@ class Index:
             "SELECT count(*), count(error) FROM tasks").fetchone()
         size = 0
         if self.path != ":memory:":
+            from contextlib import suppress
+
             for suffix in ("", "-wal"):
                 with suppress(OSError):
                     size += os.stat(f"{self.path}{suffix}").st_size
@@ -826,8 +842,8 @@ class Index:
             body = record.body
             # record.canonical_json of the state, in two parts ("body" sorts before
             # "fields"); no float check: parsed records hold none.
-            fields_json = _CANONICAL(f)
-            canonical = '{"body":' + _CANONICAL(body) + ',"fields":' + fields_json + "}"
+            encode = _canonical()
+            canonical = '{"body":' + encode(body) + ',"fields":' + encode(f) + "}"
         except LedgitError as exc:
             return _error_row(head, exc.message)
         except Exception as exc:  # noqa: BLE001 - a file must never crash a read
@@ -847,7 +863,7 @@ class Index:
                    _fold(get("next_action")), _fold(get("gate")), _fold(get("waiting_on")),
                    _fold("\n".join(str(outcome[k]) for k in ("reason", "reuse") if k in outcome))
                    if outcome else None,
-                   None if body.isascii() else _fold(body), body, fields_json)
+                   None if body.isascii() else _fold(body), body, marshal.dumps(f, 4))
         deps = get("depends_on")
         return _Row(task, doc_row, [(name, dep) for dep in deps] if deps else [])
 
@@ -990,6 +1006,15 @@ def _stat_one(tasks_dir: str, stem: str) -> Stat | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     return (s.st_mtime_ns, s.st_size, s.st_ino)
+
+
+@functools.lru_cache(maxsize=1)
+def _canonical() -> Callable[[Any], str]:
+    """record.canonical_json without its float walk (parsed records hold none), built once
+    (:func:`ledgit.canonjson.plain_encoder`); imported only when a row is built."""
+    from ledgit.canonjson import plain_encoder
+
+    return plain_encoder()
 
 
 @functools.lru_cache(maxsize=1)
@@ -1184,9 +1209,9 @@ def _error_row(head: tuple[Any, ...], message: str) -> _Row:
     return _Row((*head, message, *([None] * 5), 0, None, None, None, None, None), None, [])
 
 
-def _row_dict(task_id: str, path: str, revision: str, fields_json: str,
+def _row_dict(task_id: str, path: str, revision: str, fields_blob: bytes,
               body: str) -> dict[str, Any]:
-    stored = json.loads(fields_json)
+    stored = marshal.loads(fields_blob)
     fields = {k: stored[k] for k, _ in ROW_FIELDS if k in stored}  # the writer's key order
     row = {k: fields.get(k, list(d) if isinstance(d, list) else d) for k, d in ROW_FIELDS}
     row.update(id=task_id, path=path, revision=revision, body=body, fields=fields, error=None)
