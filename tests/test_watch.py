@@ -607,9 +607,34 @@ def test_available_and_the_off_switch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_client_import_is_light() -> None:
-    """The client path imports only os, json and _socket (and what json itself needs)."""
-    code = ("import sys, json, os; before = set(sys.modules); import ledgit.watch\n"
+    """The client path (import, then a query) imports only _socket and the C part of json,
+    not the json package (the request is built by hand, the reply read by _json's scanner)."""
+    code = ("import sys, os; before = set(sys.modules); import ledgit.watch\n"
+            "ledgit.watch.query('/nonexistent/watch.sock', None)\n"
+            "ledgit.watch._decode(b'{\"token\": \"a:1\", \"changed\": []}')\n"
             "print(' '.join(sorted(set(sys.modules) - before)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
-    assert sorted(out) == ["_socket", "ledgit", "ledgit.watch"]
+    assert sorted(out) == ["_json", "_socket", "ledgit", "ledgit.watch"]
+
+
+@pytest.mark.parametrize("text", [
+    '{"token": "ab:1", "changed": ["a\\u00e9", "x\\udcff", "q\\"uote"], "pid": 3}',
+    '{"token": "ab:1", "changed": null}', ' [1, -2, 2.5e3, null, true, false, "NaN"] \n', "{}",
+])
+def test_reply_decoder_is_json_loads(text: str) -> None:
+    assert watch._decode(text.encode()) == json.loads(text)
+
+
+@pytest.mark.parametrize("data", [b"{", b"{} x", b"", b"\xff", b'{"a": NaN'])
+def test_reply_decoder_refuses_what_json_refuses(data: bytes) -> None:
+    with pytest.raises((ValueError, StopIteration)):
+        watch._decode(data)
+
+
+@pytest.mark.parametrize("token", [None, "", "0f3a:12", 'a"b', "a\nb", "é:1"])
+def test_request_is_json(token: str | None) -> None:
+    sent = json.loads(watch._request(token))
+    plain = token is not None and token and all(c.isascii() and (c.isalnum() or c in ":-_")
+                                                 for c in token)
+    assert sent == {"since": token if plain else None}
