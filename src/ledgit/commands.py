@@ -349,9 +349,12 @@ def get_cmd(task: str, no_body: bool, as_json: bool) -> int:
 
 def _warn_markers(task_id: Any, body: Any, path: Any) -> None:
     """One stderr line when a task's body holds conflict markers (a line merge committed)."""
+    if not isinstance(body, str) or not ("<<<<<<<" in body or ">>>>>>>" in body
+                                         or "|||||||" in body):
+        return  # no marker can be there (ledgit.markers: 7 or more of <, > or |)
     from ledgit.markers import has_markers
 
-    if isinstance(body, str) and has_markers(body):
+    if has_markers(body):
         err(f"ledgit: warning: {task_id}: the body holds conflict markers "
             f"(run: ledgit resolve {path}, or edit it, then: ledgit record {task_id})")
 

@@ -74,6 +74,7 @@ SEARCH_COLUMNS = {
     "waiting_on": "x.s_waiting_on", "outcome": "x.s_outcome",
 }
 DEFAULT_SEARCH = ("title", "body", "response", "items")
+_FOLDED_BODY = "coalesce(x.s_body, lower(x.body))"  # the body in search normal form
 SORTS = {
     "desc": "t.last_modified DESC, t.id ASC",
     "asc": "t.last_modified ASC, t.id ASC",
@@ -638,7 +639,10 @@ class Index:
         limit = filters.pop("limit", None)
         where, params = _filters(**filters)
         cols = [SEARCH_COLUMNS[n] for n in names]
-        extra = ", " + ", ".join(cols)
+        # The texts in search normal form, for "matches" (an ASCII body is folded by lower():
+        # casefold of ASCII); no Python folding, so no unicodedata for an ASCII needle.
+        extra = ", " + ", ".join(_FOLDED_BODY if n == "body" else SEARCH_COLUMNS[n]
+                                 for n in names)
         fts = [n for n in names if n in _FTS_FIELDS]
         if len(fts) == len(names) and len(needle) >= 3 and self._fts_ready():
             # The trigram index: a phrase of the needle's trigrams in the given columns.
@@ -668,7 +672,7 @@ class Index:
         for row in self._select(where, params, sort, limit, extra, source):
             texts = row.pop("_extra")
             row["matches"] = [n for n, t in zip(names, texts, strict=True)
-                              if needle in (_fold(t) or "")]
+                              if t and needle in t]
             out.append(row)
         return out
 

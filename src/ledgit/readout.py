@@ -298,8 +298,10 @@ def format_ttl(seconds: int) -> str:
 
 
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+# Compiled on first use (re's own cache): list and search import this module for the claim
+# helpers only.
+_HEADING = r"^(#{1,6})[ \t]+(.*?)[ \t#]*$"
+_BULLET = r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?"
 
 
 def _section(body: str, name: str) -> str | None:
@@ -308,7 +310,7 @@ def _section(body: str, name: str) -> str | None:
     lines = body.split("\n")
     start = level = None
     for i, line in enumerate(lines):
-        m = _HEADING.match(line)
+        m = re.match(_HEADING, line)
         if not m:
             continue
         if start is None:
@@ -335,9 +337,10 @@ def acceptance_of(body: str) -> list[str] | None:
     if text is None:
         return None
     lines = [line for line in text.split("\n") if line.strip()]
-    bullets = [line for line in lines if _BULLET.match(line) and not line.startswith((" ", "\t"))]
+    bullet = re.compile(_BULLET)
+    bullets = [line for line in lines if bullet.match(line) and not line.startswith((" ", "\t"))]
     chosen = bullets if bullets else lines
-    return [_BULLET.sub("", line).strip() for line in chosen if _BULLET.sub("", line).strip()]
+    return [bullet.sub("", line).strip() for line in chosen if bullet.sub("", line).strip()]
 
 
 
