@@ -172,7 +172,7 @@ def _board() -> Board:
     return find_board()
 
 
-def actor_or_warn(by: str | None, root: Path) -> str:
+def actor_or_warn(by: str | None, root: Path | str) -> str:
     """:func:`ledgit.board.actor_name`, plus one stderr warning when no ``--by``,
     ``$LEDGIT_ACTOR`` or Git ``user.name`` names the actor and it falls back to ``unknown``.
     Each writing command calls it once."""
@@ -203,7 +203,7 @@ def _write(task: str, by: str | None, expect: str | None,
     """
     board = _board()
     tid = board.resolve_id(task)
-    actor = actor_or_warn(by, board.root)
+    actor = actor_or_warn(by, board.root_str)
     ttl = int(board.config.claim_ttl)
     done: list[tuple[Record, Change]] = []
 
@@ -318,7 +318,7 @@ def create_cmd(title: str, body: str | None, body_file: str | None, goal: str | 
         title=title, goal=goal, accept=accept, body=text, priority=priority,
         depends=resolve_ids(board, depends), labels=_split(labels), owner=owner,
         worker=worker)
-    actor = actor_or_warn(by, board.root)
+    actor = actor_or_warn(by, board.root_str)
     record = board.create(fields, body_text, actor, note=note)
     if as_json:
         out_json({"id": record.id, "revision": record.revision,
@@ -824,7 +824,7 @@ def record_cmd(task: str, by: str | None, as_json: bool) -> int:
     """Record a hand edit of TASK's file as an 'edit' event."""
     board = _board()
     tid = board.resolve_id(task)
-    event = board.record_edit(tid, actor_or_warn(by, board.root))
+    event = board.record_edit(tid, actor_or_warn(by, board.root_str))
     if as_json:
         out_json({"id": tid, "event": event})
     elif event is None:

@@ -32,6 +32,7 @@ from ledgit.record import (
     lifecycle_problems,
     make_record,
     parse_timestamp,
+    sha256_hex,
 )
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
@@ -597,9 +598,8 @@ def item_id(task: str, by: str, now: str, kind: str, text: str, salt: int = 0) -
     """A short item id derived from its content: ``i-`` + 8 lower-case base32 characters
     (40 bits of sha256). Deterministic, so a replayed or merged item keeps its id."""
     import base64
-    import hashlib
 
-    digest = hashlib.sha256(f"{task}\0{by}\0{now}\0{kind}\0{text}\0{salt}".encode()).digest()
+    digest = bytes.fromhex(sha256_hex(f"{task}\0{by}\0{now}\0{kind}\0{text}\0{salt}".encode()))
     return "i-" + base64.b32encode(digest).decode("ascii")[:8].lower()
 
 
