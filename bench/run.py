@@ -26,6 +26,7 @@ import os
 import platform
 import re
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -434,7 +435,7 @@ def driver_triple(repo: Path, tid: str, tmp: Path) -> dict[str, Any]:
               or f"{PY} -m ledgit merge-driver %O %A %B %L %P")
 
     def argv(kind: str) -> Callable[[int], list[str]]:
-        words = driver.split()
+        words = shlex.split(driver)  # as the shell Git runs it with splits it
         subst = {"%O": str(d / f"{kind}.O"), "%A": str(d / f"{kind}.A"),
                  "%B": str(d / f"{kind}.B"), "%L": "7", "%P": paths[kind]}
         return lambda r: [subst.get(w, w) for w in words]

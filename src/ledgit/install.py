@@ -3,10 +3,10 @@
 ``install`` is idempotent and does three things:
 
 1. the merge driver in the repository's shared config (``<common dir>/config``, read by every
-   worktree): ``merge.ledgit.name`` and ``merge.ledgit.driver = <python> -m ledgit
-   merge-driver %O %A %B %L %P`` -- an absolute command, because Git runs it through the shell
-   from whatever directory the merge runs in (gitattributes(5), "Defining a custom merge
-   driver");
+   worktree): ``merge.ledgit.name`` and ``merge.ledgit.driver = <python> -c '<entry>'
+   merge-driver %O %A %B %L %P`` (:func:`ledgit_command`) -- an absolute command, because
+   Git runs it through the shell from whatever directory the merge runs in (gitattributes(5),
+   "Defining a custom merge driver");
 2. the attributes that route task files and histories to it, as a marked block in the
    ``.gitattributes`` next to ``.ledgit/`` (versioned: every clone gets them);
 3. the hooks ``pre-commit``, ``post-checkout``, ``post-merge`` and ``post-rewrite`` in the
@@ -85,9 +85,20 @@ class Gap(NamedTuple):
 # --------------------------------------------------------------------------- the pieces
 
 
+# What hooks and the merge driver run: ``python -c``, not ``python -m ledgit`` -- runpy costs
+# ~3 ms per process, and Git runs the driver once per conflicted file and the pre-commit hook
+# on every commit (DESIGN §10). The script directory entry that ``-c`` (like ``-m``) puts
+# first on sys.path is the working directory of the merge or commit: dropped, so no file in
+# the repository being merged can stand in for a module ledgit imports.
+ENTRY_CODE = ("import sys; sys.path[0] or sys.path.pop(0); "
+              "from ledgit.__main__ import main; main()")
+
+
 def ledgit_command() -> str:
-    """The shell words that run this ledgit from anywhere: ``<this python> -m ledgit``."""
-    return f"{shlex.quote(sys.executable)} -m ledgit"
+    """The shell words that run this ledgit from anywhere: ``<this python> -c
+    '<ENTRY_CODE>'`` (see :data:`ENTRY_CODE`), the same CLI as ``ledgit`` and
+    ``python -m ledgit``."""
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(ENTRY_CODE)}"
 
 
 def driver_command(command: str | None = None) -> str:
