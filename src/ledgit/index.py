@@ -44,13 +44,16 @@ if TYPE_CHECKING:
     from ledgit.record import Record
 
     T = TypeVar("T")
+    # What a writer knows of a task file it has just written (Index.rebuild_written):
+    # (record, bytes, (mtime_ns, size, inode) or None, revision or None).
+    Written = tuple[Record, bytes, tuple[int, int, int] | None, str | None]
 else:
     try:  # the C module itself: sqlite3.dbapi2 adds only datetime adapters (~1 ms of imports)
         import _sqlite3 as sqlite3
     except ImportError:  # pragma: no cover - an interpreter without it
         import sqlite3
 
-SCHEMA_VERSION = 7  # PRAGMA user_version; another value means: rebuild
+SCHEMA_VERSION = 8  # PRAGMA user_version; another value means: rebuild
 INDEX_NAME = "index.sqlite3"
 RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
 BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
@@ -118,18 +121,6 @@ CREATE TABLE dirty (id TEXT PRIMARY KEY);  -- rows written by update_one since t
 CREATE TABLE meta (key TEXT PRIMARY KEY, value);
 """
 _TABLES = ("tasks", "docs", "deps", "dirty", "meta")
-# The search index: FTS5 with the trigram tokenizer (SQLite >= 3.34) over the search normal
-# form of each searchable field, one row per valid task, its rowid the tasks row's (the index
-# is never VACUUMed, so rowids stay). Built by the first search of a text of >= 3 characters,
-# kept up to date by every insert and delete after that; a phrase query of trigrams is an
-# exact substring match (docs/cli.md, search).
-_FTS = "fts"
-_FTS_FIELDS = ("title", "body", "response", "items")
-_FTS_SCHEMA = (f"CREATE VIRTUAL TABLE {_FTS} USING fts5({', '.join(_FTS_FIELDS)}, "
-               "tokenize = 'trigram case_sensitive 1')")
-_FTS_SELECT = ("SELECT t.rowid, coalesce(x.s_title, ''), coalesce(x.s_body, lower(x.body)), "
-               "coalesce(x.s_response, ''), coalesce(x.s_items, '') "
-               "FROM docs x JOIN tasks t ON t.id = x.id")
 _TOUCH_SQL = "UPDATE tasks SET mtime_ns = ?, size = ?, ino = ?, checked_ns = ? WHERE id = ?"
 
 Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
@@ -218,7 +209,6 @@ class Index:
         self._rel_dir = board.rel(board.tasks_str) + "/"
         self._inode: int | None = None  # of the file opened: tells a replaced file apart
         self._built: RefreshStats | None = None  # set when opening built it from scratch
-        self._has_fts: bool | None = None  # the search index exists (None: not looked yet)
         self._known = known or {}  # id -> (record, bytes): indexed without parsing (rebuild_from)
 
     # ------------------------------------------------------------------ opening
@@ -317,7 +307,7 @@ class Index:
         with self._writing():
             if self._current():
                 return  # another process built it while we waited
-            db.execute(f"DROP TABLE IF EXISTS {_FTS}")  # takes its shadow tables along
+            db.execute("DROP TABLE IF EXISTS fts")  # an FTS5 table of a development build
             names = [r[0] for r in db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' "
                 "AND name NOT LIKE 'sqlite_%'")]
@@ -498,8 +488,6 @@ class Index:
             stats, self._built = self._built, None
             return stats
         with self._writing():
-            self.db.execute(f"DROP TABLE IF EXISTS {_FTS}")  # built again by the next search
-            self._has_fts = False
             for table in _TABLES:
                 self.db.execute(f"DELETE FROM {table}")
             stats = self._fill()
@@ -517,6 +505,109 @@ class Index:
             return index.rebuild()
         finally:
             index.close()
+
+    @classmethod
+    def rebuild_written(cls, board: Board, written: Mapping[str, Written]) -> RefreshStats:
+        """:meth:`rebuild` (the index built if missing) for a writer that has just written
+        the task files and knows them: ``written[id] = (record, bytes, stat, revision)``,
+        ``stat`` the ``(mtime_ns, size, inode)`` the writer took of the file it created
+        (``os.fstat``) and ``revision`` the record's (:func:`ledgit.record.revision_of`).
+        Such a file is not read back, parsed or hashed for its revision; an entry without a
+        stat (None) is read and compared with its bytes (:meth:`rebuild_from`), and every
+        other file of the directory is read and parsed as usual. The rows are those
+        :meth:`rebuild` would build from the same files (a wrong stat only makes the next
+        refresh re-check that file by content)."""
+
+        class _Writer(Index):
+            def _fill(self) -> RefreshStats:
+                return self._fill_written(written)
+
+        index = _Writer.open(board)
+        try:
+            return index.rebuild()
+        finally:
+            index.close()
+
+    def _fill_written(self, written: Mapping[str, Written]) -> RefreshStats:
+        """:meth:`_fill` taking each written file's stat and revision from ``written`` (see
+        :meth:`rebuild_written`); caller holds a write transaction."""
+        started = time.perf_counter()
+        scan_ns = time.time_ns()
+        current: dict[str, Stat] = {}
+        rows: list[_Row] = []
+        unreadable: list[str] = []
+        try:
+            names = sorted(os.listdir(self._tasks))
+        except (FileNotFoundError, NotADirectoryError):
+            names = []
+        except OSError as exc:
+            raise _unlisted(self._tasks, exc) from None
+        for entry in names:
+            if not entry.endswith(".md") or entry[0] == "." or len(entry) <= 3:
+                continue
+            name = entry[:-3]
+            mine = written.get(name)
+            if mine is not None and mine[2] is not None and mine[3] is not None:
+                current[name] = mine[2]
+                rows.append(self._build_written(name, mine[2], scan_ns, mine[1], mine[0],
+                                                mine[3]))
+                continue
+            st = _stat_one(self._tasks, name)  # before the read: a later change shows
+            if st is None:
+                continue
+            data = self._read(name)
+            if data is None:
+                continue
+            current[name] = st
+            if isinstance(data, OSError):
+                rows.append(self._unreadable(name, st, scan_ns, data))
+                unreadable.append(name)
+            else:
+                known = mine[0] if mine is not None and mine[1] == data else None
+                rows.append(self._build(name, st, scan_ns, data, known))
+        (size,) = self.db.execute("PRAGMA cache_size").fetchone()
+        self.db.execute("PRAGMA cache_size = -65536")  # KiB (see _fill)
+        try:
+            self._insert(rows)
+        finally:
+            self.db.execute(f"PRAGMA cache_size = {int(size)}")
+        self._store_scan(current, [n for n, st in current.items()
+                                   if st[0] >= scan_ns - RACY_WINDOW_NS or n in unreadable],
+                         scan_ns)
+        self._set_meta("root", self.board.root_str)
+        self._set_meta("boot", _boot_id())
+        self._set_meta("built_ns", scan_ns)
+        errors = sum(1 for r in rows if r.doc is None)
+        return RefreshStats(len(current), len(rows), len(rows), 0, errors, True,
+                            time.perf_counter() - started)
+
+    def _build_written(self, name: str, st: Stat, checked_ns: int, data: bytes,
+                       record: Record, revision: str) -> _Row:
+        """:meth:`_build` of a record whose revision is known (the same rows; the bytes are
+        only hashed for the digest)."""
+        if record.id != name:
+            return self._build(name, st, checked_ns, data, record)  # the error row
+        rel = self._rel_dir + name + ".md"
+        f = record.fields
+        body = record.body
+        get = f.get
+        outcome = get("outcome") or {}
+        labels = get("labels")
+        task = (name, rel, st[0], st[1], st[2], checked_ns, _digest(data), None,
+                get("title"), get("status"), get("priority"), get("owner"),
+                get("worker"), 1 if "claim" in f else 0, outcome.get("kind"),
+                get("last_modified"), get("created"), revision,
+                _US + _US.join(labels) + _US if labels else None)
+        items = get("items")
+        doc_row = (name, _fold(get("title")), _fold(get("response")),
+                   _fold("\n".join(str(i[k]) for i in items for k in ("text", "why", "evidence")
+                                   if k in i)) if items else None,
+                   _fold(get("next_action")), _fold(get("gate")), _fold(get("waiting_on")),
+                   _fold("\n".join(str(outcome[k]) for k in ("reason", "reuse") if k in outcome))
+                   if outcome else None,
+                   None if body.isascii() else _fold(body), body, marshal.dumps(f, 4))
+        deps = get("depends_on")
+        return _Row(task, doc_row, [(name, dep) for dep in deps] if deps else [])
 
     def _fill(self) -> RefreshStats:
         """Read every task file into the (empty) tables; caller holds a write transaction."""
@@ -643,31 +734,16 @@ class Index:
         # casefold of ASCII); no Python folding, so no unicodedata for an ASCII needle.
         extra = ", " + ", ".join(_FOLDED_BODY if n == "body" else SEARCH_COLUMNS[n]
                                  for n in names)
-        fts = [n for n in names if n in _FTS_FIELDS]
-        if len(fts) == len(names) and len(needle) >= 3 and self._fts_ready():
-            # The trigram index: a phrase of the needle's trigrams in the given columns.
-            # The matching tasks are filtered, sorted and cut to the limit by rowid first;
-            # only those rows are joined with their documents.
-            order = SORTS.get(sort)
-            if order is None:
-                raise LedgitError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})", USAGE)
-            phrase = '"' + needle.replace('"', '""') + '"'
-            params = ["{" + " ".join(fts) + "} : " + phrase, *params,
-                      -1 if limit is None else int(limit), *params]
-            source = (f"(SELECT t.rowid AS hit FROM {_FTS} f JOIN tasks t ON t.rowid = f.rowid"
-                      f" WHERE f.{_FTS} MATCH ? AND {where} ORDER BY {order} LIMIT ?) h"
-                      f" JOIN tasks t ON t.rowid = h.hit JOIN docs x ON x.id = t.id")
-        else:
-            # LIKE, not instr(): SQLite runs it several times faster. The needle and the s_*
-            # columns are casefolded, so LIKE's ASCII case folding changes nothing there; an
-            # ASCII body is searched as it is, where LIKE's folding is exactly casefold.
-            # %, _ and \\ are escaped.
-            pattern = ("%" + needle.replace("\\", "\\\\").replace("%", "\\%")
-                       .replace("_", "\\_") + "%")
-            match = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols)
-            params = [pattern] * len(cols) + params
-            # Scan the texts first (CROSS JOIN fixes the order), then look up the matches.
-            source = f"docs x CROSS JOIN tasks t ON t.id = x.id AND ({match})"
+        # LIKE, not instr(): SQLite runs it several times faster. The needle and the s_*
+        # columns are casefolded, so LIKE's ASCII case folding changes nothing there; an
+        # ASCII body is searched as it is, where LIKE's folding is exactly casefold.
+        # %, _ and \\ are escaped.
+        pattern = ("%" + needle.replace("\\", "\\\\").replace("%", "\\%")
+                   .replace("_", "\\_") + "%")
+        match = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols)
+        params = [pattern] * len(cols) + params
+        # Scan the texts first (CROSS JOIN fixes the order), then look up the matches.
+        source = f"docs x CROSS JOIN tasks t ON t.id = x.id AND ({match})"
         out = []
         for row in self._select(where, params, sort, limit, extra, source):
             texts = row.pop("_extra")
@@ -879,46 +955,13 @@ class Index:
         db.executemany("INSERT INTO docs VALUES (" + ", ".join("?" * 11) + ")", docs)
         db.executemany("INSERT OR IGNORE INTO deps VALUES (?, ?)",
                        [dep for r in rows for dep in r.deps])
-        if docs and self._fts_exists():
-            db.executemany(f"INSERT INTO {_FTS} (rowid, {', '.join(_FTS_FIELDS)}) "
-                           f"{_FTS_SELECT} WHERE x.id = ?", [(d[0],) for d in docs])
 
     def _delete(self, names: Iterable[str]) -> None:
         params = [(n,) for n in names]
         if not params:
             return
-        if self._fts_exists():
-            self.db.executemany(f"DELETE FROM {_FTS} WHERE rowid IN "
-                                f"(SELECT rowid FROM tasks WHERE id = ?)", params)
         for table in ("tasks", "docs", "deps"):
             self.db.executemany(f"DELETE FROM {table} WHERE id = ?", params)
-
-    def _fts_exists(self) -> bool:
-        """The search index table exists (looked up once per connection)."""
-        if self._has_fts is None:
-            self._has_fts = self.db.execute(
-                "SELECT 1 FROM sqlite_master WHERE name = ?", (_FTS,)).fetchone() is not None
-        return self._has_fts
-
-    def _fts_ready(self) -> bool:
-        """The search index, built now from the docs rows when it does not exist yet (one
-        write transaction: ~0.7 s for 10,000 tasks here, once). False where this SQLite has
-        no FTS5 trigram tokenizer (search then scans with LIKE)."""
-        if self._fts_exists():
-            return True
-        try:
-            with self._writing():
-                if self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
-                                   (_FTS,)).fetchone() is None:
-                    self.db.execute(_FTS_SCHEMA)
-                    self.db.execute(f"INSERT INTO {_FTS} (rowid, {', '.join(_FTS_FIELDS)}) "
-                                    f"{_FTS_SELECT}")
-        except sqlite3.OperationalError as exc:
-            if _is_busy(exc):
-                raise
-            return False  # no fts5 / no trigram tokenizer in this SQLite
-        self._has_fts = True
-        return True
 
     def _digests(self, names: list[str]) -> dict[str, bytes]:
         if len(names) > 200:
