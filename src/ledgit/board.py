@@ -1106,6 +1106,10 @@ def _stems(path: Path | str, suffix: str) -> set[str]:
 
 
 def _has_markers(body: str) -> bool:
+    """ledgit.markers.has_markers, after three substring scans that rule out most bodies: a
+    marker line starts with seven ``<``, ``>`` or ``|``."""
+    if "<<<<<<<" not in body and ">>>>>>>" not in body and "|||||||" not in body:
+        return False
     from ledgit.markers import has_markers
 
     return has_markers(body)

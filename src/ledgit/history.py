@@ -405,7 +405,8 @@ def verify_with_head(task: str, text: str | bytes | None, record: Record | None,
         return [Problem(task, 0, "genesis", "the history is empty")], None
     problems: list[Problem] = []
     seen: dict[str, int] = {}
-    genesis_json: str | None = None  # the genesis state's canonical JSON, cut from its line
+    # The genesis state's canonical JSON, cut from its line, and its body's.
+    genesis: tuple[str, str] | None = None
     for line, raw, e in zip(numbers, raws, events, strict=True):
         if line in floats:  # decoded by json.loads: the only events holding a float
             problems.append(Problem(task, line, "hash", _FLOAT_MESSAGE))
@@ -418,7 +419,7 @@ def verify_with_head(task: str, text: str | bytes | None, record: Record | None,
             if not hashed:  # e.g. a lone surrogate
                 continue
         elif not e["parents"] and line == numbers[0]:
-            genesis_json = _genesis_state_json(canon, e)
+            genesis = _genesis_state_json(canon, e)
         eid = e["id"]
         if eid in seen:
             problems.append(Problem(task, line, "duplicate",
@@ -440,7 +441,8 @@ def verify_with_head(task: str, text: str | bytes | None, record: Record | None,
     # No float anywhere (checked above), so states hash with _ENCODE. Ids are unique here.
     states: dict[str, State] = {}
     revisions: dict[str, str] = {}
-    sha256, encode = hashlib.sha256, _ENCODE
+    bodies: dict[str, str] = {}  # id -> the encoded body of its state (see _state_json)
+    sha256, state_json = hashlib.sha256, _state_json
     for line, e in zip(numbers, events, strict=True):
         parents = e["parents"]
         if parents:
@@ -449,7 +451,7 @@ def verify_with_head(task: str, text: str | bytes | None, record: Record | None,
             base, expected_before = {}, None
         patch = e["patch"]
         state: State | None
-        if genesis_json is not None:  # [add /fields F, add /body B] on {} (shape checked)
+        if genesis is not None:  # [add /fields F, add /body B] on {} (shape checked)
             state = {"fields": patch[0]["value"], "body": patch[1]["value"]}
         else:
             state = _apply_shared(base, patch)
@@ -465,11 +467,15 @@ def verify_with_head(task: str, text: str | bytes | None, record: Record | None,
             problems.append(Problem(task, line, "before",
                                     "before does not equal the revision at parents[0]"))
         try:
-            if genesis_json is not None:  # the first event (genesis: checked above)
-                after = sha256(genesis_json.encode("utf-8")).hexdigest()
-                genesis_json = None
+            if genesis is not None:  # the first event (genesis: checked above)
+                text, body_json = genesis
+                genesis = None
             else:
-                after = sha256(encode(state).encode("utf-8")).hexdigest()
+                text, body_json = state_json(state, base, bodies.get(parents[0], "")
+                                             if parents else "")
+            if body_json:
+                bodies[eid] = body_json
+            after = sha256(text.encode("utf-8")).hexdigest()
         except ValueError as exc:
             problems.append(Problem(task, line, "replay", str(exc)))
             return problems, None
@@ -540,12 +546,13 @@ _GENESIS_MARK = ',"parents":[],"patch":[{"op":"add","path":"/fields","value":'
 _GENESIS_BODY = '},{"op":"add","path":"/body","value":'
 
 
-def _genesis_state_json(canon: str, event: Event) -> str | None:
-    """The canonical JSON of the state a genesis event of the usual shape creates, cut out
-    of ``canon``, its canonical line (as :func:`_hash_ok` returned it): the patch
-    ``[add /fields F, add /body B]`` replayed on ``{}`` gives ``{"body": B, "fields": F}``,
-    whose canonical JSON is ``{"body":`` E(B) ``,"fields":`` E(F) ``}``, and E(F) is written
-    in the line already. None for any other shape (the state is then encoded).
+def _genesis_state_json(canon: str, event: Event) -> tuple[str, str] | None:
+    """(the canonical JSON of the state a genesis event of the usual shape creates, that of
+    its body), cut out of ``canon``, its canonical line (as :func:`_hash_ok` returned it):
+    the patch ``[add /fields F, add /body B]`` replayed on ``{}`` gives ``{"body": B,
+    "fields": F}``, whose canonical JSON is ``{"body":`` E(B) ``,"fields":`` E(F) ``}``, and
+    E(F) is written in the line already. None for any other shape (the state is then
+    encoded).
 
     The cut is exact: keys are sorted, ``patch`` is the last key an event may have, and
     every member before ``parents`` is a string or null here (no ``meta``; ``note`` a
@@ -573,7 +580,29 @@ def _genesis_state_json(canon: str, event: Event) -> str | None:
     end = len(canon) - len(tail)
     if end < start:
         return None
-    return '{"body":' + body_json + ',"fields":' + canon[start:end] + "}"
+    return '{"body":' + body_json + ',"fields":' + canon[start:end] + "}", body_json
+
+
+def _state_json(state: State, base: State, base_body: str) -> tuple[str, str]:
+    """(the canonical JSON of ``state``, that of its body or "") for states holding no
+    float, encoding the body only when it changed: the canonical JSON of a mapping with
+    exactly the keys ``body`` and ``fields`` is ``{"body":`` E(body) ``,"fields":``
+    E(fields) ``}`` (keys sorted: ``body`` < ``fields``; no whitespace), so when ``body``
+    is a string and the very object of ``base["body"]``, whose encoding ``base_body`` is,
+    only E(fields) is encoded. Any other state is encoded whole (second value "").
+
+    Strings are immutable and states are never modified (see :func:`_apply_shared`), so an
+    identical body object has the same encoding. tests/test_history.py checks the result
+    against the plain encoder.
+    """
+    if len(state) == 2 and "fields" in state:
+        body = state.get("body")
+        if body.__class__ is str:
+            if not base_body or body is not base.get("body"):
+                base_body = _ENCODE(body)
+            return '{"body":' + base_body + ',"fields":' + _ENCODE(state["fields"]) + "}", \
+                base_body
+    return _ENCODE(state), ""
 
 
 def _hash_problem(raw: str, event: Event) -> tuple[str | None, bool]:
