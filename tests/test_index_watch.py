@@ -134,3 +134,38 @@ def test_watch_off_starts_no_daemon(watched: Board, base: str,
     titles(watched)
     assert not os.path.exists(sock_of(watched))
     wait_for(lambda: not pids_with(base), "no daemon", deadline=2.0)
+
+
+def rewrite_keeping_stat(path: str, old: bytes, new: bytes) -> None:
+    """Replace ``old`` by ``new`` (same length) in place, then put the mtime back: a stat scan
+    cannot see the write."""
+    assert len(old) == len(new)
+    before = os.stat(path)
+    data = Path(path).read_bytes()
+    with open(path, "r+b") as fh:
+        fh.write(data.replace(old, new))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def test_after_the_daemon_is_gone_every_file_is_checked_again(watched: Board,
+                                                             daemons: Daemons) -> None:
+    """Rows changed while watched make the stored stat scan obsolete: when the daemon is
+    gone, the next refresh re-checks every file by content once, so a write that kept the
+    stat is still found."""
+    a = watched.create({"title": "alpha"}, "", "t")
+    b = watched.create({"title": "bravo"}, "", "t")
+    for tid in (a.id, b.id):  # old mtimes: no file is racy
+        st = os.stat(watched.task_file(tid))
+        os.utime(watched.task_file(tid), ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))
+    titles(watched)
+    os.makedirs(watched.private_str, exist_ok=True)
+    proc = daemons.start(watched.tasks_str, sock_of(watched))
+    daemons.ready(sock_of(watched))
+    titles(watched)  # token stored
+    rewrite_keeping_stat(watched.task_file(a.id), b"title: alpha", b"title: gamma")
+    assert titles(watched)[a.id] == "gamma"  # watched: seen
+    proc.terminate()
+    proc.wait(10)
+    wait_for(lambda: not os.path.exists(sock_of(watched)), "the socket to go")
+    rewrite_keeping_stat(watched.task_file(b.id), b"title: bravo", b"title: delta")
+    assert titles(watched) == {a.id: "gamma", b.id: "delta"}  # unwatched: every file re-read

@@ -383,55 +383,31 @@ class Index:
         old_token = meta.get("watch")
         sock, answer = self._watch_query(old_token)
         token = answer[0] if answer is not None else None
-        reported = answer[1] if answer is not None else None
         self._fresh = True
-        if reported is not None and meta.get("scan_ns") is not None:
-            # Watched: only the names the daemon reports (and the racy and dirty ones) can
-            # differ from the last scan.
-            names = {n[:-3] for n in reported
-                     if n.endswith(".md") and n[0] != "." and len(n) > 3}
-            names.update(racy, dirty)
-            if not names:
-                if token != old_token:
-                    with self._writing():
-                        self._set_meta("watch", token)
-                return RefreshStats(0, 0, 0, 0, 0, False, time.perf_counter() - started)
-            stored = _unmarshal(self._meta("scan"), dict)
-            current = dict(stored)
-            for name in names:
-                st = _stat_one(self._tasks, name)
-                if st is None:
-                    current.pop(name, None)
-                else:
-                    current[name] = st
-            look: Iterable[str] = names
-            forced: set[str] = names  # reported: re-checked by content even if the stat agrees
-        else:
-            blob = self._meta("scan")
-            current = _stat_scan(self._tasks)
-            if answer is None and sock is not None and len(current) >= _watch().SPAWN_MIN_FILES:
-                _watch().spawn(self._tasks, sock)  # the next read asks it
-            if not racy and not dirty and blob == marshal.dumps(current, _MARSHAL):
-                # The common case: nothing changed since the last scan, one memcmp. (marshal's
-                # bytes follow listdir's order; another order only takes the path below.)
-                if token != old_token:
-                    with self._writing():
-                        self._set_meta("watch", token)
-                return RefreshStats(len(current), 0, 0, 0, 0, False,
-                                    time.perf_counter() - started)
-            stored = _unmarshal(blob, dict)
-            look, forced = current, set()
+        if answer is not None and answer[1] is not None and isinstance(old_token, str):
+            return self._refresh_watched(answer[1], racy, dirty, answer[0], old_token, started,
+                                         scan_ns)
+        blob = self._meta("scan")
+        current = _stat_scan(self._tasks)
+        if answer is None and sock is not None and len(current) >= _watch().SPAWN_MIN_FILES:
+            _watch().spawn(self._tasks, sock)  # the next read asks it
+        if not racy and not dirty and blob == marshal.dumps(current, _MARSHAL):
+            # The common case: nothing changed since the last scan, one memcmp. (marshal's
+            # bytes follow listdir's order; another order only takes the path below.)
+            if token != old_token:
+                with self._writing():
+                    self._set_meta("watch", token)
+            return RefreshStats(len(current), 0, 0, 0, 0, False,
+                                time.perf_counter() - started)
+        stored = _unmarshal(blob, dict)
         horizon = scan_ns - RACY_WINDOW_NS
         candidates: list[str] = []
         new_racy: list[str] = []
         get = stored.get
-        for name in look:
-            st = current.get(name)
-            if st is None:
-                continue
+        for name, st in current.items():
             if st[0] >= horizon:
                 new_racy.append(name)
-            if get(name) != st or name in forced:
+            if get(name) != st:
                 candidates.append(name)
         seen = set(candidates)
         for name in (*racy, *dirty):
@@ -457,6 +433,45 @@ class Index:
             self._store_scan(current, new_racy, scan_ns)
             self._set_meta("watch", token)
         return RefreshStats(len(current), len(candidates), len(rows), len(removed),
+                            sum(1 for r in rows if r.doc is None), False,
+                            time.perf_counter() - started)
+
+    def _refresh_watched(self, reported: list[str], racy: list[str], dirty: list[str],
+                         token: str, old_token: str, started: float,
+                         scan_ns: int) -> RefreshStats:
+        """:meth:`refresh` on a watched board: the rows are the files as they were when
+        ``old_token`` was issued, so only the names the daemon reports since (and the racy
+        and dirty ones) can differ -- each is re-checked by content even when its stat agrees
+        (a write that keeps size and mtime is still a write). No racy window is kept: the
+        daemon reports a later write of the same tick too. A changed row makes the stored
+        stat scan (the unwatched baseline) obsolete, so it is dropped: without a daemon the
+        next refresh re-checks every file once."""
+        names = {n[:-3] for n in reported if n.endswith(".md") and n[0] != "." and len(n) > 3}
+        names.update(racy, dirty)
+        if not names:
+            if token != old_token:
+                with self._writing():
+                    self._set_meta("watch", token)
+            return RefreshStats(0, 0, 0, 0, 0, False, time.perf_counter() - started)
+        current: dict[str, Stat] = {}
+        removed: list[str] = []
+        for name in sorted(names):
+            st = _stat_one(self._tasks, name)
+            if st is None:
+                removed.append(name)
+            else:
+                current[name] = st
+        touched, rows, unreadable = self._examine(list(current), current, scan_ns)
+        with self._writing():
+            self.db.executemany(_TOUCH_SQL, touched)
+            self._delete([*removed, *(r.task[0] for r in rows)])
+            self._insert(rows)
+            self.db.executemany("DELETE FROM dirty WHERE id = ?", [(n,) for n in dirty])
+            self._set_meta("racy", marshal.dumps(unreadable))  # re-read until readable
+            if rows or removed:
+                self.db.execute("DELETE FROM meta WHERE key = 'scan'")
+            self._set_meta("watch", token)
+        return RefreshStats(len(current), len(current), len(rows), len(removed),
                             sum(1 for r in rows if r.doc is None), False,
                             time.perf_counter() - started)
 
@@ -616,6 +631,8 @@ class Index:
         current: dict[str, Stat] = {}
         rows = []
         unreadable = []
+        # A watcher's token taken before the files are read vouches for them (docs/watch.md).
+        _sock, answer = self._watch_query(None)
         for name, st, data in _read_all(self._tasks):
             current[name] = st
             if isinstance(data, OSError):
@@ -623,6 +640,7 @@ class Index:
                 unreadable.append(name)
             else:
                 rows.append(self._build(name, st, scan_ns, data))
+        self._set_meta("watch", answer[0] if answer is not None else None)
         # A bulk insert that fits in the page cache does not spill half-built pages.
         (size,) = self.db.execute("PRAGMA cache_size").fetchone()
         self.db.execute("PRAGMA cache_size = -65536")  # KiB
