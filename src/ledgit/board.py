@@ -405,6 +405,9 @@ class Board:
         head state, which then equals the file's. Any problem found that way is checked
         again by parsing the file, so what is reported never depends on the index.
         ``trust_index=False`` parses every file (docs/history.md, "Verifying a board").
+        From 2 x ``_PARALLEL_SLICE`` tasks on, slices of them are checked in forked workers
+        (:func:`ledgit.parallel.map_slices`), after the index has been read and closed; the
+        problems come back in the same order as from one process.
 
         Never raises for one bad task: each problem is a :class:`ledgit.history.Problem`.
         """
