@@ -11,7 +11,6 @@ the new state ``{"fields": ..., "body": ...}``; ``before``/``after`` are record 
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from ledgit.canonjson import plain_encoder
@@ -21,6 +20,7 @@ from ledgit.record import (
     canonical_json,
     record_from_state,
     revision_of,
+    sha256_hex,
 )
 
 EVENT_KEYS = frozenset(("id", "parents", "at", "actor", "op", "patch", "before", "after", "note",
@@ -134,15 +134,15 @@ def event_id(event: Mapping[str, Any]) -> str:
     The parser's private ``_line`` key is not content and is left out too.
     """
     body = {k: v for k, v in event.items() if k != "id" and k != "_line"}
-    return hashlib.sha256(canonical_json(body)).hexdigest()
+    return sha256_hex(canonical_json(body))
 
 
 def make_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The RFC 6902 patch turning ``before`` into ``after`` (jsonpatch, deterministic)."""
-    import jsonpatch
+    """The RFC 6902 patch turning ``before`` into ``after``: jsonpatch's, made by
+    :func:`ledgit.patch.make_patch` (which imports jsonpatch only for lists and moves)."""
+    from ledgit.patch import make_patch as rfc6902_patch
 
-    ops: list[dict[str, Any]] = jsonpatch.make_patch(before, after).patch
-    return ops
+    return rfc6902_patch(before, after)
 
 
 def apply_patch(state: Mapping[str, Any], patch: Sequence[Mapping[str, Any]]) -> State:
@@ -395,6 +395,8 @@ def verify_with_head(task: str, text: str | bytes | None, record: Record | None,
     """:func:`verify`, also returning the state at the head when there is no problem (then
     it *is* the task file's state: their revisions are equal), else None. The state shares
     values with the parsed events: read it, never modify it. Used by ``Board.verify``."""
+    import hashlib  # OpenSSL's sha256 (sha256_hex uses it too, once loaded): bulk hashing
+
     if text is None:
         return [Problem(task, 0, "missing", "the task has no history file")], None
     try:
@@ -539,7 +541,7 @@ def _hash_ok(raw: str, event: Event) -> str | None:
         data = (canon[:at] + canon[at + len(member):]).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate
         return None
-    return canon if hashlib.sha256(data).hexdigest() == event["id"] else None
+    return canon if sha256_hex(data) == event["id"] else None
 
 
 _GENESIS_MARK = ',"parents":[],"patch":[{"op":"add","path":"/fields","value":'
@@ -610,7 +612,7 @@ def _hash_problem(raw: str, event: Event) -> tuple[str | None, bool]:
     fine, whether the event could be hashed at all)."""
     body = {k: v for k, v in event.items() if k != "id" and k != "_line"}
     try:
-        computed = hashlib.sha256(canonical_json(body)).hexdigest()
+        computed = sha256_hex(canonical_json(body))
     except ValueError as exc:
         return str(exc), False
     if computed != event["id"]:
