@@ -631,6 +631,8 @@ class Index:
         current: dict[str, Stat] = {}
         rows = []
         unreadable = []
+        import hashlib  # noqa: F401 - loaded: every row's revision hashes with OpenSSL's sha256
+
         # A watcher's token taken before the files are read vouches for them (docs/watch.md).
         _sock, answer = self._watch_query(None)
         for name, st, data in _read_all(self._tasks):
@@ -923,7 +925,9 @@ class Index:
     def _build(self, name: str, st: Stat, checked_ns: int, data: bytes,
                record: Record | None = None) -> _Row:
         """Rows for one task file (parsed from ``data`` unless ``record`` is given)."""
-        sha256 = _hashes()[0]
+        from ledgit.record import sha256_function  # OpenSSL once hashlib is loaded
+
+        sha256 = sha256_function()
         rel = self._rel_dir + name + ".md"
         head = (name, rel, st[0], st[1], st[2], checked_ns, _digest(data))
         if record is None and self._known:
@@ -1210,15 +1214,6 @@ def _blake2b() -> Any:
     except ImportError:  # pragma: no cover - an interpreter built without _blake2
         from hashlib import blake2b
     return blake2b
-
-
-@functools.lru_cache(maxsize=1)
-def _hashes() -> tuple[Any, Any]:
-    """(hashlib.sha256, hashlib.blake2b), imported on first need: a read of an unchanged
-    board does not import hashlib."""
-    import hashlib
-
-    return hashlib.sha256, hashlib.blake2b
 
 
 @functools.lru_cache(maxsize=1)

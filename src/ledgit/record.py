@@ -148,11 +148,14 @@ def sha256_hex(data: bytes) -> str:
     when hashlib is already loaded (fast for bulk work: verify, rebuild, import), else from
     CPython's built-in ``_sha256``/``_sha2`` module: a single write hashes a few hundred bytes
     and does not pay ~2 ms for loading OpenSSL (DESIGN §10)."""
-    digest: str = _sha256_constructor()(data).hexdigest()
+    digest: str = sha256_function()(data).hexdigest()
     return digest
 
 
-def _sha256_constructor() -> Callable[[bytes], Any]:
+def sha256_function() -> Callable[[bytes], Any]:
+    """The sha256 constructor :func:`sha256_hex` uses (``f(data).hexdigest()``): hashlib's
+    when hashlib is already loaded, else CPython's built-in one. A caller hashing many
+    values imports hashlib first."""
     import sys
 
     hashlib = sys.modules.get("hashlib")
