@@ -333,3 +333,13 @@ def test_canonical_reader_quoted_scalars(text: str, expected: tuple[str, int]) -
 def test_canonical_reader_refuses_broken_quoted_scalars(text: str) -> None:
     with pytest.raises(record_module._NotCanonical):
         record_module._canonical_quoted(text, 0)
+
+
+def test_a_located_message_is_one_line_whatever_the_field_holds() -> None:
+    """Found by the hand-edit property test: a key read from a file may hold a line break
+    (a vertical tab, U+2028); the error line escapes it."""
+    from ledgit.errors import located
+
+    text = located("must be one line\n", "T.md", 77, "x.k\x0bey\u2028\x85")
+    assert text == "T.md:77: x.k\\x0bey\\u2028\\x85: must be one line\\x0a"
+    assert len(text.splitlines()) == 1

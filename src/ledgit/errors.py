@@ -27,13 +27,20 @@ class LedgitError(Exception):
         return self.message
 
 
+# What str.splitlines() breaks at: none of it may reach a one-line error message.
+_LINE_BREAKS = {ord(c): f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+                for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
 def located(message: str, path: str | None = None, line: int | None = None,
             field: str | None = None) -> str:
-    """Format ``path:line: field: message``, leaving out the parts that are unknown."""
+    """Format ``path:line: field: message``, leaving out the parts that are unknown. Always
+    one line: a line break inside any part (a field name read from a file may hold one) is
+    written as its escape (``\\x0b``, ``\\u2028``)."""
     head = ""
     if path is not None:
         head = path if line is None else f"{path}:{line}"
         head += ": "
     if field:
         head += f"{field}: "
-    return head + message
+    return (head + message).translate(_LINE_BREAKS)
