@@ -611,3 +611,19 @@ def test_console_script_demo_runs() -> None:
     res = subprocess_ledgit(Path.cwd(), "demo")
     assert res.code == 0, res
     assert "verified" in res.out + res.err
+
+
+@pytest.mark.parametrize("args,where", [
+    (["get", "T-x", "--json=1"], "ledgit get"),
+    (["list", "--all=1"], "ledgit list"),
+    (["cache", "status", "--json="], "ledgit cache status"),
+    (["item", "add", "T-x", "--text", "x"], "ledgit item add"),
+])
+def test_usage_errors_are_one_line_naming_the_command(lg: Ledgit, args: list[str],
+                                                      where: str) -> None:
+    """Found by a new-user trial: click raises some usage errors without a context, and the
+    missing-choice message spans several lines."""
+    res = lg(*args)
+    assert res.code == 2 and res.out == ""
+    assert len(res.err.splitlines()) == 1
+    assert res.err.startswith(f"{where}: ") and res.err.rstrip().endswith(f"(see: {where} --help)")

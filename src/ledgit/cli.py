@@ -130,8 +130,9 @@ def run(argv: Sequence[str] | None = None) -> int:
             click.echo(exc.ctx.get_help() if exc.ctx else "ledgit --help")
             return OK
         except click.UsageError as exc:
-            where = exc.ctx.command_path if exc.ctx else "ledgit"
-            click.echo(f"{where}: {exc.format_message()} (see: {where} --help)", err=True)
+            where = exc.ctx.command_path if exc.ctx else _command_path(argv)
+            message = " ".join(exc.format_message().split())  # one line (DESIGN §9)
+            click.echo(f"{where}: {message} (see: {where} --help)", err=True)
             return USAGE
         except click.ClickException as exc:
             click.echo(f"ledgit: {exc.format_message()}", err=True)
@@ -141,6 +142,20 @@ def run(argv: Sequence[str] | None = None) -> int:
         return rv if isinstance(rv, int) else OK
 
     return guarded(main)
+
+
+def _command_path(argv: Sequence[str] | None) -> str:
+    """``ledgit`` and the (sub)command words that lead ``argv``, for an error click raised
+    without a context (e.g. ``--json=1``: "option does not take a value")."""
+    import sys
+
+    words = list(sys.argv[1:] if argv is None else argv)
+    path = ["ledgit"]
+    if words and words[0] in COMMANDS:
+        path.append(words[0])
+        if len(words) > 1 and (words[0], words[1]) in SPECS:
+            path.append(words[1])
+    return " ".join(path)
 
 
 # --------------------------------------------------------------------------- specs -> click

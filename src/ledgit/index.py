@@ -5,13 +5,14 @@ rebuilt whenever it is missing, corrupt, of another schema, of another board roo
 an earlier boot, and is never read for truth on a write path. Reads answer from it after a
 stat-level freshness check:
 
-* a scan stats every ``tasks/*.md``; when the marshalled ``{stem: (mtime_ns, size, inode)}``
+* a scan stats every ``tasks/*.md``; when the marshalled ``{stem: (time, size, inode)}``
+  (:func:`file_stat`: the time is the later of mtime and ctime, Git's ``core.trustctime``)
   equals the one the previous scan stored, byte for byte, nothing changed (the common case:
   one stat per file and a memcmp; the stat syscalls are the whole cost);
 * a file whose stat changed, that is new, or that was written through
   :meth:`Index.update_one` since the last scan is re-checked: read, hashed (BLAKE2b) and
   re-parsed only when the bytes differ from what the row was built from;
-* Git's "racily clean" rule (DESIGN §8): a file whose mtime is within :data:`RACY_WINDOW_NS`
+* Git's "racily clean" rule (DESIGN §8): a file whose time is within :data:`RACY_WINDOW_NS`
   of the scan that recorded it could change again without changing its stat (coarse clocks,
   1-2 s file systems), so it is re-checked by content on the following scans until it is
   older than that window.
@@ -53,12 +54,13 @@ else:
     except ImportError:  # pragma: no cover - an interpreter without it
         import sqlite3
 
-SCHEMA_VERSION = 8  # PRAGMA user_version; another value means: rebuild
+SCHEMA_VERSION = 9  # PRAGMA user_version; another value means: rebuild
 INDEX_NAME = "index.sqlite3"
 RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
 BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
 WRITE_PATH_BUSY_TIMEOUT = 2.0  # the write path gives up on the index sooner (best effort)
 WATCH_TIMEOUT = 0.5  # seconds a read waits for a watcher daemon before a full stat scan
+MAX_SEARCH_CHARS = 10_000  # a search text, casefolded (SQLite's LIKE takes <= 50,000 bytes)
 
 
 # Every front-matter key (record.FIELD_ORDER, repeated so that reads do not import PyYAML;
@@ -97,7 +99,7 @@ _SCHEMA = """
 CREATE TABLE tasks (
     id TEXT PRIMARY KEY,
     path TEXT NOT NULL,
-    mtime_ns INTEGER, size INTEGER, ino INTEGER,
+    mtime_ns INTEGER, size INTEGER, ino INTEGER,  -- file_stat(): later of mtime and ctime
     checked_ns INTEGER,          -- wall clock (ns) when the stat was taken
     digest BLOB,                 -- BLAKE2b-128 of the bytes the row was built from
     error TEXT,                  -- NULL for a valid task file
@@ -123,7 +125,7 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value);
 _TABLES = ("tasks", "docs", "deps", "dirty", "meta")
 _TOUCH_SQL = "UPDATE tasks SET mtime_ns = ?, size = ?, ino = ?, checked_ns = ? WHERE id = ?"
 
-Stat = tuple[int, int, int]  # (mtime_ns, size, inode)
+Stat = tuple[int, int, int]  # (change time ns, size, inode): see file_stat
 _US = "\x1f"  # separates labels in tasks.labels (a label is one line of text, never this)
 _MARSHAL = 2  # marshal format 2 writes no back-references, so equal scans give equal bytes
 
@@ -696,7 +698,7 @@ class Index:
         checked = time.time_ns()
         try:
             s = os.stat(path)
-            row = self._build(name, (s.st_mtime_ns, s.st_size, s.st_ino), checked,
+            row = self._build(name, file_stat(s), checked,
                               render_record(record).encode("utf-8"), record)
         except FileNotFoundError:
             row = None
@@ -740,6 +742,9 @@ class Index:
         needle = _fold(text)
         if not needle:
             raise LedgitError("search needs non-empty text", USAGE)
+        if len(needle) > MAX_SEARCH_CHARS:  # SQLite refuses LIKE patterns over 50,000 bytes
+            raise LedgitError(f"search text too long: {len(needle):,} characters (after case "
+                              f"folding; at most {MAX_SEARCH_CHARS:,})", USAGE)
         names = list(fields) if fields else list(DEFAULT_SEARCH)
         for name in names:
             if name not in SEARCH_COLUMNS:
@@ -787,7 +792,7 @@ class Index:
         checked = time.time_ns()
         try:
             s = os.stat(path)
-            st: Stat | None = (s.st_mtime_ns, s.st_size, s.st_ino)
+            st: Stat | None = file_stat(s)
         except (FileNotFoundError, NotADirectoryError):
             st = None
         found = self.db.execute("SELECT mtime_ns, size, ino, checked_ns FROM tasks WHERE id = ?",
@@ -898,7 +903,7 @@ class Index:
                f"JOIN docs d ON d.id = t.id WHERE {where} ORDER BY {order}")
         if limit is not None:
             sql += " LIMIT ?"
-            params = [*params, int(limit)]
+            params = [*params, min(int(limit), 1 << 62)]  # SQLite's integers are 64-bit
         out = []
         for r in self.db.execute(sql, params):
             row = _row_dict(r[0], r[1], r[2], r[3], r[4])
@@ -1067,6 +1072,18 @@ def _busy(path: str) -> LedgitError:
                        f"retry", BUSY)
 
 
+_TRUST_CTIME = os.name == "posix"  # on Windows st_ctime is the creation time
+
+
+def file_stat(s: os.stat_result) -> Stat:
+    """A task file's stat as the index keeps it: (time, size, inode), where the time is the
+    later of mtime and ctime in ns (Git's ``core.trustctime``, on by default): restoring an
+    mtime (``touch -r``, ``cp -p`` of a same-size file) still changes the ctime, so a
+    rewrite that keeps size and mtime is re-checked by content. Windows: mtime only."""
+    return (max(s.st_mtime_ns, s.st_ctime_ns) if _TRUST_CTIME else s.st_mtime_ns,
+            s.st_size, s.st_ino)
+
+
 def _stat_one(tasks_dir: str, stem: str) -> Stat | None:
     """(mtime_ns, size, inode) of ``tasks/<stem>.md``; None when it is gone (or is no
     longer something a scan lists)."""
@@ -1074,7 +1091,7 @@ def _stat_one(tasks_dir: str, stem: str) -> Stat | None:
         s = os.stat(os.path.join(tasks_dir, stem + ".md"))
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return (s.st_mtime_ns, s.st_size, s.st_ino)
+    return file_stat(s)
 
 
 @functools.lru_cache(maxsize=1)
@@ -1114,7 +1131,7 @@ def _stat_scan(tasks_dir: Path | str) -> dict[str, Stat]:
                         s = stat(name, dir_fd=fd)
                     except FileNotFoundError:
                         continue  # removed while we looked
-                    out[name[:-3]] = (s.st_mtime_ns, s.st_size, s.st_ino)
+                    out[name[:-3]] = file_stat(s)
         finally:
             os.close(fd)
         return out
@@ -1126,7 +1143,7 @@ def _stat_scan(tasks_dir: Path | str) -> dict[str, Stat]:
         name = entry.name
         if name.endswith(".md") and name[0] != "." and len(name) > 3:
             s = entry.stat()
-            out[name[:-3]] = (s.st_mtime_ns, s.st_size, s.st_ino)
+            out[name[:-3]] = file_stat(s)
     return out
 
 
@@ -1164,12 +1181,12 @@ def _read_all(tasks_dir: Path | str) -> Iterator[tuple[str, Stat, bytes | OSErro
                     s = os.stat(entry, dir_fd=dfd)
                 except OSError:
                     continue
-                yield entry[:-3], (s.st_mtime_ns, s.st_size, s.st_ino), exc
+                yield entry[:-3], file_stat(s), exc
                 continue
             data: bytes | OSError
             try:
                 s = os.fstat(fd)
-                st = (s.st_mtime_ns, s.st_size, s.st_ino)
+                st = file_stat(s)
                 try:
                     data = _read_fd(fd, s.st_size)
                 except OSError as exc:  # e.g. a directory named x.md
