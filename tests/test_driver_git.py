@@ -255,3 +255,36 @@ def test_the_canonical_reader_agrees_with_yaml() -> None:
 
     check()
     assert seen["fast"] > 100  # the fast path is the common one
+
+
+@pytest.mark.parametrize("operation", ["cherry-pick", "revert"])
+def test_a_partial_pick_or_a_revert_leaves_record_and_history_head_in_agreement(
+        tmp_path: Path, operation: str) -> None:
+    """Found by a new-user trial. Cherry-picking only the second of two commits that change
+    a task (or reverting a commit) merges the task file against Git's base -- the parent of
+    the picked (or reverted) commit -- while the histories unite by event id. The history
+    driver now merges the states against the same base, so the result passes verify."""
+    a = new_repo(tmp_path / "a")
+    tid = create(a, "Shared", "--body", BODY, "--by", "lead")
+    commit_all(a, "task")
+    git("checkout", "-q", "-b", "side", cwd=a)
+    ledgit(a, "update", tid, "--label", "b2", "--by", "bee")
+    commit_all(a, "b2: a label")
+    ledgit(a, "update", tid, "--priority", "1", "--by", "bee")
+    b3 = commit_all(a, "b3: a priority")
+    git("checkout", "-q", "main", cwd=a)
+    ledgit(a, "update", tid, "--response", "main's account", "--by", "main")
+    commit_all(a, "main: an account")
+    if operation == "revert":
+        git("merge", "-q", "--no-edit", "side", cwd=a)
+        proc = git_rc(a, "revert", "--no-edit", b3)
+    else:
+        proc = git_rc(a, "cherry-pick", b3)
+    assert proc.returncode == 0, proc.stderr
+    f = fields(a, tid)
+    assert f["response"] == "main's account"
+    if operation == "revert":
+        assert f.get("priority") is None and f["labels"] == ["b2"]
+    else:
+        assert f["priority"] == 1 and "b2" not in f.get("labels", [])
+    ledgit(a, "verify", tid)  # exit 0, or the helper fails with verify's output

@@ -20,6 +20,7 @@ from ledgit.record import (
     lifecycle_problems,
     make_record,
     record_from_state,
+    revision_of,
 )
 
 if TYPE_CHECKING:
@@ -454,7 +455,6 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
         topological_order,
     )
 
-    del base_text  # the DAG itself says what is common
     ours = _checked_events(ours_text, task)
     theirs = _checked_events(theirs_text, task)
     ids_o = {e["id"] for e in ours}
@@ -464,34 +464,65 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
         if ours_text == theirs_text:
             return HistoryMerge(ours_text, False)
         return HistoryMerge(render_history(topological_order(ours)), False)
-    if ids_t <= ids_o:
-        return HistoryMerge(ours_text, False)
-    if ids_o <= ids_t:
-        return HistoryMerge(theirs_text, False)
     union = topological_order(ours + theirs)
     hs = heads(union)
     states = replay(union, task)
-    if len(hs) == 1:
-        return HistoryMerge(render_history(union), False)
-    geneses = [e["id"] for e in union if not e["parents"]]
-    if len(geneses) != 1:
+    if len(hs) != 1 and len([e for e in union if not e["parents"]]) != 1:
         return HistoryMerge("", True, problem="the two histories share no genesis event")
-    # Fold the heads pairwise in sorted order into one merged record.
-    rec = record_from_state(states[hs[0]])
+    # The task file beside this history is merged against Git's base (%O): for a cherry-pick
+    # or a revert that is not the common ancestor of the events, so the states are merged
+    # against the base's head too when it is known and the sides have one head each; the
+    # result then equals the merged task file, and the history head agrees with it.
+    base_head = _single_head(base_text, task)
+    ours_head, theirs_head = heads(ours), heads(theirs)
+    rec: Record | None = None
     result: MergeResult | None = None
-    for other in hs[1:]:
-        lca = best_common_ancestor(union, hs[0], other)
-        base_rec = record_from_state(states[lca]) if lca else None
-        result = merge_records(base_rec, rec, record_from_state(states[other]), marker_size)
+    if base_head in states and len(ours_head) == 1 and len(theirs_head) == 1:
+        result = merge_records(record_from_state(states[base_head]),
+                               record_from_state(states[ours_head[0]]),
+                               record_from_state(states[theirs_head[0]]), marker_size)
         rec = result.record
+        if len(hs) == 1 and rec.revision == revision_of(states[hs[0]]):
+            # One side holds every event of the other, and its head is the merge.
+            return HistoryMerge(ours_text if ids_t <= ids_o else theirs_text, False)
+    elif ids_t <= ids_o:
+        return HistoryMerge(ours_text, False)
+    elif ids_o <= ids_t:
+        return HistoryMerge(theirs_text, False)
+    if rec is None:
+        if len(hs) == 1:
+            return HistoryMerge(render_history(union), False)
+        # Fold the heads pairwise in sorted order into one merged record.
+        rec = record_from_state(states[hs[0]])
+        for other in hs[1:]:
+            lca = best_common_ancestor(union, hs[0], other)
+            base_rec = record_from_state(states[lca]) if lca else None
+            result = merge_records(base_rec, rec, record_from_state(states[other]), marker_size)
+            rec = result.record
     at = max(e["at"] for e in union if e["id"] in set(hs))
     meta: dict[str, Any] = {}
     if result is not None and result.conflicts:
         meta["conflicts"] = result.conflicts
+    note = (f"merged {len(hs)} heads" if len(hs) > 1
+            else "the merge of the task file against Git's base (a cherry-pick or revert)")
     event = new_event(parents=hs, at=at, actor="ledgit", op=MERGE_OP,
                       before_state=states[hs[0]], after_state=rec.state(),
-                      note=f"merged {len(hs)} heads", meta=meta or None)
+                      note=note, meta=meta or None)
     return HistoryMerge(render_history([*union, event]), False, event, result)
+
+
+def _single_head(text: str, task: str) -> str | None:
+    """The one head of the history ``text`` (Git's merge base version), or None when it is
+    empty, unreadable or has more heads (then the DAG's common ancestors are used)."""
+    from ledgit.history import HistoryError, heads
+
+    if not text.strip():
+        return None
+    try:
+        found = heads(_checked_events(text, task))
+    except (HistoryError, KeyError, TypeError, ValueError):
+        return None
+    return found[0] if len(found) == 1 else None
 
 
 __all__ = ["MergeResult", "HistoryMerge", "merge_records", "merge_histories", "merge_set",
