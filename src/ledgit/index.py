@@ -527,8 +527,9 @@ class Index:
     def rebuild_written(cls, board: Board, written: Mapping[str, Written]) -> RefreshStats:
         """:meth:`rebuild` (the index built if missing) for a writer that has just written
         the task files and knows them: ``written[id] = (record, bytes, stat, revision)``,
-        ``stat`` the ``(mtime_ns, size, inode)`` the writer took of the file it created
-        (``os.fstat``) and ``revision`` the record's (:func:`ledgit.record.revision_of`).
+        ``stat`` the writer's :func:`file_stat` of the file it created (of ``os.fstat``, or
+        of ``os.stat`` once in place if it was renamed since: a rename changes the ctime)
+        and ``revision`` the record's (:func:`ledgit.record.revision_of`).
         Such a file is not read back, parsed or hashed for its revision; an entry without a
         stat (None) is read and compared with its bytes (:meth:`rebuild_from`), and every
         other file of the directory is read and parsed as usual. The rows are those
@@ -553,6 +554,7 @@ class Index:
         current: dict[str, Stat] = {}
         rows: list[_Row] = []
         unreadable: list[str] = []
+        _sock, answer = self._watch_query(None)  # before the listing, as in _fill
         try:
             names = sorted(os.listdir(self._tasks))
         except (FileNotFoundError, NotADirectoryError):
@@ -582,6 +584,7 @@ class Index:
             else:
                 known = mine[0] if mine is not None and mine[1] == data else None
                 rows.append(self._build(name, st, scan_ns, data, known))
+        self._set_meta("watch", answer[0] if answer is not None else None)
         (size,) = self.db.execute("PRAGMA cache_size").fetchone()
         self.db.execute("PRAGMA cache_size = -65536")  # KiB (see _fill)
         try:
