@@ -23,7 +23,6 @@ Where things go:
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
@@ -155,6 +154,8 @@ def unpack(mapping: Mapping[str, Any]) -> dict[str, Any]:
 def derived_id(source_id: str) -> str:
     """A ledgit id for a source id that is not a valid one: ``B-`` + 12 base32 characters of
     its sha256 (deterministic; the source id is kept in ``x.beads.id``)."""
+    import base64  # rare: only for ids that are not valid ledgit ids
+
     digest = hashlib.sha256(source_id.encode("utf-8")).digest()
     return "B-" + base64.b32encode(digest).decode("ascii").lower()[:12]
 
@@ -185,9 +186,12 @@ def _fast_timestamp(text: str) -> str | None:
     from datetime import datetime, timezone
 
     try:
-        return format_timestamp(datetime.fromisoformat(text).astimezone(timezone.utc))
+        moment = datetime.fromisoformat(text).astimezone(timezone.utc)
     except (ValueError, OverflowError):
         return None
+    # format_timestamp's text, by the C formatter: "+00:00" -> "Z" (checked on every
+    # timestamp of the real snapshot; isoformat zero-pads the year to four digits too).
+    return moment.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def _dependencies(deps: list[Any], issue_id: str) -> dict[str, Any] | None:

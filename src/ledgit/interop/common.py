@@ -39,8 +39,6 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from ledgit.board import (
@@ -53,12 +51,17 @@ from ledgit.board import (
 )
 from ledgit.canonjson import plain_encoder
 from ledgit.errors import USAGE, LedgitError, located
+from ledgit.index import file_stat
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ledgit.board import Board
     from ledgit.history import Event
+    from ledgit.index import Written
     from ledgit.record import Record
 
+Stat = tuple[int, int, int]  # (mtime_ns, size, inode), as the index keeps it
 IMPORT_OP = "import"
 MAX_LISTED = 20  # skip reasons printed one per line; the rest are counted
 
@@ -96,17 +99,22 @@ class Incoming(NamedTuple):
     steps: tuple[Step, ...] = ()
 
 
-@dataclass
 class Summary:
-    """What an import did. ``line()`` is the summary line of the CLI."""
+    """What an import did. ``line()`` is the summary line of the CLI. (A plain class, not a
+    dataclass: an import does not pay for importing dataclasses.)"""
 
-    source: str
-    imported: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    skipped: list[Skip] = field(default_factory=list)
-    ids: list[str] = field(default_factory=list)
-    seconds: float = 0.0
+    def __init__(self, source: str, imported: int = 0, updated: int = 0, unchanged: int = 0,
+                 skipped: list[Skip] | None = None, ids: list[str] | None = None,
+                 seconds: float = 0.0) -> None:
+        self.source, self.imported, self.updated, self.unchanged = (source, imported, updated,
+                                                                    unchanged)
+        self.skipped: list[Skip] = [] if skipped is None else skipped
+        self.ids: list[str] = [] if ids is None else ids
+        self.seconds = seconds
+
+    def __repr__(self) -> str:
+        return (f"Summary({self.source!r}, imported={self.imported}, updated={self.updated}, "
+                f"unchanged={self.unchanged}, skipped={len(self.skipped)})")
 
     def line(self) -> str:
         reasons = Counter(_reason_kind(s.reason) for s in self.skipped)
@@ -179,7 +187,7 @@ def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip
     skipped = list(skips)
     first: dict[str, str] = {}
     existing = set(board.list_ids())
-    histories = _stems(board.history_dir, ".jsonl")
+    histories = _stems(board.history_str, ".jsonl")
     for item in incoming:
         tid = item.record.id
         if tid in first:
@@ -194,7 +202,7 @@ def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip
             else:
                 new.append(item)
             continue
-        if _size(board.history_path(tid)) <= 0:
+        if _size(board.history_file(tid)) <= 0:
             # The history never made it to disk (a crash mid-import): write both again.
             current = _read_or_none(board, tid)
             if current is None or source in current.fields.get("x", {}):
@@ -204,7 +212,8 @@ def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip
                                                 f"imported from {source}"))
             continue
         try:
-            data = board.task_path(tid).read_bytes()
+            with open(board.task_file(tid), "rb") as fh:
+                data = fh.read()
         except OSError:
             data = b""
         rendered = render_record(item.record).encode("utf-8")
@@ -239,8 +248,8 @@ def _ours(board: Board, item: Incoming, actor: str | None, source: str) -> bool:
     if actor is None:
         return False
     try:
-        return board.history_path(item.record.id).read_bytes() == history_bytes(item, actor,
-                                                                                 source)
+        with open(board.history_file(item.record.id), "rb") as fh:
+            return fh.read() == history_bytes(item, actor, source)
     except OSError:
         return False
 
@@ -281,8 +290,11 @@ def _interrupted_import(board: Board, tid: str, source: str, file_ok: bool) -> b
 def import_records(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip], *,
                    actor: str, source: str, strict: bool = False,
                    progress: Progress | None = None,
-                   rebuild_index: bool = True) -> Summary:
-    """Import records into ``board`` (see the module doc). Returns the summary.
+                   rebuild_index: bool = True,
+                   writer: HistoryWriter | None = None) -> Summary:
+    """Import records into ``board`` (see the module doc). Returns the summary. ``writer``:
+    a :class:`HistoryWriter` that may create the histories of a large import (the caller
+    closes it).
 
     Raises LedgitError exit 2 under ``strict`` when anything would be skipped (nothing is
     written), exit 1 when a changed task's history cannot take an event.
@@ -300,7 +312,7 @@ def import_records(board: Board, incoming: Iterable[Incoming], skips: Iterable[S
     if progress is not None:
         progress.total = len(plan.new) + len(plan.changed)
         progress.enabled = progress.enabled and progress.total > 0
-    written, flush = _write_new(board, plan.new, actor, source, progress)
+    written, flush = _write_new(board, plan.new, actor, source, progress, writer)
     summary.imported = len(plan.new)
     try:
         _apply_changes(board, plan, written, summary, actor, source, progress, rebuild_index)
@@ -312,13 +324,14 @@ def import_records(board: Board, incoming: Iterable[Incoming], skips: Iterable[S
     return summary
 
 
-def _apply_changes(board: Board, plan: _Plan, written: dict[str, tuple[Record, bytes]],
+def _apply_changes(board: Board, plan: _Plan, written: dict[str, Written],
                    summary: Summary, actor: str, source: str, progress: Progress | None,
                    rebuild_index: bool) -> None:
     """The update events of changed tasks, then the index (while the bulk flush runs)."""
     for item, _current in plan.changed:
         try:
-            written[item.record.id] = (item.record, _update(board, item, actor, source))
+            written[item.record.id] = (item.record, _update(board, item, actor, source), None,
+                                       None)
             summary.updated += 1
         except LedgitError as exc:
             summary.skipped.append(Skip(item.where, f"not updated: {exc}"))
@@ -329,8 +342,9 @@ def _apply_changes(board: Board, plan: _Plan, written: dict[str, tuple[Record, b
     if rebuild_index and (plan.new or plan.changed):
         from ledgit.index import Index
 
-        # Files whose bytes are still those just written are indexed without re-parsing.
-        Index.rebuild_from(board, written)
+        # Files just created are indexed from what was written (not read back or parsed);
+        # changed ones are read and, when their bytes are still ours, not parsed.
+        Index.rebuild_written(board, written)
 
 
 def genesis_events(item: Incoming, actor: str, source: str) -> list[Event]:
@@ -396,9 +410,23 @@ def _genesis_line(record: Record, at: str, actor: str, note: str | None,
     body and the fields encoded once: the state's hash, the patch and the event id all reuse
     those two texts (canonical JSON sorts keys: the event's are actor, after, at, before, id,
     meta, note, op, parents, patch; a patch operation's are op, path, value)."""
+    return _genesis_encoded(_encoded(record), at, actor, note, meta)
+
+
+def _encoded(record: Record) -> tuple[bytes, bytes, str]:
+    """(canonical JSON of the body, of the fields, the record's revision: the sha256 of the
+    state's canonical JSON ``{"body":...,"fields":...}``, as record.revision_of computes
+    it), each text encoded once."""
     body = _canonical(record.body)
     fields = _canonical(record.fields)
-    after = hashlib.sha256(b'{"body":' + body + b',"fields":' + fields + b"}").hexdigest()
+    return body, fields, hashlib.sha256(b'{"body":' + body + b',"fields":' + fields
+                                        + b"}").hexdigest()
+
+
+def _genesis_encoded(encoded: tuple[bytes, bytes, str], at: str, actor: str,
+                     note: str | None, meta: Mapping[str, Any] | None) -> bytes:
+    """:func:`_genesis_line` from the record's :func:`_encoded` texts."""
+    body, fields, after = encoded
     head = (b'{"actor":' + _canonical(actor) + b',"after":"' + after.encode("ascii")
             + b'","at":' + _canonical(at) + b',"before":null')
     tail = ((b',"meta":' + _canonical(dict(meta)) if meta else b"")
@@ -412,11 +440,19 @@ def _genesis_line(record: Record, at: str, actor: str, note: str | None,
 def history_bytes(item: Incoming, actor: str, source: str) -> bytes:
     """The history file a newly imported ``item`` gets: :func:`genesis_events`, one
     canonical JSON line each (the single-genesis case without building the event twice)."""
+    return _history(item, actor, source)[0]
+
+
+def _history(item: Incoming, actor: str, source: str) -> tuple[bytes, str]:
+    """(:func:`history_bytes`, the revision of ``item.record``): the single-genesis case
+    encodes the record once for both."""
+    encoded = _encoded(item.record)
     if not item.steps:
-        return _genesis_line(item.record, item.record.fields["last_modified"], actor,
-                             f"imported from {source} {item.source_id}",
-                             {"source": source, "source_id": item.source_id})
-    return b"".join(_canonical(e) + b"\n" for e in genesis_events(item, actor, source))
+        return _genesis_encoded(encoded, item.record.fields["last_modified"], actor,
+                                f"imported from {source} {item.source_id}",
+                                {"source": source, "source_id": item.source_id}), encoded[2]
+    return (b"".join(_canonical(e) + b"\n" for e in genesis_events(item, actor, source)),
+            encoded[2])
 
 
 class _Flush:
@@ -442,7 +478,8 @@ STAGING_PREFIX = ".import-"  # .ledgit/.import-<pid>-<random>/{history,tasks}
 
 
 def _write_new(board: Board, items: Sequence[Incoming], actor: str, source: str,
-               progress: Progress | None) -> tuple[dict[str, tuple[Record, bytes]], _Flush]:
+               progress: Progress | None, writer: HistoryWriter | None = None
+               ) -> tuple[dict[str, Written], _Flush]:
     """Write the new tasks: every history, then every task file, each created whole
     (``O_CREAT | O_EXCL``, one write) in a staging directory ``.ledgit/.import-<pid>-<rand>/``
     that no reader looks at; then moved into the board: on a board whose ``history/`` and
@@ -450,41 +487,280 @@ def _write_new(board: Board, items: Sequence[Incoming], actor: str, source: str,
     one (two renames, histories first), else file by file (every history, then every task
     file; ``os.replace``). So no half-written file is ever in the board, whatever moment a
     crash picks. Then the flush starts (see :class:`_Flush`).
-    Returns (id -> (record, the task file's bytes), the flush to wait for)."""
+    Returns (id -> (record, the task file's bytes, its stat, the record's revision): what
+    ``Index.rebuild_written`` takes, the flush to wait for)."""
     from ledgit.record import render_record
 
-    written: dict[str, tuple[Record, bytes]] = {}
+    written: dict[str, Written] = {}
     if not items:
         return written, _Flush(False)
     staging, staged_history, staged_tasks = _make_staging(board)
     try:
-        hdir, tdir = str(staged_history), str(staged_tasks)
-        sep = os.sep
+        histories: list[tuple[str, bytes]] = []
+        revisions: list[str] = []
         for item in items:
-            _create(f"{hdir}{sep}{item.record.id}{HISTORY_SUFFIX}",
-                    history_bytes(item, actor, source))
+            data, revision = _history(item, actor, source)
+            histories.append((f"{item.record.id}{HISTORY_SUFFIX}", data))
+            revisions.append(revision)
+        tasks = [(f"{item.record.id}{TASK_SUFFIX}", render_record(item.record).encode("utf-8"))
+                 for item in items]
+        if writer is not None and len(items) >= FORK_MIN:
+            writer.send(staging, staged_history, histories)
+        else:
+            writer = None
+            staged_history = _create_all(staging, staged_history, histories, progress, None)
+        stats: list[Stat] = []
+        staged_tasks = _create_all(staging, staged_tasks, tasks, progress, stats)
+        if writer is not None:
+            staged_history = writer.join()
             if progress is not None:
-                progress.advance(0.5)  # the history; the task file is the other half
-        for item in items:
-            data = render_record(item.record).encode("utf-8")
-            _create(f"{tdir}{sep}{item.record.id}{TASK_SUFFIX}", data)
-            written[item.record.id] = (item.record, data)
-            if progress is not None:
-                progress.advance(0.5)
+                progress.advance(len(items) / 2)
+        for item, (_, data), st, revision in zip(items, tasks, stats, revisions, strict=True):
+            written[item.record.id] = (item.record, data, st, revision)
         ids = [item.record.id for item in items]
-        if not (_swap_in(staged_history, board.history_dir)
-                and _swap_in(staged_tasks, board.tasks_dir)):
+        if not (_swap_in(staged_history, board.history_str)
+                and _swap_in(staged_tasks, board.tasks_str)):
             _move_each(board, ids, staged_history, staged_tasks)
+            for tid in ids:  # renamed one by one: their ctime changed
+                entry = written[tid]
+                written[tid] = (entry[0], entry[1], file_stat(os.stat(board.task_file(tid))),
+                                entry[3])
     finally:
+        if writer is not None and writer.busy:
+            writer.close()  # failing: stop it before its directory goes
         _remove_tree(staging)
     return written, _Flush(True)
 
 
-def _create(path: str, data: bytes) -> None:
-    """Create ``path`` (it must not exist: never through a link) holding ``data``."""
+#: Imports of at least this many new tasks write the histories in a HistoryWriter, which
+#: is spawned for a source file of at least HELPER_MIN_BYTES (before it is loaded).
+FORK_MIN, HELPER_MIN_BYTES = 1000, 512 * 1024
+
+
+def _can_fork() -> bool:
+    """True where :class:`HistoryWriter` may fork: POSIX, and no other thread running (a
+    fork copies only the calling thread; locks another one holds would stay held)."""
+    if not hasattr(os, "fork") or os.name != "posix":
+        return False
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() == 1
+
+
+class HistoryWriter:
+    """A helper process that creates the histories of a bulk import (:func:`_create_all`)
+    while this one creates the task files: file creation is mostly kernel time, which two
+    processes spend on two CPUs (a thread would be serialised by the GIL for its share).
+
+    It is forked by :meth:`spawn` before the source is loaded, while the process is small:
+    a fork write-protects every page of the parent, and each page the parent writes after
+    it costs a fault (~10,000 of them, ~20 ms, when forked with the records loaded). It
+    waits on a pipe for one request (:meth:`send`: the directories, the names, the bytes
+    as one buffer), creates the files, and answers through another pipe (marshal) with the
+    directory that holds them or the error (:meth:`join`). It never returns into the
+    caller's code (``os._exit``); it exits when the request pipe closes (:meth:`close`).
+    Whatever it leaves is in the staging directory, removed by the caller."""
+
+    def __init__(self, pid: int, request: int, reply: int) -> None:
+        self.pid, self.request, self.reply = pid, request, reply
+        self.busy = False  # a request was sent and its answer not read
+        self.closed = False
+
+    @classmethod
+    def spawn(cls) -> HistoryWriter | None:
+        """Fork a writer; None where :func:`_can_fork` says no."""
+        if not _can_fork():
+            return None
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        _grow_pipe(req_w)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
+            code = 1
+            try:
+                os.close(req_w)
+                os.close(rep_r)
+                code = _serve(req_r, rep_w)
+            finally:
+                os._exit(code)
+        os.close(req_r)
+        os.close(rep_w)
+        return cls(pid, req_w, rep_r)
+
+    def send(self, staging: str, directory: str,
+             files: Sequence[tuple[str, bytes]]) -> None:
+        """Ask the writer to create ``files`` ((name, bytes) pairs) in ``directory``."""
+        import marshal
+        from itertools import accumulate
+
+        ends = list(accumulate(len(data) for _, data in files))
+        header = marshal.dumps((staging, directory, [name for name, _ in files], ends))
+        self.busy = True
+        write_all(self.request, len(header).to_bytes(8, "little") + header)
+        for n in range(0, len(files), 512):  # gathered writes: no copy into one buffer
+            chunk = [data for _, data in files[n:n + 512]]
+            done = os.writev(self.request, chunk)
+            if done != sum(len(data) for data in chunk):
+                write_all(self.request, b"".join(chunk)[done:])
+
+    def join(self) -> str:
+        """Wait for the answer: the directory that holds the files. Raises the writer's
+        OSError again, or LedgitError (exit 1) for anything else."""
+        import marshal
+
+        chunks = []
+        while chunk := os.read(self.reply, 1 << 16):
+            chunks.append(chunk)
+        self.busy = False
+        try:
+            kind, what = marshal.loads(b"".join(chunks))
+        except (EOFError, ValueError, TypeError):
+            raise LedgitError("import: the history writer failed", 1) from None
+        if kind == 1:
+            raise OSError(*what)
+        if kind != 0:
+            raise LedgitError(f"import: writing the histories failed: {what}", 1)
+        return str(what)
+
+    def close(self) -> None:
+        """End the writer: it exits when its request pipe closes (killed when it is still
+        working on a request: the caller is failing). Reaps it."""
+        if self.closed:
+            return
+        self.closed = True
+        os.close(self.request)
+        if self.busy:
+            import signal
+            from contextlib import suppress
+
+            with suppress(OSError):  # gone already
+                os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.reply)
+
+
+def _serve(request: int, reply: int) -> int:  # pragma: no cover - runs in the child
+    """The writer's side of :class:`HistoryWriter`: one request, one answer. Returns the
+    exit code."""
+    import marshal
+
+    head = _read_exact(request, 8)
+    if head is None:
+        return 0  # closed without a request
+    try:
+        body = _read_exact(request, int.from_bytes(head, "little"))
+        staging, directory, names, ends = marshal.loads(body or b"")
+        view = memoryview(bytearray(ends[-1] if ends else 0))
+        done = 0
+        while done < len(view):  # straight into one buffer
+            got = os.readv(request, [view[done:]])
+            if not got:
+                raise EOFError("the request was cut short")
+            done += got
+        starts = [0, *ends[:-1]]
+        files = [(name, view[a:b]) for name, a, b in zip(names, starts, ends, strict=True)]
+        answer: tuple[int, Any] = (0, _create_all(staging, directory, files, None, None))
+    except OSError as exc:
+        answer = (1, [exc.errno, exc.strerror, exc.filename])
+    except BaseException as exc:  # noqa: BLE001 - reported by the parent
+        answer = (2, f"{type(exc).__name__}: {exc}")
+    write_all(reply, marshal.dumps(answer))
+    return 0 if answer[0] == 0 else 1
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    """``n`` bytes from ``fd``; None at end of file before the first byte. Raises EOFError
+    when the file ends in the middle."""
+    chunks: list[bytes] = []
+    left = n
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            if left == n:
+                return None
+            raise EOFError("the request was cut short")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _grow_pipe(fd: int) -> None:
+    """Make a pipe's buffer 1 MiB where Linux allows (fewer round trips; best effort)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setpipe is not None:
+        from contextlib import suppress
+
+        with suppress(OSError):
+            fcntl.fcntl(fd, setpipe, 1 << 20)
+
+
+#: Files are created in chunks of CHUNK; a chunk that took more than SLOW_CREATE seconds of
+#: CPU time a file (the kernel's, mostly; ~20 us is usual) moves the work to a new staged
+#: directory, at most MOVES times per directory (see _create_all).
+CHUNK, SLOW_CREATE, MOVES = 64, 40e-6, 2
+
+
+def _create_all(staging: str, directory: str,
+                files: Sequence[tuple[str, bytes | memoryview]],
+                progress: Progress | None, stats: list[Stat] | None) -> str:
+    """Create ``files`` ((name, bytes) pairs) in ``directory`` (:func:`_create`), appending
+    each one's stat to ``stats`` when given; each counts as half a task on ``progress``.
+    Returns the directory that holds them all.
+
+    When a chunk of :data:`CHUNK` files costs more than :data:`SLOW_CREATE` of CPU time a
+    file, the files created so far are renamed into a new directory (:func:`_staged_dir`,
+    which the file system places elsewhere) and the rest are created there; the old one
+    stays, empty, until the staging directory is removed. Why: ext4 without a journal skips
+    every inode freed in the last minutes when it allocates one, scanning them all from the
+    start of the block group on each file it creates (docs/interop.md, "Speed"): in a group
+    emptied by a recent mass deletion a creation costs 250-700 us instead of 20, from the
+    first file or only once the group's other free inodes are used up. A rename allocates
+    no inode."""
+    moves = 0
+    want = stats is not None
+    prefix = f"{directory}{os.sep}"
+    started = time.process_time()
+    for i, (name, data) in enumerate(files, 1):
+        st = _create(prefix + name, data, want)
+        if stats is not None and st is not None:
+            stats.append(st)
+        if progress is not None:
+            progress.advance(0.5)
+        if not i % CHUNK:
+            now = time.process_time()
+            if now - started > CHUNK * SLOW_CREATE and moves < MOVES:
+                moves += 1
+                directory = _move_files(staging, directory, [n for n, _ in files[:i]])
+                prefix = f"{directory}{os.sep}"
+                if stats is not None:  # a rename changes the ctime
+                    stats[:] = [file_stat(os.stat(prefix + n)) for n, _ in files[:i]]
+                now = time.process_time()
+            started = now
+    return directory
+
+
+def _move_files(staging: str, directory: str, names: Sequence[str]) -> str:
+    """A new staged directory beside ``directory`` (same base name) holding ``names``,
+    renamed from ``directory``."""
+    new = _staged_dir(staging, os.path.basename(directory).rsplit("-", 1)[0])
+    src, dst = f"{directory}{os.sep}", f"{new}{os.sep}"
+    for name in names:
+        os.rename(src + name, dst + name)
+    return new
+
+
+def _create(path: str, data: bytes | memoryview, want_stat: bool = False) -> Stat | None:
+    """Create ``path`` (it must not exist: never through a link) holding ``data``. With
+    ``want_stat``: its stat as the index keeps it (``index.file_stat``) once written."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o666)
     try:
-        write_all(fd, data)
+        done = os.write(fd, data)
+        if done != len(data):  # os.write may write less than asked
+            write_all(fd, bytes(data[done:]))
+        return file_stat(os.fstat(fd)) if want_stat else None
     finally:
         os.close(fd)
 
@@ -492,28 +768,32 @@ def _create(path: str, data: bytes) -> None:
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
-def _make_staging(board: Board) -> tuple[Path, Path, Path]:
+def _make_staging(board: Board) -> tuple[str, str, str]:
     """A new, empty ``.ledgit/.import-<pid>-<rand>/`` holding empty ``history-<rand>/`` and
     ``tasks-<rand>/`` (inside ``.ledgit`` so that they are on the same file system and get
     the same group and mode as the directories they replace; random names because the
     file system places a directory under a :func:`_spread_hint` parent by a hash of its
     name, and two imports in a row should not pick the same place). Returns the three."""
-    board.dir.mkdir(parents=True, exist_ok=True)
-    staging = board.dir / f"{STAGING_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
-    staging.mkdir()
+    os.makedirs(board.dir_str, exist_ok=True)
+    staging = os.path.join(board.dir_str,
+                           f"{STAGING_PREFIX}{os.getpid()}-{os.urandom(4).hex()}")
+    os.mkdir(staging)
     _spread_hint(staging)
-    history = staging / f"{HISTORY_DIR}-{os.urandom(4).hex()}"
-    tasks = staging / f"{TASKS_DIR}-{os.urandom(4).hex()}"
-    history.mkdir()
-    tasks.mkdir()
-    return staging, history, tasks
+    return staging, _staged_dir(staging, HISTORY_DIR), _staged_dir(staging, TASKS_DIR)
+
+
+def _staged_dir(staging: str, base: str) -> str:
+    """A new, empty ``<staging>/<base>-<rand>/``."""
+    path = os.path.join(staging, f"{base}-{os.urandom(4).hex()}")
+    os.mkdir(path)
+    return path
 
 
 #: Linux ``FS_IOC_GETFLAGS`` / ``FS_IOC_SETFLAGS`` and ``FS_TOPDIR_FL`` (``chattr +T``).
 _GETFLAGS, _SETFLAGS, _TOPDIR_FL = 0x80086601, 0x40086602, 0x00020000
 
 
-def _spread_hint(directory: Path) -> None:
+def _spread_hint(directory: str) -> None:
     """Mark ``directory`` as the top of a hierarchy (``chattr +T``; ext2/3/4, best effort,
     Linux only) so that the file system places its subdirectories -- the staged
     ``history/`` and ``tasks/``, and so the inodes of every file created in them -- in a
@@ -546,7 +826,7 @@ def _spread_hint(directory: Path) -> None:
         os.close(fd)
 
 
-def _swap_in(staged: Path, target: Path) -> bool:
+def _swap_in(staged: str, target: str) -> bool:
     """Rename the directory ``staged`` over ``target`` when ``target`` is missing or an empty
     directory of ours (rename(2) replaces an empty directory atomically); ``staged`` takes
     ``target``'s permission bits and group. False when it cannot: ``target`` holds a file
@@ -576,26 +856,26 @@ def _swap_in(staged: Path, target: Path) -> bool:
     return True
 
 
-def _move_each(board: Board, ids: Sequence[str], staged_history: Path,
-               staged_tasks: Path) -> None:
+def _move_each(board: Board, ids: Sequence[str], staged_history: str,
+               staged_tasks: str) -> None:
     """Move the staged files into the board one by one: every history, then every task file
     (the write-ahead order of DESIGN §6 per batch). A history already moved by
     :func:`_swap_in` is no longer staged and is left alone. Refuses (LedgitError, exit 2)
     to replace a symbolic link."""
     from ledgit.board import refuse_link
 
-    for src_dir, dst_dir, suffix in ((staged_history, board.history_dir, HISTORY_SUFFIX),
-                                     (staged_tasks, board.tasks_dir, TASK_SUFFIX)):
-        if not src_dir.is_dir():
+    for src_dir, dst_dir, suffix in ((staged_history, board.history_str, HISTORY_SUFFIX),
+                                     (staged_tasks, board.tasks_str, TASK_SUFFIX)):
+        if not os.path.isdir(src_dir):
             continue  # swapped in whole
-        dst_dir.mkdir(parents=True, exist_ok=True)
+        os.makedirs(dst_dir, exist_ok=True)
         for tid in ids:
-            dst = dst_dir / f"{tid}{suffix}"
+            dst = os.path.join(dst_dir, f"{tid}{suffix}")
             refuse_link(board, dst)
-            os.replace(src_dir / f"{tid}{suffix}", dst)
+            os.replace(os.path.join(src_dir, f"{tid}{suffix}"), dst)
 
 
-def _remove_tree(path: Path) -> None:
+def _remove_tree(path: str) -> None:
     """Remove a staging directory and whatever is left in it (nothing after a success)."""
     import shutil
 
@@ -614,7 +894,7 @@ def _remove_stale_staging(board: Board) -> None:
     if os.name != "posix":
         return
     try:
-        names = os.listdir(board.dir)
+        names = os.listdir(board.dir_str)
     except OSError:
         return
     now = time.time()
@@ -624,7 +904,7 @@ def _remove_stale_staging(board: Board) -> None:
         pid = name[len(STAGING_PREFIX):].split("-", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
-        path = board.dir / name
+        path = os.path.join(board.dir_str, name)
         try:
             if now - os.lstat(path).st_mtime < STALE_AFTER:
                 continue
@@ -728,6 +1008,13 @@ def read_jsonl(path: str, parse: Callable[[Any, str], Record],
     incoming: list[Incoming] = []
     skips: list[Skip] = []
     name = os.path.basename(path)
+    # json.loads' own C scanner, called directly: a line that is one JSON value (and at
+    # most whitespace after it) decodes without loads' per-call Python layers; any other
+    # line goes to json.loads for its value or its error message.
+    from json.scanner import make_scanner
+
+    scan: Callable[[str, int], tuple[Any, int]] = make_scanner(
+        json.JSONDecoder())  # type: ignore[arg-type]  # typeshed: the context's type
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors first
     except OSError as exc:
@@ -743,10 +1030,15 @@ def read_jsonl(path: str, parse: Callable[[Any, str], Record],
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
-                skips.append(Skip(where, f"not JSON: {exc}"))
-                continue
+                obj, end = scan(line, 0)
+                if end != len(line) and line[end:].strip(" \t\n\r"):
+                    raise StopIteration  # extra data: json.loads says so
+            except (StopIteration, ValueError, RecursionError):
+                try:
+                    obj = json.loads(line)
+                except (ValueError, RecursionError) as exc:  # RecursionError: too deep
+                    skips.append(Skip(where, f"not JSON: {exc}"))
+                    continue
             try:
                 record = parse(obj, where)
             except LedgitError as exc:
