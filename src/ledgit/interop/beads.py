@@ -77,6 +77,7 @@ BLOCKING_TYPES = ("blocks", "blocked-by")
 #: Text fields kept as body sections after the description: (key, heading).
 SECTIONS = (("design", "Design"), ("acceptance_criteria", "Acceptance Criteria"),
             ("notes", "Notes"))
+_TEXT_KEYS = ("description", *(k for k, _ in SECTIONS))
 _MARKER = "<!-- beads:{} -->"
 _MARKER_LINE = re.compile(r"^<!-- beads:(?:design|acceptance_criteria|notes) -->$", re.M)
 _SECTION_HEAD = re.compile(r"^## [^\n]*\n<!-- beads:(design|acceptance_criteria|notes) -->\n",
@@ -161,6 +162,8 @@ def derived_id(source_id: str) -> str:
 
 
 def _one_line(text: str) -> bool:
+    if text.isascii():  # the common case: only \n and \r of _BREAKS are ASCII
+        return "\n" not in text and "\r" not in text and bool(text.strip())
     return bool(text.strip()) and not _BREAK.search(text)
 
 
@@ -274,7 +277,7 @@ def beads_to_record(obj: Any, where: str = "<beads>") -> Record:
     task: not an object; ``id``, ``title`` or ``status`` missing or not a string; a
     ``created_at``/``updated_at`` that is not an RFC 3339 timestamp.
     """
-    if not isinstance(obj, Mapping):
+    if obj.__class__ is not dict and not isinstance(obj, Mapping):  # (dict: the fast test)
         raise LedgitError(located("expected a JSON object (one issue per line)", where), USAGE)
     src = normalize_beads(obj)
     for key in ("id", "title", "status", "created_at"):
@@ -363,9 +366,8 @@ def beads_to_record(obj: Any, where: str = "<beads>") -> Record:
     else:
         fields["last_modified"] = fields["created"]
 
-    texts = {k: src[k] for k in ("description", *(k for k, _ in SECTIONS))
-             if isinstance(src.get(k), str)}
-    for key in ("description", *(k for k, _ in SECTIONS)):
+    texts = {k: src[k] for k in _TEXT_KEYS if isinstance(src.get(k), str)}
+    for key in _TEXT_KEYS:
         if key in src and key not in texts:
             rest[key] = src[key]
     texts = {k: v.replace("\r\n", "\n").replace("\r", "\n") for k, v in texts.items()}

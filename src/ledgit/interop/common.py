@@ -8,16 +8,18 @@ it could not read) and hands them to :func:`import_records`, which
    file and history disagree); with ``strict`` any skip refuses the whole import before a
    byte is written (LedgitError exit 2 listing them with their lines);
 2. writes new tasks in bulk (:func:`_write_new`): each file created whole (``O_EXCL``, one
-   write, no per-file fsync) in a staging directory ``.ledgit/.import-<pid>-<rand>/``, every
-   history (genesis event, or the source's own events carried over as a chain) before every
-   task file; then moved into the board -- on a first import by renaming the two staged
-   directories over the empty ``history/`` and ``tasks/`` (histories first), otherwise file
-   by file (every history, then every task file): the write-ahead order of DESIGN §6 per
-   batch. Changed tasks go through the task lock and get one ``import`` event each
-   (fsync'ed, as any write);
-3. rebuilds the index once (``Index.rebuild_from``, without re-parsing what it wrote) while
-   one ``os.sync()`` runs in a background thread -- the import's single durability point,
-   waited for before the summary is returned.
+   write, no per-file fsync) in a staging directory ``.ledgit/.import-<pid>-<rand>/``, the
+   histories (genesis event, or the source's own events carried over as a chain) in one
+   staged directory -- by a :class:`HistoryWriter` process for a large import -- and the
+   task files in another; then, once both are complete, moved into the board -- on a first
+   import by renaming the two staged directories over the empty ``history/`` and ``tasks/``
+   (histories first), otherwise file by file (every history, then every task file): the
+   write-ahead order of DESIGN §6 per batch. Changed tasks go through the task lock and get
+   one ``import`` event each (fsync'ed, as any write);
+3. rebuilds the index once from what it wrote (``Index.rebuild_written``: stats and
+   revisions from the writer, nothing read back or parsed) while one ``os.sync()`` runs in
+   a background thread -- the import's single durability point, waited for before the
+   summary is returned.
 
 Deterministic: a task file's bytes depend only on its source record; a genesis event's time is
 the record's ``last_modified``. Re-importing the same source writes nothing.
@@ -480,9 +482,12 @@ STAGING_PREFIX = ".import-"  # .ledgit/.import-<pid>-<random>/{history,tasks}
 def _write_new(board: Board, items: Sequence[Incoming], actor: str, source: str,
                progress: Progress | None, writer: HistoryWriter | None = None
                ) -> tuple[dict[str, Written], _Flush]:
-    """Write the new tasks: every history, then every task file, each created whole
-    (``O_CREAT | O_EXCL``, one write) in a staging directory ``.ledgit/.import-<pid>-<rand>/``
-    that no reader looks at; then moved into the board: on a board whose ``history/`` and
+    """Write the new tasks: the histories and the task files, each created whole
+    (``O_CREAT | O_EXCL``, one write; :func:`_create_all`) in a staging directory
+    ``.ledgit/.import-<pid>-<rand>/`` that no reader looks at -- the histories by ``writer``
+    (a :class:`HistoryWriter`) while this process creates the task files, when it is given
+    and there are at least :data:`FORK_MIN` tasks; then, both complete, moved into the
+    board: on a board whose ``history/`` and
     ``tasks/`` are empty (a first import) by renaming each staged directory over the empty
     one (two renames, histories first), else file by file (every history, then every task
     file; ``os.replace``). So no half-written file is ever in the board, whatever moment a
