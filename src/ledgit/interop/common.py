@@ -543,9 +543,10 @@ FORK_MIN, HELPER_MIN_BYTES = 1000, 512 * 1024
 
 
 def _can_fork() -> bool:
-    """True where :class:`HistoryWriter` may fork: POSIX, and no other thread running (a
-    fork copies only the calling thread; locks another one holds would stay held)."""
-    if not hasattr(os, "fork") or os.name != "posix":
+    """True where :class:`HistoryWriter` may fork: Linux (where it was measured; macOS
+    advises against fork without exec), and no other thread running (a fork copies only
+    the calling thread; locks another one holds would stay held)."""
+    if not hasattr(os, "fork") or not sys.platform.startswith("linux"):
         return False
     threading = sys.modules.get("threading")
     return threading is None or threading.active_count() == 1
@@ -600,12 +601,16 @@ class HistoryWriter:
         ends = list(accumulate(len(data) for _, data in files))
         header = marshal.dumps((staging, directory, [name for name, _ in files], ends))
         self.busy = True
-        write_all(self.request, len(header).to_bytes(8, "little") + header)
-        for n in range(0, len(files), 512):  # gathered writes: no copy into one buffer
-            chunk = [data for _, data in files[n:n + 512]]
-            done = os.writev(self.request, chunk)
-            if done != sum(len(data) for data in chunk):
-                write_all(self.request, b"".join(chunk)[done:])
+        try:
+            write_all(self.request, len(header).to_bytes(8, "little") + header)
+            for n in range(0, len(files), 512):  # gathered writes: no copy into one buffer
+                chunk = [data for _, data in files[n:n + 512]]
+                done = os.writev(self.request, chunk)
+                if done != sum(len(data) for data in chunk):
+                    write_all(self.request, b"".join(chunk)[done:])
+        except BrokenPipeError:  # it stopped reading: its answer says why
+            self.join()
+            raise LedgitError("import: the history writer stopped", 1) from None
 
     def join(self) -> str:
         """Wait for the answer: the directory that holds the files. Raises the writer's
