@@ -710,7 +710,7 @@ def _grow_pipe(fd: int) -> None:
 #: Files are created in chunks of CHUNK; a chunk that took more than SLOW_CREATE seconds of
 #: CPU time a file (the kernel's, mostly; ~20 us is usual) moves the work to a new staged
 #: directory, at most MOVES times per directory (see _create_all).
-CHUNK, SLOW_CREATE, MOVES = 64, 40e-6, 2
+CHUNK, SLOW_CREATE, MOVES = 64, 40e-6, 4
 
 
 def _create_all(staging: str, directory: str,
