@@ -584,22 +584,7 @@ class Index:
             else:
                 known = mine[0] if mine is not None and mine[1] == data else None
                 rows.append(self._build(name, st, scan_ns, data, known))
-        self._set_meta("watch", answer[0] if answer is not None else None)
-        (size,) = self.db.execute("PRAGMA cache_size").fetchone()
-        self.db.execute("PRAGMA cache_size = -65536")  # KiB (see _fill)
-        try:
-            self._insert(rows)
-        finally:
-            self.db.execute(f"PRAGMA cache_size = {int(size)}")
-        self._store_scan(current, [n for n, st in current.items()
-                                   if st[0] >= scan_ns - RACY_WINDOW_NS or n in unreadable],
-                         scan_ns)
-        self._set_meta("root", self.board.root_str)
-        self._set_meta("boot", _boot_id())
-        self._set_meta("built_ns", scan_ns)
-        errors = sum(1 for r in rows if r.doc is None)
-        return RefreshStats(len(current), len(rows), len(rows), 0, errors, True,
-                            time.perf_counter() - started)
+        return self._finish_fill(rows, current, unreadable, answer, started, scan_ns)
 
     def _build_written(self, name: str, st: Stat, checked_ns: int, data: bytes,
                        record: Record, revision: str) -> _Row:
@@ -647,6 +632,14 @@ class Index:
                 unreadable.append(name)
             else:
                 rows.append(self._build(name, st, scan_ns, data))
+        return self._finish_fill(rows, current, unreadable, answer, started, scan_ns)
+
+    def _finish_fill(self, rows: list[_Row], current: dict[str, Stat], unreadable: list[str],
+                     answer: tuple[str, list[str] | None] | None, started: float,
+                     scan_ns: int) -> RefreshStats:
+        """Store a full build (:meth:`_fill`, :meth:`_fill_written`): the rows, the stat scan,
+        the racy names (re-checked by content once, watched or not), the watcher's token
+        (``answer``, asked before the files were listed) and the board's identity."""
         self._set_meta("watch", answer[0] if answer is not None else None)
         # A bulk insert that fits in the page cache does not spill half-built pages.
         (size,) = self.db.execute("PRAGMA cache_size").fetchone()
