@@ -254,3 +254,32 @@ def test_history_merge_union_symmetric_and_agrees_with_task_merge(
     assert len(heads(parse_events(m1.text, "T-abc"))) == 1
     task = merge_records(base, ours, theirs).record
     assert verify("T-abc", m1.text, task) == []
+
+
+def test_history_merge_is_symmetric_when_neither_side_holds_the_other() -> None:
+    """Found by the full fuzz run: theirs lacks a line ours has (here the genesis) and adds
+    one of its own; the union has one head, which is also the merge of the two states.
+    The result must not depend on which side is ours."""
+    from ledgit.history import event_line, new_event
+    from ledgit.merge import merge_histories
+    from ledgit.record import make_record
+
+    r0 = make_record({"id": "T-1", "title": "t", "status": "open",
+                      "created": "2026-01-01T00:00:00.000000Z",
+                      "last_modified": "2026-01-01T00:00:00.000000Z"}, "b\n")
+    e0 = new_event(parents=[], at="2026-01-01T00:00:00.000000Z", actor="a", op="create",
+                   before_state={}, after_state=r0.state())
+    r1 = make_record({**r0.fields, "response": "one",
+                      "last_modified": "2026-01-02T00:00:00.000000Z"}, "b\n")
+    e1 = new_event(parents=[e0["id"]], at="2026-01-02T00:00:00.000000Z", actor="a",
+                   op="update", before_state=r0.state(), after_state=r1.state())
+    r2 = make_record({**r1.fields, "response": "two",
+                      "last_modified": "2026-01-03T00:00:00.000000Z"}, "b\n")
+    e2 = new_event(parents=[e1["id"]], at="2026-01-03T00:00:00.000000Z", actor="b",
+                   op="update", before_state=r1.state(), after_state=r2.state())
+    base = ours = event_line(e0) + event_line(e1)
+    theirs = event_line(e1) + event_line(e2)  # no genesis line
+    one = merge_histories(base, ours, theirs, "T-1")
+    other = merge_histories(base, theirs, ours, "T-1")
+    assert one.text == other.text
+    assert one.text == event_line(e0) + event_line(e1) + event_line(e2)

@@ -483,8 +483,13 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
                                record_from_state(states[theirs_head[0]]), marker_size)
         rec = result.record
         if len(hs) == 1 and rec.revision == revision_of(states[hs[0]]):
-            # One side holds every event of the other, and its head is the merge.
-            return HistoryMerge(ours_text if ids_t <= ids_o else theirs_text, False)
+            # The union's one head is the merge: a side holding every event of the other is
+            # kept as it is; otherwise the union (the same whichever side is ours).
+            if ids_t <= ids_o:
+                return HistoryMerge(ours_text, False)
+            if ids_o <= ids_t:
+                return HistoryMerge(theirs_text, False)
+            return HistoryMerge(render_history(union), False)
     elif ids_t <= ids_o:
         return HistoryMerge(ours_text, False)
     elif ids_o <= ids_t:
