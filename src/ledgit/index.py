@@ -593,26 +593,8 @@ class Index:
         if record.id != name:
             return self._build(name, st, checked_ns, data, record)  # the error row
         rel = self._rel_dir + name + ".md"
-        f = record.fields
-        body = record.body
-        get = f.get
-        outcome = get("outcome") or {}
-        labels = get("labels")
-        task = (name, rel, st[0], st[1], st[2], checked_ns, _digest(data), None,
-                get("title"), get("status"), get("priority"), get("owner"),
-                get("worker"), 1 if "claim" in f else 0, outcome.get("kind"),
-                get("last_modified"), get("created"), revision,
-                _US + _US.join(labels) + _US if labels else None)
-        items = get("items")
-        doc_row = (name, _fold(get("title")), _fold(get("response")),
-                   _fold("\n".join(str(i[k]) for i in items for k in ("text", "why", "evidence")
-                                   if k in i)) if items else None,
-                   _fold(get("next_action")), _fold(get("gate")), _fold(get("waiting_on")),
-                   _fold("\n".join(str(outcome[k]) for k in ("reason", "reuse") if k in outcome))
-                   if outcome else None,
-                   None if body.isascii() else _fold(body), body, marshal.dumps(f, 4))
-        deps = get("depends_on")
-        return _Row(task, doc_row, [(name, dep) for dep in deps] if deps else [])
+        head = (name, rel, st[0], st[1], st[2], checked_ns, _digest(data))
+        return _valid_row(head, record, revision)
 
     def _fill(self) -> RefreshStats:
         """Read every task file into the (empty) tables; caller holds a write transaction."""
@@ -951,24 +933,7 @@ class Index:
             return _error_row(head, exc.message)
         except Exception as exc:  # noqa: BLE001 - a file must never crash a read
             return _error_row(head, f"{rel}: cannot index: {type(exc).__name__}: {exc}")
-        get = f.get
-        outcome = get("outcome") or {}
-        labels = get("labels")
-        task = (*head, None, get("title"), get("status"), get("priority"), get("owner"),
-                get("worker"), 1 if "claim" in f else 0, outcome.get("kind"),
-                get("last_modified"), get("created"),
-                sha256(canonical.encode("utf-8")).hexdigest(),
-                _US + _US.join(labels) + _US if labels else None)
-        items = get("items")
-        doc_row = (name, _fold(get("title")), _fold(get("response")),
-                   _fold("\n".join(str(i[k]) for i in items for k in ("text", "why", "evidence")
-                                   if k in i)) if items else None,
-                   _fold(get("next_action")), _fold(get("gate")), _fold(get("waiting_on")),
-                   _fold("\n".join(str(outcome[k]) for k in ("reason", "reuse") if k in outcome))
-                   if outcome else None,
-                   None if body.isascii() else _fold(body), body, marshal.dumps(f, 4))
-        deps = get("depends_on")
-        return _Row(task, doc_row, [(name, dep) for dep in deps] if deps else [])
+        return _valid_row(head, record, sha256(canonical.encode("utf-8")).hexdigest())
 
     def _insert(self, rows: list[_Row]) -> None:
         db = self.db
@@ -1276,6 +1241,30 @@ def _filters(status: Sequence[str] | str | None = None, owner: str | None = None
     if ready:
         conds.append(_READY_SQL)
     return " AND ".join(conds), params
+
+
+def _valid_row(head: tuple[Any, ...], record: Record, revision: str) -> _Row:
+    """The rows of a valid task file: ``head`` = (id, path, time, size, inode, checked_ns,
+    digest), the record parsed from it and its revision."""
+    f = record.fields
+    body = record.body
+    get = f.get
+    outcome = get("outcome") or {}
+    labels = get("labels")
+    task = (*head, None, get("title"), get("status"), get("priority"), get("owner"),
+            get("worker"), 1 if "claim" in f else 0, outcome.get("kind"),
+            get("last_modified"), get("created"), revision,
+            _US + _US.join(labels) + _US if labels else None)
+    items = get("items")
+    doc_row = (head[0], _fold(get("title")), _fold(get("response")),
+               _fold("\n".join(str(i[k]) for i in items for k in ("text", "why", "evidence")
+                               if k in i)) if items else None,
+               _fold(get("next_action")), _fold(get("gate")), _fold(get("waiting_on")),
+               _fold("\n".join(str(outcome[k]) for k in ("reason", "reuse") if k in outcome))
+               if outcome else None,
+               None if body.isascii() else _fold(body), body, marshal.dumps(f, 4))
+    deps = get("depends_on")
+    return _Row(task, doc_row, [(head[0], dep) for dep in deps] if deps else [])
 
 
 def _error_row(head: tuple[Any, ...], message: str) -> _Row:
