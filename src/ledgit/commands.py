@@ -186,13 +186,11 @@ def actor_or_warn(by: str | None, root: Path | str) -> str:
 
 
 def _now() -> str:
-    """Now as canonical RFC 3339 UTC with microseconds (= record.now_timestamp, without
-    importing record.py and PyYAML on read paths)."""
-    import time
+    """Now as canonical RFC 3339 UTC (:func:`ledgit.readout.now_timestamp`: no record.py on
+    read paths)."""
+    from ledgit.readout import now_timestamp
 
-    ns = time.time_ns()
-    seconds, micro = divmod(ns // 1000, 1_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{micro:06d}Z"
+    return now_timestamp()
 
 
 def _write(task: str, by: str | None, expect: str | None,

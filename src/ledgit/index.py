@@ -396,9 +396,7 @@ class Index:
         if not racy and not dirty and blob == marshal.dumps(current, _MARSHAL):
             # The common case: nothing changed since the last scan, one memcmp. (marshal's
             # bytes follow listdir's order; another order only takes the path below.)
-            if token != old_token:
-                with self._writing():
-                    self._set_meta("watch", token)
+            self._keep_token(token, old_token)
             return RefreshStats(len(current), 0, 0, 0, 0, False,
                                 time.perf_counter() - started)
         stored = _unmarshal(blob, dict)
@@ -422,9 +420,7 @@ class Index:
         # Bytes that differ with no racy or dirty entry: a stat moved, or only listdir's order.
         moved = not racy and not dirty or any(get(n) != current[n] for n in candidates)
         if not (rows or removed or dirty or moved or sorted(new_racy) != sorted(racy)):
-            if token != old_token:
-                with self._writing():
-                    self._set_meta("watch", token)
+            self._keep_token(token, old_token)
             return RefreshStats(len(current), len(candidates), 0, 0, 0, False,
                                 time.perf_counter() - started)
         with self._writing():
@@ -451,9 +447,7 @@ class Index:
         names = {n[:-3] for n in reported if n.endswith(".md") and n[0] != "." and len(n) > 3}
         names.update(racy, dirty)
         if not names:
-            if token != old_token:
-                with self._writing():
-                    self._set_meta("watch", token)
+            self._keep_token(token, old_token)
             return RefreshStats(0, 0, 0, 0, 0, False, time.perf_counter() - started)
         current: dict[str, Stat] = {}
         removed: list[str] = []
@@ -476,6 +470,13 @@ class Index:
         return RefreshStats(len(current), len(current), len(rows), len(removed),
                             sum(1 for r in rows if r.doc is None), False,
                             time.perf_counter() - started)
+
+    def _keep_token(self, token: str | None, old_token: Any) -> None:
+        """Store a newer watcher token when a refresh found nothing else to write (the
+        files are as the rows say, so the token vouches for them)."""
+        if token != old_token:
+            with self._writing():
+                self._set_meta("watch", token)
 
     def _watch_query(self, token: Any) -> tuple[str | None, tuple[str, list[str] | None] | None]:
         """(the watcher socket of this worktree or None, the daemon's answer for ``token``

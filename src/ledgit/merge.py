@@ -519,12 +519,12 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
 def _single_head(text: str, task: str) -> str | None:
     """The one head of the history ``text`` (Git's merge base version), or None when it is
     empty, unreadable or has more heads (then the DAG's common ancestors are used)."""
-    from ledgit.history import HistoryError, heads
+    from ledgit.history import HistoryError, _parse_lines, heads
 
     if not text.strip():
         return None
-    try:
-        found = heads(_checked_events(text, task))
+    try:  # only its head's id is used, and only if the checked sides hold that event
+        found = heads([event for _raw, event in _parse_lines(text, task)])
     except (HistoryError, KeyError, TypeError, ValueError):
         return None
     return found[0] if len(found) == 1 else None

@@ -242,6 +242,18 @@ def format_duration(seconds: float) -> str:
     return f"{s // 86400}d"
 
 
+def now_timestamp() -> str:
+    """The current time as canonical RFC 3339 UTC with microseconds
+    (``2026-08-29T10:00:00.000000Z``, :func:`ledgit.record.format_timestamp`'s form), from
+    time.time_ns: neither a read nor a write imports datetime for it."""
+    import time
+
+    seconds, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    t = time.gmtime(seconds)
+    return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
+            f"{t.tm_sec:02d}.{micro:06d}Z")
+
+
 def epoch_seconds(stamp: str) -> float:
     """Seconds since the epoch of an RFC 3339 UTC timestamp as ledgit writes them
     (``2026-08-29T10:00:00.000000Z``; other offsets and precisions are accepted too)."""

@@ -187,14 +187,10 @@ def format_timestamp(moment: datetime) -> str:
 
 
 def now_timestamp() -> str:
-    """The current time as :func:`format_timestamp` text (from time.time_ns: a write does not
-    import datetime)."""
-    import time
+    """The current time as :func:`format_timestamp` text (:func:`ledgit.readout.now_timestamp`)."""
+    from ledgit.readout import now_timestamp as now
 
-    seconds, micro = divmod(time.time_ns() // 1000, 1_000_000)
-    t = time.gmtime(seconds)
-    return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
-            f"{t.tm_sec:02d}.{micro:06d}Z")
+    return now()
 
 
 def parse_timestamp(text: str) -> datetime:
