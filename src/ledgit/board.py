@@ -29,6 +29,12 @@ import time
 from functools import cached_property
 
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
+from ledgit.locate import CONFIG_NAME as CONFIG_NAME  # re-exported: board's own names
+from ledgit.locate import LEDGIT_DIR as LEDGIT_DIR
+from ledgit.locate import LOCAL_DIR as LOCAL_DIR
+from ledgit.locate import ROOT_ENV as ROOT_ENV
+from ledgit.locate import TASKS_DIR as TASKS_DIR
+from ledgit.locate import find_root, git_dir_for, private_dir
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
 if TYPE_CHECKING:
@@ -41,22 +47,18 @@ if TYPE_CHECKING:
     from ledgit.ops import Change
     from ledgit.record import Record
 
-LEDGIT_DIR = ".ledgit"
-TASKS_DIR = "tasks"
 HISTORY_DIR = "history"
-LOCAL_DIR = ".local"  # the private dir outside Git
 TASK_SUFFIX = ".md"
 HISTORY_SUFFIX = ".jsonl"
 TMP_MARK = ".md.tmp-"  # temp files: .<id>.md.tmp-<pid>-<random>, in the tasks dir
 ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"  # RFC 4648 base32, lower case
 ID_RANDOM_CHARS = 10  # 50 random bits (DESIGN §2)
 DEFAULT_LOCK_TIMEOUT = 30.0  # seconds; 8 writers x 50 writes on one task wait < 3 s here
-ROOT_ENV = "LEDGIT_ROOT"
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # = record.ID_RE
 ACTOR_ENV = "LEDGIT_ACTOR"
-# = config.CONFIG_NAME: finding a board (the pre-commit hook, the merge driver) does not
-# import ledgit.config (its dataclass costs ~5 ms of imports); tests check that they agree.
-CONFIG_NAME = "config.yaml"
+# CONFIG_NAME (from ledgit.locate) = config.CONFIG_NAME: finding a board (the pre-commit
+# hook, the merge driver) does not import ledgit.config (its dataclass costs ~5 ms of
+# imports); tests check that they agree.
 
 
 def __getattr__(name: str) -> Any:
@@ -131,7 +133,7 @@ class Board:
     @cached_property
     def git_dir_str(self) -> str | None:
         """:attr:`git_dir` as a string."""
-        return _git_dir_for(self.root_str)
+        return git_dir_for(self.root_str)
 
     @cached_property
     def private_dir(self) -> Path:
@@ -146,9 +148,7 @@ class Board:
     @cached_property
     def private_str(self) -> str:
         """:attr:`private_dir` as a string."""
-        gd = self.git_dir_str
-        return os.path.join(gd, "ledgit") if gd is not None \
-            else os.path.join(self.dir_str, LOCAL_DIR)
+        return private_dir(self.root_str, self.git_dir_str)
 
     # ------------------------------------------------------------------ paths and ids
 
@@ -860,19 +860,13 @@ def find_board(cwd: Path | None = None) -> Board:
 
     Raises LedgitError exit 4 when there is none.
     """
-    pinned = os.environ.get(ROOT_ENV)
+    root, pinned = find_root(None if cwd is None else str(cwd))
+    if root is not None:
+        return Board(root)
     if pinned:
-        path = os.path.abspath(pinned)
-        if os.path.basename(path) == LEDGIT_DIR and _is_board_dir(path):
-            path = os.path.dirname(path)
-        if not _is_board_dir(os.path.join(path, LEDGIT_DIR)):
-            raise LedgitError(f"{ROOT_ENV}={pinned}: no ledgit board there (run: ledgit init)",
-                              NOT_FOUND)
-        return Board(path)
+        raise LedgitError(f"{ROOT_ENV}={pinned}: no ledgit board there (run: ledgit init)",
+                          NOT_FOUND)
     start = os.path.abspath(cwd if cwd is not None else os.getcwd())
-    for directory in _upward(start):
-        if _is_board_dir(os.path.join(directory, LEDGIT_DIR)):
-            return Board(directory)
     raise LedgitError(f"no ledgit board in {start} or any parent (run: ledgit init)",
                       NOT_FOUND)
 
@@ -1008,43 +1002,6 @@ def file_lock(path: Path | str, timeout: float, busy: str) -> FileLock:
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def _is_board_dir(path: str) -> bool:
-    return os.path.isdir(os.path.join(path, TASKS_DIR)) \
-        or os.path.isfile(os.path.join(path, CONFIG_NAME))
-
-
-def _upward(start: str) -> list[str]:
-    """``start`` (absolute) and each parent up to the file system root."""
-    found = [start]
-    while True:
-        parent = os.path.dirname(found[-1])
-        if parent == found[-1]:
-            return found
-        found.append(parent)
-
-
-def _git_dir_for(root: str) -> str | None:
-    """The per-worktree git dir of the repository containing ``root``, from the file system:
-    ``<dir>/.git`` as a directory, or a ``gitdir:`` file (linked worktree, submodule)."""
-    for directory in _upward(os.path.abspath(root)):
-        dotgit = os.path.join(directory, ".git")
-        try:
-            mode = os.stat(dotgit).st_mode
-        except OSError:
-            continue
-        if stat.S_ISDIR(mode):
-            return dotgit
-        try:
-            with open(dotgit, "rb") as fh:
-                head = fh.read(4096)
-        except OSError:
-            continue
-        if head.startswith(b"gitdir:"):
-            target = os.fsdecode(head[7:].strip())
-            return os.path.normpath(os.path.join(directory, target))
-    return None
 
 
 _TRUST_INDEX_FROM = 64  # Board.verify of fewer tasks parses them (cheaper than the index)

@@ -66,6 +66,7 @@ def _pre_commit_fast(cwd: str) -> int | None:
     when that is not possible (no board found here, a layout gitfs leaves to git...): then
     :func:`pre_commit` answers."""
     from ledgit import gitfs
+    from ledgit.locate import LEDGIT_DIR
 
     try:
         repo = gitfs.discover(cwd)
@@ -75,7 +76,7 @@ def _pre_commit_fast(cwd: str) -> int | None:
         if prefix is None:
             return None
         pending = gitfs.staged_async(repo, gitfs.index_file(repo, cwd),
-                                     f"{prefix}{_LEDGIT_DIR}/")
+                                     f"{prefix}{LEDGIT_DIR}/")
         # while git works (on another core): import what the checks need
         import ledgit.gate
         import ledgit.history  # noqa: F401
@@ -91,35 +92,16 @@ def _pre_commit_fast(cwd: str) -> int | None:
     return _report(problems, tasks)
 
 
-_LEDGIT_DIR = ".ledgit"  # = ledgit.board.LEDGIT_DIR, ledgit.gate.LEDGIT_DIR
-
-
 def _board_prefix(cwd: str, top: str) -> str | None:
     """The board directory relative to ``top`` (``""`` or ``"sub/"``) of the board
     :func:`ledgit.board.find_board` finds from ``cwd`` (``LEDGIT_ROOT``, else the nearest
     directory upward holding ``.ledgit/`` with ``tasks/`` or ``config.yaml``), without
     pathlib; None when there is none inside the work tree ``top``."""
-    def is_board(directory: str) -> bool:
-        return (os.path.isdir(os.path.join(directory, _LEDGIT_DIR, "tasks"))
-                or os.path.isfile(os.path.join(directory, _LEDGIT_DIR, "config.yaml")))
+    from ledgit.locate import find_root
 
-    pinned = os.environ.get("LEDGIT_ROOT")
-    if pinned:
-        root: str | None = os.path.abspath(pinned)
-        assert root is not None
-        if os.path.basename(root) == _LEDGIT_DIR and is_board(os.path.dirname(root)):
-            root = os.path.dirname(root)
-        if not is_board(root):
-            return None
-    else:
-        root, here = None, os.path.abspath(cwd)
-        while root is None:
-            if is_board(here):
-                root = here
-            elif os.path.dirname(here) == here:
-                return None
-            else:
-                here = os.path.dirname(here)
+    root, _pinned = find_root(cwd)
+    if root is None:
+        return None
     rel = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
     if rel == os.pardir or rel.startswith(os.pardir + os.sep):
         return None
