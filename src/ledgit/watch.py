@@ -40,6 +40,7 @@ ENV_VAR = "LEDGIT_WATCH"  # "0" (or false/no/off) disables the watcher
 _MAX_REPLY_CHUNK = 65536
 _OFF_VALUES = ("0", "false", "no", "off")
 _platform_ok: "bool | None" = None
+_local: "_Daemon | None" = None  # the daemon of this process, when it serves reads
 
 
 # --------------------------------------------------------------------------- client
@@ -99,8 +100,12 @@ def query(socket_path: str, token: "str | None",
     * ``None``: no daemon answered (no socket file, connection refused, timeout, a reply that
       is not the protocol's). Never raises for those.
 
-    Cost: one connect/send/receive round trip to the daemon, ~0.1 ms (docs/watch.md).
+    Cost: one connect/send/receive round trip to the daemon, ~0.1 ms (docs/watch.md). Inside
+    the daemon itself (a read it runs for a client, :mod:`ledgit.readserver`) the daemon's
+    state answers directly.
     """
+    if _local is not None and _local.serving and socket_path == _local.sock_path:
+        return _parse_reply(_local.answer(_request(token)))
     try:
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     except OSError:
@@ -121,8 +126,13 @@ def query(socket_path: str, token: "str | None",
         return None
     finally:
         sock.close()
+    return _parse_reply(b"".join(chunks))
+
+
+def _parse_reply(data: bytes) -> "tuple[str, list[str] | None] | None":
+    """:func:`query`'s result from a reply line; None when it is not the protocol's."""
     try:
-        reply = _decode(b"".join(chunks))
+        reply = _decode(data)
     except (ValueError, StopIteration):  # not JSON (StopIteration: the C scanner's "no")
         return None
     if not isinstance(reply, dict):
@@ -214,7 +224,7 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
 
     _spawned[:] = [p for p in _spawned if p.poll() is None]  # reap finished daemons
     args = [sys.executable, "-m", "ledgit.watch", "serve",
-            os.path.abspath(tasks_dir), os.path.abspath(socket_path)]
+            os.path.abspath(tasks_dir), os.path.abspath(socket_path), "--serve-reads"]
     if idle is not None:
         args += ["--idle", repr(float(idle))]
     env = dict(os.environ)
@@ -261,14 +271,51 @@ _GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED
 
 MAX_NAMES = 100_000  # more remembered names than this: forget them all (a reset)
 _REQUEST_TIMEOUT = 2.0  # seconds a client may take to send its request
-_MAX_REQUEST = 4096  # bytes
+_MAX_REQUEST = 1 << 20  # bytes (a read request carries the client's environment)
+_FDS_SPACE = 64  # ancillary bytes for SCM_RIGHTS: CMSG_SPACE of a few ints (unix(7))
 _LOCK_WAIT = 5.0  # seconds to wait for the start/stop lock before giving up
+
+
+def read_request(conn: "Any", fds: "list[int]") -> bytes:
+    """One request line from ``conn`` (without its newline; at most :data:`_MAX_REQUEST`
+    bytes are read), appending to ``fds`` every descriptor passed with it (SCM_RIGHTS): the
+    caller owns and closes them. Raises OSError (e.g. a timeout)."""
+    data = b""
+    while b"\n" not in data and len(data) <= _MAX_REQUEST:
+        chunk, ancillary, _flags, _addr = conn.recvmsg(_MAX_REPLY_CHUNK, _FDS_SPACE)
+        fds.extend(_received_fds(ancillary))
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\n", 1)[0]
+
+
+def read_commit(conn: "Any", fds: "list[int]") -> bytes:
+    """One byte from ``conn`` (b"" at EOF), appending to ``fds`` the descriptors passed with
+    it (SCM_RIGHTS): the caller owns and closes them. Raises OSError (e.g. a timeout)."""
+    data, ancillary, _flags, _addr = conn.recvmsg(1, _FDS_SPACE)
+    fds.extend(_received_fds(ancillary))
+    return bytes(data)
+
+
+def _received_fds(ancillary: "list[tuple[int, int, bytes]]") -> "list[int]":
+    """The descriptors of SCM_RIGHTS messages in ``recvmsg``'s ancillary data (unix(7))."""
+    import socket
+    import sys
+
+    fds: list[int] = []
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(data) - len(data) % 4
+            fds.extend(int.from_bytes(data[i:i + 4], sys.byteorder, signed=True)
+                       for i in range(0, usable, 4))
+    return fds
 
 
 _EVENT: "Any" = None  # struct.Struct of the inotify_event header, made when a daemon starts
 
 
-class _Stop(Exception):
+class _Stop(BaseException):  # not Exception: a read run in the daemon must not catch it
     """Raised by the signal handler (SIGTERM/SIGINT/SIGHUP): leave the loop, clean up."""
 
 
@@ -276,8 +323,12 @@ class _Daemon:
     """The state of one daemon instance: the inotify fd, the listening socket and, per
     name, the last ``seq`` at which it changed (a dict kept in ascending seq order)."""
 
-    def __init__(self, tasks_dir: str, sock_path: str, idle: float) -> None:
+    def __init__(self, tasks_dir: str, sock_path: str, idle: float,
+                 serve_reads: bool = False) -> None:
         self.tasks_dir = tasks_dir
+        self.serve_reads = serve_reads  # also run ledgit's reads (ledgit.readserver)
+        self.reads = 0  # reads run so far
+        self.serving = False  # a read is running in this process now
         self.sock_path = sock_path
         self.lock_path = sock_path + ".lock"
         self.idle = idle
@@ -509,24 +560,27 @@ class _Daemon:
                         if at <= seq:
                             break
                         changed.append(os.fsdecode(name))
-        reply = {"token": token, "changed": changed, "pid": os.getpid()}
+        reply = {"token": token, "changed": changed, "pid": os.getpid(), "reads": self.reads}
         import json
 
         return json.dumps(reply).encode() + b"\n"
 
     def serve_connection(self, conn: "Any") -> None:
+        fds: list[int] = []
         try:
             conn.settimeout(_REQUEST_TIMEOUT)
-            data = b""
-            while b"\n" not in data and len(data) <= _MAX_REQUEST:
-                chunk = conn.recv(_MAX_REQUEST)
-                if not chunk:
-                    break
-                data += chunk
-            conn.sendall(self.answer(data.split(b"\n", 1)[0]))
+            line = read_request(conn, fds)
+            if line.startswith(b'{"run"') and self.serve_reads:
+                from ledgit.readserver import serve_run
+
+                serve_run(self, conn, line)
+            else:
+                conn.sendall(self.answer(line))
         except OSError:
             pass
         finally:
+            for fd in fds:  # none expected with a request line
+                os.close(fd)
             conn.close()
 
     def loop(self) -> None:
@@ -579,6 +633,12 @@ class _Daemon:
                 self.check_socket()
             except OSError:
                 return 1
+            if self.serve_reads:
+                from ledgit import watch as module  # this file may also run as __main__
+                from ledgit.readserver import prepare
+
+                module._local = self
+                prepare()
             self.loop()
             return 0
         except _Stop:
@@ -591,7 +651,8 @@ class _Daemon:
                 os.close(self.ifd)
 
 
-def serve(tasks_dir: str, sock_path: str, idle: float = DEFAULT_IDLE) -> int:
+def serve(tasks_dir: str, sock_path: str, idle: float = DEFAULT_IDLE,
+          serve_reads: bool = False) -> int:
     """Run a daemon in this process until it should exit; return the exit status.
 
     ``tasks_dir``: the flat directory to watch (no recursion). ``sock_path``: where to listen
@@ -603,12 +664,14 @@ def serve(tasks_dir: str, sock_path: str, idle: float = DEFAULT_IDLE) -> int:
     directory removed; on SIGTERM/SIGINT/SIGHUP; at once when another live daemon already
     listens at ``sock_path``. Status 1: the directory cannot be watched or the socket path
     cannot be bound. Changes the process's working directory to ``/`` and its umask to 0177.
+    ``serve_reads``: also run ledgit's read commands for clients (:mod:`ledgit.readserver`;
+    ledgit's own :func:`spawn` asks for it).
     """
     tasks_dir = os.path.abspath(tasks_dir)
     sock_path = os.path.abspath(sock_path)
     os.chdir("/")
     os.umask(0o177)
-    return _Daemon(tasks_dir, sock_path, idle).run()
+    return _Daemon(tasks_dir, sock_path, idle, serve_reads).run()
 
 
 def main(argv: "Sequence[str] | None" = None) -> int:
@@ -623,10 +686,13 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     p_serve.add_argument("socket_path")
     p_serve.add_argument("--idle", type=float, default=DEFAULT_IDLE,
                          help="exit after this many seconds without a request (default 600)")
+    p_serve.add_argument("--serve-reads", action="store_true",
+                         help="also run ledgit's read commands for clients "
+                              "(ledgit.readserver)")
     args = parser.parse_args(argv)
     if args.idle <= 0:
         parser.error("--idle must be positive")
-    return serve(args.tasks_dir, args.socket_path, args.idle)
+    return serve(args.tasks_dir, args.socket_path, args.idle, args.serve_reads)
 
 
 if __name__ == "__main__":
