@@ -54,13 +54,20 @@ else:
     except ImportError:  # pragma: no cover - an interpreter without it
         import sqlite3
 
-SCHEMA_VERSION = 9  # PRAGMA user_version; another value means: rebuild
+SCHEMA_VERSION = 10  # PRAGMA user_version; another value means: rebuild
 INDEX_NAME = "index.sqlite3"
 RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
 BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
 WRITE_PATH_BUSY_TIMEOUT = 2.0  # the write path gives up on the index sooner (best effort)
 WATCH_TIMEOUT = 0.5  # seconds a read waits for a watcher daemon before a full stat scan
 MAX_SEARCH_CHARS = 10_000  # a search text, casefolded (SQLite's LIKE takes <= 50,000 bytes)
+# A search with a limit, sorted by last_modified, first looks at the newest (oldest)
+# 1/SEARCH_PROBE_PART of the tasks, then, if their matches promise enough, up to
+# 1/SEARCH_WINDOW_PART (Index._search_window): when neither holds the answer, the full scan
+# follows, ~5-8% slower (~17% at worst) than alone (measured on 10,000 tasks).
+SEARCH_PROBE_PART = 80
+SEARCH_WINDOW_PART = 20
+SEARCH_WINDOW_MIN_TASKS = 4_000  # below, the ~0.1 ms of set-up alone is ~10% of a scan
 
 
 # Every front-matter key (record.FIELD_ORDER, repeated so that reads do not import PyYAML;
@@ -108,7 +115,7 @@ CREATE TABLE tasks (
     last_modified TEXT, created TEXT, revision TEXT,
     labels TEXT                  -- US-separated, with a US at both ends: instr() finds one
 );
-CREATE INDEX tasks_last_modified ON tasks (last_modified);
+CREATE INDEX tasks_last_modified ON tasks (last_modified, id);  -- id: see _search_window
 CREATE INDEX tasks_errors ON tasks (path) WHERE error IS NOT NULL;
 CREATE TABLE docs (
     id TEXT PRIMARY KEY,
@@ -717,7 +724,9 @@ class Index:
         'networking' does not find 'network'). ``fields``: some of :data:`SEARCH_COLUMNS`
         (default: title, body, response, items). ``filters``: as :meth:`rows`. Each row also
         holds ``matches``: the fields that contain the text. Raises LedgitError exit 2 for
-        empty text or an unknown field."""
+        empty text or an unknown field. Cost: a scan of every task's text, except that with
+        a ``limit`` and sort desc/asc the newest/oldest tasks are looked at first
+        (:meth:`_search_window`): the same answer, often without the full scan."""
         needle = _fold(text)
         if not needle:
             raise LedgitError("search needs non-empty text", USAGE)
@@ -746,10 +755,15 @@ class Index:
                    .replace("_", "\\_") + "%")
         match = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols)
         params = [pattern] * len(cols) + params
-        # Scan the texts first (CROSS JOIN fixes the order), then look up the matches.
-        source = f"docs x CROSS JOIN tasks t ON t.id = x.id AND ({match})"
+        found = None
+        if limit is not None and sort in ("desc", "asc"):
+            found = self._search_window(match, where, params, sort, int(limit), extra)
+        if found is None:
+            # Scan the texts first (CROSS JOIN fixes the order), then look up the matches.
+            source = f"docs x CROSS JOIN tasks t ON t.id = x.id AND ({match})"
+            found = self._select(where, params, sort, limit, extra, source)
         out = []
-        for row in self._select(where, params, sort, limit, extra, source):
+        for row in found:
             texts = row.pop("_extra")
             row["matches"] = [n for n, t in zip(names, texts, strict=True)
                               if t and needle in t]
@@ -883,6 +897,55 @@ class Index:
         if limit is not None:
             sql += " LIMIT ?"
             params = [*params, min(int(limit), 1 << 62)]  # SQLite's integers are 64-bit
+        return self._fetch(sql, params, extra)
+
+    def _search_window(self, match: str, where: str, params: list[Any], sort: str,
+                       limit: int, extra: str) -> list[dict[str, Any]] | None:
+        """The answer of :meth:`search` (sort ``desc``/``asc``, ``limit``; ``params``: the
+        patterns of ``match``, then those of ``where``) when a window holds it, else None.
+
+        A window: the tasks whose last_modified is at or past that of the K-th newest (desc)
+        or oldest (asc), ties with the K-th all in, so that it is a prefix of the sort order
+        and ``limit`` matches in it are the answer. A NULL last_modified sorts last in desc,
+        so it is never in one; it sorts first in asc, so asc has none while a valid task
+        lacks one (never: a record requires it). A window is read in sort order through the
+        index (last_modified, id), which gives the id for the text's lookup; the task's row
+        is read only for a text that matches; the scan stops at the ``limit``-th match (a
+        partial sort puts ties in id order). That costs ~1.5 us a task (random reads), the
+        full scan ~0.4-0.6 us a task, so the windows are small: the newest (oldest)
+        1/:data:`SEARCH_PROBE_PART` of the tasks, then the rest of 1/:data:`SEARCH_WINDOW_PART`
+        when the first one's matches promise enough."""
+        db = self.db
+        count = db.execute("SELECT count(*) FROM tasks").fetchone()[0]
+        size = count // SEARCH_WINDOW_PART
+        if count < SEARCH_WINDOW_MIN_TASKS or not 0 < limit <= size:
+            return None
+        way, past, before = ("DESC", ">=", "<") if sort == "desc" else ("ASC", "<=", ">")
+        first_size = max(count // SEARCH_PROBE_PART, 1)
+        kth = (f"(SELECT last_modified FROM tasks WHERE last_modified IS NOT NULL "
+               f"ORDER BY last_modified {way} LIMIT 1 OFFSET ?)")  # index only
+        guard = (" WHERE NOT EXISTS (SELECT 1 FROM tasks WHERE last_modified IS NULL"
+                 " AND error IS NULL)" if way == "ASC" else "")
+        bounds = db.execute(f"SELECT {kth}, {kth}{guard}", (first_size - 1, size - 1)).fetchone()
+        if bounds is None or bounds[1] is None:  # asc and a valid NULL; < K with a time
+            return None
+
+        def window(cond: str, args: list[Any], n: int) -> list[dict[str, Any]]:
+            return self._fetch(
+                f"SELECT t.id, t.path, t.revision, x.fields, x.body{extra} FROM tasks k "
+                f"CROSS JOIN docs x ON x.id = k.id AND ({match}) CROSS JOIN tasks t "
+                f"ON t.rowid = k.rowid WHERE {where} AND {cond} "
+                f"ORDER BY k.last_modified {way}, k.id ASC LIMIT ?", [*params, *args, n], extra)
+
+        found = window(f"k.last_modified {past} ?", [bounds[0]], limit)
+        # On past the first window only when its rate of matches, doubled, fills the limit
+        # in the whole window: a text found nowhere, or seldom, costs only the first one.
+        if len(found) < limit and 2 * len(found) * size >= limit * first_size:
+            found += window(f"k.last_modified {before} ? AND k.last_modified {past} ?",
+                            list(bounds), limit - len(found))
+        return found if len(found) == limit else None
+
+    def _fetch(self, sql: str, params: list[Any], extra: str) -> list[dict[str, Any]]:
         out = []
         for r in self.db.execute(sql, params):
             row = _row_dict(r[0], r[1], r[2], r[3], r[4])
