@@ -343,3 +343,27 @@ def test_a_located_message_is_one_line_whatever_the_field_holds() -> None:
     text = located("must be one line\n", "T.md", 77, "x.k\x0bey\u2028\x85")
     assert text == "T.md:77: x.k\\x0bey\\u2028\\x85: must be one line\\x0a"
     assert len(text.splitlines()) == 1
+
+
+_TOP_KEYS = st.sampled_from([*record_module.FIELD_ORDER, "bogus", " title", "-", ""])
+_TOP_TEXT = st.text(alphabet=st.sampled_from(list('ab1 :#"\\[]{}-,.\'é')), max_size=12)
+_TOP_VALUES = st.one_of(_TOP_TEXT, _TOP_TEXT.map(lambda v: f'"{v}"'))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.tuples(_TOP_KEYS, st.sampled_from([": ", ":", ":  ", " : "]),
+                          _TOP_VALUES), max_size=6))
+def test_the_canonical_readers_inlined_top_level_is_the_generic_map(
+        entries: list[tuple[str, str, str]]) -> None:
+    """record._canonical_top inlines the common top-level lines of _canonical_map: for any
+    lines, both return the same mapping and end, or both refuse."""
+    lines = [key + sep + value for key, sep, value in entries]
+
+    def outcome(read: Any) -> Any:
+        try:
+            return read()
+        except (record_module._NotCanonical, ValueError, IndexError) as exc:
+            return type(exc)
+
+    assert outcome(lambda: record_module._canonical_top(lines)) == \
+        outcome(lambda: record_module._canonical_map(lines, 0, 0, None))
