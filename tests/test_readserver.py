@@ -228,3 +228,16 @@ def test_a_remote_read_keeps_sqlite_and_the_board_out_of_the_client(board: Board
     assert out.stderr.splitlines()[-1].split() == [b"0", b"False", b"False", b"False"]
     assert b"Fix the dialer" in out.stdout
     assert reads(sock) == 1
+
+
+def test_output_captured_inside_the_process_stays_there(board: Board, daemons: Daemons) -> None:
+    """A caller that runs the CLI in-process with sys.stdout replaced gets the output in its
+    stream: such a read is not sent to the daemon (which would write to descriptor 1)."""
+    sock = start(daemons, board)
+    probe = ("import io, sys; from ledgit.__main__ import run; buf = io.StringIO(); "
+             "sys.stdout = buf; code = run(['list']); sys.stdout = sys.__stdout__; "
+             "print(code, repr(buf.getvalue().count('Fix the dialer')))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=board.root_str, env=env(True),
+                         capture_output=True, timeout=60, check=False)
+    assert out.stdout.split() == [b"0", b"1"]
+    assert reads(sock) == 0

@@ -67,7 +67,7 @@ _serving = False  # True while the daemon runs a read: that read never goes remo
 def code_identity() -> str:
     """What a daemon and a client must share to answer for each other: the interpreter
     (:func:`_interpreter`), ledgit's package directory and the name, size and mtime (ns) of every
-    ``*.py`` file directly in it. One ``os.scandir`` and a stat per module (~0.1 ms)."""
+    ``*.py`` file directly in it. One ``os.scandir`` and a stat per module (~0.2 ms)."""
     package = os.path.dirname(os.path.abspath(__file__))
     files = []
     try:
@@ -102,7 +102,8 @@ def run_remote(args: "list[str]") -> "int | None":
 
     None when: ``LEDGIT_WATCH`` is off or the platform has no watcher, there is no board (the
     caller reports that), no daemon socket, descriptor 0, 1 or 2 was closed when Python
-    started, the connection or the send fails or takes longer than :data:`CONNECT_TIMEOUT`,
+    started, ``sys.stdout``/``sys.stderr`` are not the process's own (a caller capturing
+    output), the connection or the send fails or takes longer than :data:`CONNECT_TIMEOUT`,
     or the daemon refuses (another interpreter or ledgit). Never raises for those. After the
     client committed, a connection lost without an exit code gives 70 and one stderr line
     (the command's output may be partly written; it is not run twice)."""
@@ -110,6 +111,8 @@ def run_remote(args: "list[str]") -> "int | None":
         return None
     if sys.stdin is None or sys.stdout is None or sys.stderr is None:
         return None  # a descriptor 0-2 was closed at startup: another file may hold it now
+    if sys.stdout is not sys.__stdout__ or sys.stderr is not sys.__stderr__:
+        return None  # output redirected inside this process (a caller capturing it)
     from ledgit import watch
 
     if not watch.available():
@@ -163,6 +166,7 @@ def _exchange(sock: "Any", sock_path: str, args: "list[str]") -> "int | None":
     except OSError:
         pass
     except KeyboardInterrupt:
+        sys.stderr.write("ledgit: interrupted\n")
         return 130
     code = _exit_code(data)
     if code is None:
