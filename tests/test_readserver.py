@@ -59,6 +59,12 @@ def ledgit(args: list[str], cwd: str, watching: bool,
                           stdin=subprocess.DEVNULL, timeout=60, check=False)
 
 
+def probe(board: Board, code: str) -> subprocess.CompletedProcess[bytes]:
+    """``python -c code`` in the board's root, watching on."""
+    return subprocess.run([sys.executable, "-c", code], cwd=board.root_str, env=env(True),
+                          capture_output=True, timeout=60, check=False)
+
+
 def start(daemons: Daemons, board: Board, **env_extra: str) -> str:
     sock = watch.socket_path(board.private_str)
     assert sock is not None
@@ -220,11 +226,9 @@ def test_reads_list_matches_the_entry_point() -> None:
 def test_a_remote_read_keeps_sqlite_and_the_board_out_of_the_client(board: Board,
                                                                     daemons: Daemons) -> None:
     sock = start(daemons, board)
-    probe = ("import sys; from ledgit.__main__ import run; code = run(['list']); "
-             "print(code, '_sqlite3' in sys.modules, 'ledgit.board' in sys.modules, "
-             "'ledgit.index' in sys.modules, file=sys.stderr)")
-    out = subprocess.run([sys.executable, "-c", probe], cwd=board.root_str, env=env(True),
-                         capture_output=True, timeout=60, check=False)
+    out = probe(board, "import sys; from ledgit.__main__ import run; code = run(['list']); "
+                       "print(code, '_sqlite3' in sys.modules, 'ledgit.board' in sys.modules, "
+                       "'ledgit.index' in sys.modules, file=sys.stderr)")
     assert out.stderr.splitlines()[-1].split() == [b"0", b"False", b"False", b"False"]
     assert b"Fix the dialer" in out.stdout
     assert reads(sock) == 1
@@ -234,10 +238,8 @@ def test_output_captured_inside_the_process_stays_there(board: Board, daemons: D
     """A caller that runs the CLI in-process with sys.stdout replaced gets the output in its
     stream: such a read is not sent to the daemon (which would write to descriptor 1)."""
     sock = start(daemons, board)
-    probe = ("import io, sys; from ledgit.__main__ import run; buf = io.StringIO(); "
-             "sys.stdout = buf; code = run(['list']); sys.stdout = sys.__stdout__; "
-             "print(code, repr(buf.getvalue().count('Fix the dialer')))")
-    out = subprocess.run([sys.executable, "-c", probe], cwd=board.root_str, env=env(True),
-                         capture_output=True, timeout=60, check=False)
+    out = probe(board, "import io, sys; from ledgit.__main__ import run; buf = io.StringIO(); "
+                       "sys.stdout = buf; code = run(['list']); sys.stdout = sys.__stdout__; "
+                       "print(code, repr(buf.getvalue().count('Fix the dialer')))")
     assert out.stdout.split() == [b"0", b"1"]
     assert reads(sock) == 0

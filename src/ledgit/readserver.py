@@ -323,7 +323,9 @@ def _as_client(daemon: "Any", message: "dict[str, Any]", fds: "list[int]") -> in
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except Exception as exc:  # noqa: BLE001 - run() guards; this is the last resort
-        _last_words(f"ledgit: internal error: {type(exc).__name__}: {exc}")
+        from ledgit.commands import err
+
+        err(f"ledgit: internal error: {type(exc).__name__}: {exc}")
     finally:
         _serving = False
         daemon.serving = False
@@ -341,11 +343,3 @@ def _as_client(daemon: "Any", message: "dict[str, Any]", fds: "list[int]") -> in
         os.umask(saved_umask)
         sys.argv = saved_argv
     return code
-
-
-def _last_words(line: str) -> None:
-    try:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
