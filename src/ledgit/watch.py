@@ -21,6 +21,8 @@ null}``; reply ``{"token": "<instance>:<seq>", "changed": [names] or null, "pid"
 (``null``: "cannot say, scan everything"). Before answering, the daemon drains the inotify
 queue to EAGAIN; inotify(7) events are queued inside the write/rename/unlink/utime syscall
 itself, so every change whose syscall returned before the client sent its request is counted.
+A daemon started with ``--serve-reads`` (as :func:`spawn` starts it) also takes requests
+``{"run": ...}``: ledgit's read commands, run for the client (:mod:`ledgit.readserver`).
 """
 
 import _socket
