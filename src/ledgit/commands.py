@@ -100,9 +100,14 @@ def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+    finally:
+        os.close(devnull)
 
 
 class PipeClosed(Exception):
@@ -472,12 +477,13 @@ def list_cmd(status: tuple[str, ...], owner: str | None, worker: str | None,
              limit: int | None, ready: bool, as_json: bool) -> int:
     """List tasks (archived hidden unless --all), newest change first."""
     board = _board()
-    index = _index(board)
-    filters = _filters(status, owner, worker, label, include_all, outcome)
-    rows = index.rows(ready=ready, sort=sort, limit=limit, **filters)
-    if ready:
-        rows = [r for r in rows if not _negative(r)]
-    _print_rows(rows, as_json, board, index.errors())
+    with _index(board) as index:
+        filters = _filters(status, owner, worker, label, include_all, outcome)
+        rows = index.rows(ready=ready, sort=sort, limit=limit, **filters)
+        if ready:
+            rows = [r for r in rows if not _negative(r)]
+        errors = index.errors()
+    _print_rows(rows, as_json, board, errors)
     return OK
 
 
@@ -495,10 +501,12 @@ def search_cmd(text: str, fields: tuple[str, ...], status: tuple[str, ...],
     if not text:
         raise LedgitError("search needs non-empty TEXT")
     board = _board()
-    index = _index(board)
-    filters = _filters(status, owner, worker, label, include_all, outcome)
-    rows = index.search(text, fields=list(fields) or None, sort=sort, limit=limit, **filters)
-    _print_rows(rows, as_json, board, index.errors())
+    with _index(board) as index:
+        filters = _filters(status, owner, worker, label, include_all, outcome)
+        rows = index.search(text, fields=list(fields) or None, sort=sort, limit=limit,
+                            **filters)
+        errors = index.errors()
+    _print_rows(rows, as_json, board, errors)
     return OK
 
 
@@ -507,11 +515,12 @@ def ready_cmd(owner: str | None, worker: str | None, label: tuple[str, ...],
     """Tasks ready to claim: open, every dependency done, no drop/no_change outcome.
     Most urgent first (priority, then oldest)."""
     board = _board()
-    index = _index(board)
-    filters = _filters((), owner, worker, label, False, None)
-    rows = [r for r in index.rows(ready=True, sort="priority", limit=limit, **filters)
-            if not _negative(r)]
-    _print_rows(rows, as_json, board, index.errors())
+    with _index(board) as index:
+        filters = _filters((), owner, worker, label, False, None)
+        rows = [r for r in index.rows(ready=True, sort="priority", limit=limit, **filters)
+                if not _negative(r)]
+        errors = index.errors()
+    _print_rows(rows, as_json, board, errors)
     return OK
 
 

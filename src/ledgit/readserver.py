@@ -6,44 +6,45 @@ index for the first time in the process. The watcher daemon of a big board
 (:mod:`ledgit.watch`, boards of >= 1,000 tasks) is a long-lived process of the same
 interpreter and the same ledgit, so it keeps those modules imported and runs the read for
 the client -- the design of dmypy and nailgun. The client sends its command line, working
-directory, environment and umask, and its stdin/stdout/stderr themselves (``SCM_RIGHTS``,
-unix(7)); the daemon takes them over for the length of the read, runs
-:func:`ledgit.__main__.run` exactly as the client would, writing straight to the client's
-stdout/stderr, sends back only the exit code and then puts its own state back.
+directory, environment and umask; the daemon runs :func:`ledgit.__main__.run` exactly as the
+client would, with ``sys.stdout``/``sys.stderr`` recording every write in order, and sends
+back the exit code and the writes. The client then *replays* them through its own
+``sys.stdout``/``sys.stderr`` under the same error handling as an in-process read
+(:func:`ledgit.commands.guarded`): its own encoding, buffering, pipes and terminal.
 
 What keeps an answer the client's own:
 
-* for the read, file descriptors 0, 1 and 2, ``os.environ``, the working directory, the
-  umask, ``sys.argv`` and ``sys.stdin/stdout/stderr`` (with the client's encodings and
-  buffering) are the client's; a terminal stays a terminal, a pipe closed early is the
-  client's pipe. All are restored afterwards. Nothing else is kept from one read to the
-  next: every read opens the board and the index afresh (the daemon holds no connection),
-  and the read's index refresh asks the daemon's own watcher state directly;
+* the daemon never writes to the client's terminal or pipes and holds none of its
+  descriptors: a slow reader of the output (``ledgit list | less``), a reader that goes
+  away, Ctrl-C or a full disk act on the client alone, as for an in-process read, and never
+  stall the daemon; nothing is written until the whole answer has arrived, so a daemon that
+  dies, hangs or refuses at any point leaves the client free to read in-process instead;
+* for the read, ``os.environ``, the working directory (checked to be the client's very
+  directory, by device and inode, and so is the board root), the umask and ``sys.argv`` are
+  the client's, restored afterwards. Nothing else is kept from one read to the next: every
+  read opens the board and the index afresh and closes them, and its index refresh asks the
+  daemon's own watcher state directly;
+* only command lines that :mod:`ledgit.argspec` reads are run (help and usage errors are
+  click's, in the client);
 * the daemon serves only a client of the same code: the same interpreter (``sys.executable``,
   version, flags, file-system encoding) and the same ledgit files (path, size and mtime of
   every module of the package, :func:`code_identity`). A different interpreter or ledgit is
   refused (the client runs the read itself); the same path with changed files (an upgrade, an
-  edit) is refused *and* ends the daemon, so the next read starts a daemon of the new code;
-* anything that goes wrong before the daemon has started the read (no daemon, a refusal,
-  a closed descriptor, a daemon busy with another read for :data:`CONNECT_TIMEOUT`) makes
-  :func:`run_remote` return None and the client runs the read itself. A two-step start
-  makes that safe: the daemon offers (``+``), the client commits (``!``) or gives up, and
-  the daemon runs nothing for a client that gave up -- a read never runs twice. After
-  committing the client waits for the exit code; a connection lost without one is an
-  internal error (exit 70).
+  edit) is refused *and* ends the daemon, so the next read starts a daemon of the new code.
+  The daemon also ends when a file of a third-party module it loaded (PyYAML...) changes.
 
 Protocol (one connection per read): the client sends one JSON line ``{"run": [args...],
-"code": IDENTITY, "cwd": ..., "env": {...}, "umask": N, "argv0": ..., "streams": [[encoding,
-errors, line_buffering], x2]}``; the daemon answers either ``{"refused": REASON}\\n`` or
-``+``; the client's ``!`` carries its fds 0, 1, 2 (only then: a daemon that never gets to
-the connection holds none of the client's descriptors); the read runs and the daemon sends
-``{"exit": N}\\n``.
+"code": IDENTITY, "cwd": ..., "cwd_id": [dev, ino], "root": ..., "root_id": [dev, ino],
+"env": {...}, "umask": N, "argv0": ..., "streams": [[encoding, errors, isatty], x2]}``;
+the daemon answers ``+`` at once (it is there and free), then either ``{"refused":
+REASON}\\n`` or ``{"exit": N, "writes": [stream, bytes, ...]}\\n`` followed by the
+written text (UTF-8, lone surrogates passed through), the writes one after the other.
 
-The client half (:func:`run_remote`) imports only ``os``, ``sys``, ``_socket`` and ``_json``
-(C modules) besides :mod:`ledgit.locate` and :mod:`ledgit.watch`; the daemon half
-(:func:`prepare`, :func:`serve_run`) runs in the daemon. A read served by the daemon blocks
-its other requests for as long as it runs; reads are short, and a client kept waiting more
-than :data:`CONNECT_TIMEOUT` runs its read itself.
+The client half (:func:`run_remote`) imports ``_socket`` and ``_json`` (C modules),
+:mod:`ledgit.locate`, :mod:`ledgit.watch` and, to replay, :mod:`ledgit.commands`; the daemon
+half (:func:`prepare`, :func:`serve_run`) runs in the daemon. A read run by the daemon
+blocks its other requests for as long as the read runs (not the client's output): a client
+kept waiting more than :data:`CONNECT_TIMEOUT` for the daemon's ``+`` runs its read itself.
 """
 
 import os
@@ -54,10 +55,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 READS = frozenset(("get", "list", "search", "ready"))  # commands the daemon may run
-CONNECT_TIMEOUT = 0.5  # seconds for connect, send and the daemon's offer
-_FD_BYTES = 4  # sizeof(int) of an SCM_RIGHTS descriptor (unix(7))
+CONNECT_TIMEOUT = 0.5  # seconds for connect, send and the daemon's "+" (it is free)
+RESULT_TIMEOUT = 10.0  # seconds for the answer after the "+" (then: read in-process)
 _OFFER = b"+"
-_COMMIT = b"!"
+_CHUNK = 65536
 _serving = False  # True while the daemon runs a read: that read never goes remote again
 
 
@@ -97,22 +98,22 @@ def _interpreter() -> str:
 
 def run_remote(args: "list[str]") -> "int | None":
     """Run the read command line ``args`` (``args[0]`` in :data:`READS`) in this worktree's
-    watcher daemon; its exit code, or None when no daemon took it (then the caller runs it
-    itself: nothing has been written to stdout or stderr).
+    watcher daemon and replay its output here; the exit code, or None when no daemon
+    answered it (then the caller runs it itself: nothing has been written).
 
     None when: ``LEDGIT_WATCH`` is off or the platform has no watcher, there is no board (the
-    caller reports that), no daemon socket, descriptor 0, 1 or 2 was closed when Python
-    started, ``sys.stdout``/``sys.stderr`` are not the process's own (a caller capturing
-    output), the connection or the send fails or takes longer than :data:`CONNECT_TIMEOUT`,
-    or the daemon refuses (another interpreter or ledgit). Never raises for those. After the
-    client committed, a connection lost without an exit code gives 70 and one stderr line
-    (the command's output may be partly written; it is not run twice)."""
+    caller reports that), no daemon socket, ``sys.stdout`` or ``sys.stderr`` is None (a
+    descriptor closed at startup), the daemon does not answer within
+    :data:`CONNECT_TIMEOUT` (busy, stopped) or does not finish within
+    :data:`RESULT_TIMEOUT`, refuses (another interpreter or ledgit, a command line for
+    click, another directory behind the same path) or the connection fails. Never raises
+    for those. The replay runs under :func:`ledgit.commands.guarded`, as the command itself
+    does in-process: a closed pipe, an unencodable character or a full disk end it the same
+    way."""
     if _serving or not args or args[0] not in READS:
         return None
-    if sys.stdin is None or sys.stdout is None or sys.stderr is None:
-        return None  # a descriptor 0-2 was closed at startup: another file may hold it now
-    if sys.stdout is not sys.__stdout__ or sys.stderr is not sys.__stderr__:
-        return None  # output redirected inside this process (a caller capturing it)
+    if sys.stdout is None or sys.stderr is None:
+        return None
     from ledgit import watch
 
     if not watch.available():
@@ -124,9 +125,10 @@ def run_remote(args: "list[str]") -> "int | None":
         if root is None:
             return None  # the caller reports it
         sock_path = watch.socket_path(private_dir(root, git_dir_for(root)))
-    except OSError:
-        return None
-    if sock_path is None:
+        if sock_path is None:
+            return None
+        line = _request(args, root)
+    except (OSError, ValueError):
         return None
     import _socket
 
@@ -135,74 +137,117 @@ def run_remote(args: "list[str]") -> "int | None":
     except OSError:
         return None
     try:
-        return _exchange(sock, sock_path, args)
+        answer = _exchange(sock, sock_path, line)
     finally:
         sock.close()
+    if answer is None:
+        return None
+    code, writes = answer
+    return _replay(writes, code)
 
 
-def _exchange(sock: "Any", sock_path: str, args: "list[str]") -> "int | None":
-    import _socket
-
-    fds = b"".join(fd.to_bytes(_FD_BYTES, sys.byteorder) for fd in (0, 1, 2))
+def _exchange(sock: "Any", sock_path: str, line: bytes) -> "tuple[int, list[Any]] | None":
+    """Send the request; (exit code, [(stream, text), ...]) or None (no answer)."""
     try:
         sock.settimeout(CONNECT_TIMEOUT)
         sock.connect(sock_path)
-        sock.sendall(_request(args))
+        sock.sendall(line)
         if sock.recv(1) != _OFFER:
-            return None  # a refusal (or a daemon that went away): run the read here
-        # The descriptors go with the commit, never before: a daemon that does not get to
-        # this connection holds no reference to the client's stdout.
-        sock.sendmsg([_COMMIT], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-    except (OSError, ValueError, TypeError):
-        return None  # nothing committed: the daemon runs nothing for this connection
-    sock.settimeout(None)  # the read itself may take as long as it takes here
-    data = b""
-    try:
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(64)
+            return None
+        sock.settimeout(RESULT_TIMEOUT)
+        data = b""
+        while b"\n" not in data:
+            chunk = sock.recv(_CHUNK)
             if not chunk:
-                break
+                return None
             data += chunk
-    except OSError:
-        pass
-    except KeyboardInterrupt:
-        sys.stderr.write("ledgit: interrupted\n")
-        return 130
-    code = _exit_code(data)
-    if code is None:
-        sys.stderr.write("ledgit: internal error: the watcher daemon ended the read without "
-                         "an exit status (set LEDGIT_WATCH=0 to run reads in-process)\n")
-        return 70
-    return code
+        head, _, rest = data.partition(b"\n")
+        from ledgit.watch import _decode
+
+        header = _decode(head)
+        if not isinstance(header, dict) or not isinstance(header.get("exit"), int):
+            return None  # a refusal, or not the protocol
+        sizes = header.get("writes")
+        if not isinstance(sizes, list) or len(sizes) % 2:
+            return None
+        total = sum(sizes[1::2])
+        body = [rest]
+        have = len(rest)
+        while have < total:
+            chunk = sock.recv(max(_CHUNK, total - have))
+            if not chunk:
+                return None
+            body.append(chunk)
+            have += len(chunk)
+    except (OSError, ValueError, TypeError, StopIteration, KeyboardInterrupt):
+        return None  # nothing written yet: the caller reads in-process
+    text = b"".join(body)
+    writes = []
+    at = 0
+    for i in range(0, len(sizes), 2):
+        size = sizes[i + 1]
+        writes.append((sizes[i], text[at:at + size].decode("utf-8", "surrogatepass")))
+        at += size
+    return header["exit"], writes
 
 
-def _request(args: "list[str]") -> bytes:
+def _replay(writes: "list[Any]", code: int) -> int:
+    """Write what the daemon's read wrote, in order, through this process's streams, and
+    return the read's exit code: stdout as :func:`ledgit.commands.out` writes, stderr as
+    :func:`ledgit.commands.err` does (flushed, a closed stderr ignored), stdout flushed at
+    the end as :func:`ledgit.commands.guarded` does. An exception on the way (a closed
+    pipe, an unencodable character, a full disk, Ctrl-C) is handed to ``guarded``, which
+    ends the command as it would have ended in-process."""
+    try:
+        for stream, text in writes:
+            if stream == 1:
+                sys.stdout.write(text)
+            else:
+                try:
+                    sys.stderr.write(text)
+                    sys.stderr.flush()
+                except (BrokenPipeError, ValueError):
+                    pass
+        sys.stdout.flush()
+    except BaseException as exc:  # noqa: BLE001 - guarded decides, as for the command
+        from ledgit.commands import guarded
+
+        error = exc
+
+        def again() -> int:
+            raise error
+
+        return guarded(again)
+    return int(code)
+
+
+def _request(args: "list[str]", root: str) -> bytes:
     """The request line (JSON, built with the C string encoder of ``_json``: reads do not
-    import the json package)."""
+    import the json package). Raises OSError when the working directory is gone."""
     from _json import encode_basestring_ascii as enc
 
     umask = os.umask(0o022)
     os.umask(umask)
     env = ",".join(enc(k) + ":" + enc(v) for k, v in os.environ.items())
-    streams = ",".join(f"[{enc(s.encoding)},{enc(s.errors or 'strict')},"
-                       f"{'true' if s.line_buffering else 'false'}]"
+    streams = ",".join(f"[{enc(s.encoding or 'utf-8')},{enc(s.errors or 'strict')},"
+                       f"{'true' if _isatty(s) else 'false'}]"
                        for s in (sys.stdout, sys.stderr))
     argv0 = sys.argv[0] if sys.argv else "ledgit"
+    cwd = os.getcwd()
+    here, top = os.stat(cwd), os.stat(root)
     text = (f'{{"run":[{",".join(enc(a) for a in args)}],"code":{enc(code_identity())},'
-            f'"cwd":{enc(os.getcwd())},"umask":{umask},"argv0":{enc(argv0)},'
+            f'"cwd":{enc(cwd)},"cwd_id":[{here.st_dev},{here.st_ino}],'
+            f'"root":{enc(root)},"root_id":[{top.st_dev},{top.st_ino}],'
+            f'"umask":{umask},"argv0":{enc(argv0)},'
             f'"streams":[{streams}],"env":{{{env}}}}}\n')
     return text.encode("ascii")
 
 
-def _exit_code(data: bytes) -> "int | None":
-    """N from ``{"exit": N}\\n``, else None."""
-    text = data.strip()
-    prefix, suffix = b'{"exit": ', b"}"
-    if text.startswith(prefix) and text.endswith(suffix):
-        digits = text[len(prefix):-len(suffix)]
-        if digits.isdigit():
-            return int(digits)
-    return None
+def _isatty(stream: "Any") -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 # --------------------------------------------------------------------------- daemon
@@ -210,6 +255,9 @@ def _exit_code(data: bytes) -> "int | None":
 _identity: "str | None" = None  # this daemon's code_identity(), taken before its imports
 _interpreter_id: "str | None" = None
 _package: "str | None" = None
+_dependencies: "list[tuple[str, int, int]]" = []  # _third_party_files() after the preload
+_baseline: "list[int]" = []  # open descriptors after the preload
+_LEAK_LIMIT = 16  # more descriptors open after a read than that: the daemon ends
 
 # What a read imports, loaded once in the daemon.
 PRELOAD = ("ledgit.__main__", "ledgit.argspec", "ledgit.commands", "ledgit.board",
@@ -220,7 +268,8 @@ PRELOAD = ("ledgit.__main__", "ledgit.argspec", "ledgit.commands", "ledgit.board
 def prepare() -> None:
     """In the daemon, once, before serving: note the code identity, then import what the
     reads import (:data:`PRELOAD`; a module that fails to import is left to the read,
-    which reports it)."""
+    which reports it), then note the files of the third-party modules now loaded and the
+    number of open descriptors (both are checked at every read)."""
     global _identity, _interpreter_id, _package
     import importlib
 
@@ -232,114 +281,182 @@ def prepare() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001,S112 - the read will import (and report) it
             continue
+    _dependencies[:] = _third_party_files()
+    _baseline[:] = [_open_descriptors()]
 
 
 def serve_run(daemon: "Any", conn: "Any", line: bytes) -> None:
-    """Answer one run request (``line``) on ``conn``: refuse it, or offer, wait for the
-    client's commit (which carries its descriptors 0, 1, 2) and run it as the client
-    (:func:`_as_client`); the descriptors are closed afterwards. A request of the same
-    interpreter and package path but other files sets ``daemon.stop`` (stale code: the
-    daemon ends and the next read starts one of the new code). Raises OSError when the
+    """Answer one run request (``line``) on ``conn``: ``+``, then a refusal or the exit code
+    and the writes of the read run as the client (:func:`_as_client`). A request of the same
+    interpreter and package path but other files, or a changed third-party module file, sets
+    ``daemon.stop`` (stale code: the daemon ends and the next read starts one of the new
+    code), and so does a read that leaves descriptors open. Raises OSError when the
     connection fails."""
     import json
 
-    from ledgit.watch import read_commit
-
+    conn.sendall(_OFFER)  # fails (EPIPE) for a client that has given up waiting: run nothing
     try:
         message = json.loads(line)
     except ValueError:
         message = None
-    if not isinstance(message, dict) or not _valid(message):
-        conn.sendall(b'{"refused": "bad request"}\n')
+    refusal = _refusal(daemon, message)
+    writes: list[tuple[int, str]] = []
+    code = None if refusal else _as_client(daemon, message, writes)
+    if code is None:
+        conn.sendall(b'{"refused": "%s"}\n' % (refusal or "another directory").encode())
         return
+    daemon.reads += 1
+    if _open_descriptors() > _baseline[0] + _LEAK_LIMIT:
+        daemon.stop = "descriptor leak"
+    payload = [text.encode("utf-8", "surrogatepass") for _stream, text in writes]
+    sizes = ",".join(f"{stream},{len(data)}" for (stream, _t), data in zip(writes, payload,
+                                                                              strict=True))
+    conn.sendall(b'{"exit": %d, "writes": [%s]}\n' % (code, sizes.encode()) + b"".join(payload))
+
+
+def _refusal(daemon: "Any", message: "Any") -> "str | None":
+    """Why the daemon will not run this request, or None."""
+    if not isinstance(message, dict) or not _valid(message):
+        return "bad request"
     if message["code"] != _identity:
-        conn.sendall(b'{"refused": "other code"}\n')
         if message["code"].split("\n", 2)[:2] == [_interpreter_id, _package]:
             daemon.stop = "stale code"  # same interpreter and path, files changed
-        return
-    conn.sendall(_OFFER)
-    fds: list[int] = []
-    try:
-        commit = read_commit(conn, fds)
-        if commit != _COMMIT or len(fds) != 3:
-            return  # the client gave up (and runs the read itself)
-        code = _as_client(daemon, message, fds)
-    finally:
-        for fd in fds:  # the daemon must not hold a client's pipe or terminal open
-            os.close(fd)
-    daemon.reads += 1
-    conn.sendall(b'{"exit": %d}\n' % code)
+        return "other code"
+    if _stats([path for path, _size, _mtime in _dependencies]) != _dependencies:
+        daemon.stop = "stale code"
+        return "other code"
+    from ledgit.argspec import find, parse
+    from ledgit.commands import FAST
+
+    found = find(FAST, message["run"])
+    if found is None or parse(found[0], found[1]) is None:
+        return "click's"  # help, a usage error: the client's click answers
+    return None
 
 
 def _valid(message: "dict[str, Any]") -> bool:
     run, env, streams = message.get("run"), message.get("env"), message.get("streams")
+    ids = (message.get("cwd_id"), message.get("root_id"))
     return (isinstance(run, list) and bool(run) and all(isinstance(a, str) for a in run)
             and run[0] in READS
             and isinstance(message.get("code"), str) and isinstance(message.get("cwd"), str)
-            and isinstance(message.get("argv0"), str)
+            and isinstance(message.get("root"), str) and isinstance(message.get("argv0"), str)
             and isinstance(message.get("umask"), int)
+            and all(isinstance(i, list) and len(i) == 2
+                    and all(isinstance(n, int) for n in i) for i in ids)
             and isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
             and isinstance(streams, list) and len(streams) == 2
             and all(isinstance(s, list) and len(s) == 3 and isinstance(s[0], str)
                     and isinstance(s[1], str) and isinstance(s[2], bool) for s in streams))
 
 
-def _as_client(daemon: "Any", message: "dict[str, Any]", fds: "list[int]") -> int:
+def _as_client(daemon: "Any", message: "dict[str, Any]",
+               writes: "list[tuple[int, str]]") -> "int | None":
     """Run ``message["run"]`` through :func:`ledgit.__main__.run` with the client's
-    descriptors on 0/1/2, environment, working directory, umask, argv and stdio streams;
-    put the daemon's own back afterwards. Returns the exit code."""
+    environment, working directory, umask and argv, and streams that record into
+    ``writes``; put the daemon's own back afterwards. The exit code, or None when the
+    client's directory or board root is not the same directory here (another mount
+    namespace, a path changed in between)."""
     import contextlib
-    import io
     import time
 
     global _serving
-    saved_fds = [os.dup(fd) for fd in (0, 1, 2)]
     saved_env = dict(os.environ)
     saved_umask = os.umask(message["umask"])
     saved_argv = sys.argv
-    saved_streams = (sys.stdin, sys.stdout, sys.stderr)
-    code = 70
+    saved_streams = (sys.stdout, sys.stderr)
     try:
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
         os.environ.clear()
-        os.environ.update(message["env"])
+        for key, value in message["env"].items():
+            if key and "=" not in key and "\0" not in key and "\0" not in value:
+                os.environ[key] = value  # others cannot be set; a read never looks at them
         time.tzset()
-        os.chdir(message["cwd"])
+        try:
+            os.chdir(message["cwd"])
+            here, top = os.stat("."), os.stat(message["root"])
+        except OSError:
+            return None
+        if [here.st_dev, here.st_ino] != message["cwd_id"] \
+                or [top.st_dev, top.st_ino] != message["root_id"]:
+            return None
         sys.argv = [message["argv0"], *message["run"]]
-        streams = []
-        for fd, (encoding, errors, line_buffering) in zip((1, 2), message["streams"],
-                                                      strict=True):
-            raw = io.FileIO(fd, "w", closefd=False)
-            streams.append(io.TextIOWrapper(io.BufferedWriter(raw), encoding=encoding,
-                                            errors=errors, line_buffering=line_buffering))
-        sys.stdout, sys.stderr = streams
-        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
+        (out_enc, out_err, out_tty), (err_enc, err_err, err_tty) = message["streams"]
+        sys.stdout = _Recorder(1, writes, out_enc, out_err, out_tty)
+        sys.stderr = _Recorder(2, writes, err_enc, err_err, err_tty)
         _serving = True
         daemon.serving = True
         from ledgit.__main__ import run
 
-        code = run(list(message["run"]))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except Exception as exc:  # noqa: BLE001 - run() guards; this is the last resort
-        from ledgit.commands import err
-
-        err(f"ledgit: internal error: {type(exc).__name__}: {exc}")
+        try:
+            return run(list(message["run"]))
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         _serving = False
         daemon.serving = False
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        sys.stdin, sys.stdout, sys.stderr = saved_streams
-        for target, fd in enumerate(saved_fds):
-            os.dup2(fd, target)
-            os.close(fd)
+        sys.stdout, sys.stderr = saved_streams
         os.environ.clear()
         os.environ.update(saved_env)
         time.tzset()
-        os.chdir("/")
+        with contextlib.suppress(OSError):
+            os.chdir("/")
         os.umask(saved_umask)
         sys.argv = saved_argv
-    return code
+
+
+class _Recorder:
+    """A text stream that keeps each write as ``(stream, text)`` in a shared list (stdout 1,
+    stderr 2), answering ``encoding``, ``errors`` and ``isatty()`` as the client's does."""
+
+    def __init__(self, stream: int, writes: "list[tuple[int, str]]", encoding: str,
+                 errors: str, tty: bool) -> None:
+        self._stream = stream
+        self._writes = writes
+        self.encoding = encoding
+        self.errors = errors
+        self._tty = tty
+
+    def write(self, text: str) -> int:
+        self._writes.append((self._stream, str(text)))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return self._tty
+
+    def writable(self) -> bool:
+        return True
+
+
+def _third_party_files() -> "list[tuple[str, int, int]]":
+    """(path, size, mtime ns) of the file of every loaded module outside the standard
+    library (ledgit's and PyYAML's, wherever they were found: a site-packages directory,
+    ``PYTHONPATH``, a checkout); a file that cannot be stat-ed counts as (-1, -1)."""
+    import sysconfig
+
+    std = tuple(os.path.join(sysconfig.get_paths()[k], "")
+                for k in ("stdlib", "platstdlib"))
+    paths = {path for module in list(sys.modules.values())
+             if isinstance(path := getattr(module, "__file__", None), str)
+             and (not path.startswith(std) or "site-packages" in path)}
+    return _stats(sorted(paths))
+
+
+def _stats(paths: "list[str]") -> "list[tuple[str, int, int]]":
+    found = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            found.append((path, st.st_size, st.st_mtime_ns))
+        except OSError:
+            found.append((path, -1, -1))
+    return found
+
+
+def _open_descriptors() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0

@@ -106,7 +106,7 @@ def query(socket_path: str, token: "str | None",
     the daemon itself (a read it runs for a client, :mod:`ledgit.readserver`) the daemon's
     state answers directly.
     """
-    if _local is not None and _local.serving and socket_path == _local.sock_path:
+    if _local is not None and _local.serving and _local.is_own_socket(socket_path):
         return _parse_reply(_local.answer(_request(token)))
     try:
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -224,6 +224,8 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
     import subprocess
     import sys
 
+    if _local is not None:
+        return  # a read run inside a daemon never starts another one
     _spawned[:] = [p for p in _spawned if p.poll() is None]  # reap finished daemons
     args = [sys.executable, "-m", "ledgit.watch", "serve",
             os.path.abspath(tasks_dir), os.path.abspath(socket_path), "--serve-reads"]
@@ -290,14 +292,6 @@ def read_request(conn: "Any", fds: "list[int]") -> bytes:
             break
         data += chunk
     return data.split(b"\n", 1)[0]
-
-
-def read_commit(conn: "Any", fds: "list[int]") -> bytes:
-    """One byte from ``conn`` (b"" at EOF), appending to ``fds`` the descriptors passed with
-    it (SCM_RIGHTS): the caller owns and closes them. Raises OSError (e.g. a timeout)."""
-    data, ancillary, _flags, _addr = conn.recvmsg(1, _FDS_SPACE)
-    fds.extend(_received_fds(ancillary))
-    return bytes(data)
 
 
 def _received_fds(ancillary: "list[tuple[int, int, bytes]]") -> "list[int]":
@@ -566,6 +560,15 @@ class _Daemon:
         import json
 
         return json.dumps(reply).encode() + b"\n"
+
+    def is_own_socket(self, path: str) -> bool:
+        """``path`` names this daemon's socket file (by device and inode: another spelling
+        of the same path, through a symbolic link, is the same socket)."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self.sock_id
 
     def serve_connection(self, conn: "Any") -> None:
         fds: list[int] = []
