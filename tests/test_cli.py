@@ -627,3 +627,49 @@ def test_usage_errors_are_one_line_naming_the_command(lg: Ledgit, args: list[str
     assert res.code == 2 and res.out == ""
     assert len(res.err.splitlines()) == 1
     assert res.err.startswith(f"{where}: ") and res.err.rstrip().endswith(f"(see: {where} --help)")
+
+
+# ----------------------------------------------------------------- odd input from a new user
+
+
+def test_a_task_dir_entry_whose_name_is_not_utf8_is_no_task(lg: Ledgit) -> None:
+    tid = lg.create("Kept")
+    odd = os.path.join(os.fsencode(lg.root / ".ledgit" / "tasks"), b"T-\xff.md")
+    with open(odd, "wb") as fh:
+        fh.write(b"---\ntitle: odd\n---\n")
+    listed = lg("list")
+    assert listed.code == 0 and tid in listed.out and "odd" not in listed.out
+    assert lg("search", "Kept").code == 0
+    verify = lg("verify", "--all")
+    assert verify.code == 2 and "T-\\udcff" in verify.err  # it names the file
+
+
+def test_undecodable_search_text_is_a_usage_error(lg: Ledgit) -> None:
+    lg.create("Kept")
+    res = lg("search", os.fsdecode(b"\xff"))
+    assert res.code == 2
+    assert res.err == "ledgit: search text is not valid UTF-8 (it holds undecodable bytes)\n"
+
+
+def test_output_the_terminal_encoding_cannot_hold_is_escaped(lg: Ledgit) -> None:
+    tid = lg.create("日本語のタスク")
+    env = dict(os.environ, PYTHONIOENCODING="latin-1")
+    res = subprocess_ledgit(lg.root, "list", env=env)
+    assert res.code == 0 and res.err == ""
+    assert f"{tid}  open         P-  \\u65e5\\u672c\\u8a9e\\u306e\\u30bf\\u30b9\\u30af" in res.out
+
+
+def test_a_removed_working_directory_is_a_one_line_error(lg: Ledgit, tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    proc = subprocess.run(["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && '
+                                       f'exec {" ".join(console_script())} list'],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 4
+    assert proc.stderr == "ledgit: the working directory no longer exists (cd to a board)\n"
+
+
+def test_a_usage_error_keeps_its_exit_code_when_stderr_is_closed(lg: Ledgit) -> None:
+    proc = subprocess.run(["sh", "-c", f'{" ".join(console_script())} list --nope 2>&-'],
+                          cwd=lg.root, capture_output=True, text=True, check=False)
+    assert proc.returncode == 2

@@ -860,7 +860,11 @@ def find_board(cwd: Path | None = None) -> Board:
 
     Raises LedgitError exit 4 when there is none.
     """
-    root, pinned = find_root(None if cwd is None else str(cwd))
+    try:
+        root, pinned = find_root(None if cwd is None else str(cwd))
+    except FileNotFoundError:  # os.getcwd() of a removed directory
+        raise LedgitError("the working directory no longer exists (cd to a board)",
+                          NOT_FOUND) from None
     if root is not None:
         return Board(root)
     if pinned:

@@ -15,6 +15,7 @@ code; click usage errors print one line and exit 2; anything unexpected prints o
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -132,7 +133,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx else _command_path(argv)
             message = " ".join(exc.format_message().split())  # one line (DESIGN §9)
-            click.echo(f"{where}: {message} (see: {where} --help)", err=True)
+            with contextlib.suppress(BrokenPipeError, ValueError):  # stderr closed: the code
+                click.echo(f"{where}: {message} (see: {where} --help)", err=True)  # says it
             return USAGE
         except click.ClickException as exc:
             click.echo(f"ledgit: {exc.format_message()}", err=True)

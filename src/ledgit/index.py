@@ -451,7 +451,7 @@ class Index:
         daemon reports a later write of the same tick too. A changed row makes the stored
         stat scan (the unwatched baseline) obsolete, so it is dropped: without a daemon the
         next refresh re-checks every file once."""
-        names = {n[:-3] for n in reported if n.endswith(".md") and n[0] != "." and len(n) > 3}
+        names = {n[:-3] for n in reported if _task_name(n)}
         names.update(racy, dirty)
         if not names:
             self._keep_token(token, old_token)
@@ -570,7 +570,7 @@ class Index:
         except OSError as exc:
             raise _unlisted(self._tasks, exc) from None
         for entry in names:
-            if not entry.endswith(".md") or entry[0] == "." or len(entry) <= 3:
+            if not _task_name(entry):
                 continue
             name = entry[:-3]
             mine = written.get(name)
@@ -730,6 +730,12 @@ class Index:
         needle = _fold(text)
         if not needle:
             raise LedgitError("search needs non-empty text", USAGE)
+        if not needle.isascii():
+            try:
+                needle.encode("utf-8")
+            except UnicodeEncodeError:  # undecodable bytes in the argument (surrogate escapes)
+                raise LedgitError("search text is not valid UTF-8 (it holds undecodable "
+                                  "bytes)", USAGE) from None
         if len(needle) > MAX_SEARCH_CHARS:  # SQLite refuses LIKE patterns over 50,000 bytes
             raise LedgitError(f"search text too long: {len(needle):,} characters (after case "
                               f"folding; at most {MAX_SEARCH_CHARS:,})", USAGE)
@@ -1151,7 +1157,7 @@ def _stat_scan(tasks_dir: Path | str) -> dict[str, Stat]:
         try:
             stat = os.stat
             for name in os.listdir(fd):
-                if name.endswith(".md") and name[0] != "." and len(name) > 3:
+                if _task_name(name):
                     try:
                         s = stat(name, dir_fd=fd)
                     except FileNotFoundError:
@@ -1166,10 +1172,25 @@ def _stat_scan(tasks_dir: Path | str) -> dict[str, Stat]:
         return out
     for entry in entries:  # pragma: no cover
         name = entry.name
-        if name.endswith(".md") and name[0] != "." and len(name) > 3:
+        if _task_name(name):
             s = entry.stat()
             out[name[:-3]] = file_stat(s)
     return out
+
+
+def _task_name(name: str) -> bool:
+    """``name`` (as os.listdir gives it) is a task file's: ``*.md``, not a dot-file, and
+    UTF-8 (a name with undecodable bytes, a surrogate escape here, is no task id and could
+    not be stored in SQLite: the index ignores it; ``ledgit verify`` names it)."""
+    if not name.endswith(".md") or name[0] == "." or len(name) <= 3:
+        return False
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _read_all(tasks_dir: Path | str) -> Iterator[tuple[str, Stat, bytes | OSError]]:
@@ -1195,7 +1216,7 @@ def _read_all(tasks_dir: Path | str) -> Iterator[tuple[str, Stat, bytes | OSErro
         raise _unlisted(tasks_dir, exc) from None
     try:
         for entry in sorted(os.listdir(dfd)):
-            if not entry.endswith(".md") or entry[0] == "." or len(entry) <= 3:
+            if not _task_name(entry):
                 continue
             try:
                 fd = os.open(entry, os.O_RDONLY, dir_fd=dfd)
