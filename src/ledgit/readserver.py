@@ -125,10 +125,9 @@ def run_remote(args: "list[str]") -> "int | None":
         if root is None:
             return None  # the caller reports it
         sock_path = watch.socket_path(private_dir(root, git_dir_for(root)))
-        if sock_path is None:
-            return None
-        line = _request(args, root)
-    except (OSError, ValueError):
+    except OSError:
+        return None
+    if sock_path is None:
         return None
     import _socket
 
@@ -137,7 +136,9 @@ def run_remote(args: "list[str]") -> "int | None":
     except OSError:
         return None
     try:
-        answer = _exchange(sock, sock_path, line)
+        answer = _exchange(sock, sock_path, args, root)
+    except KeyboardInterrupt as exc:
+        return _as_in_process(exc)  # "ledgit: interrupted", 130
     finally:
         sock.close()
     if answer is None:
@@ -146,12 +147,25 @@ def run_remote(args: "list[str]") -> "int | None":
     return _replay(writes, code)
 
 
-def _exchange(sock: "Any", sock_path: str, line: bytes) -> "tuple[int, list[Any]] | None":
-    """Send the request; (exit code, [(stream, text), ...]) or None (no answer)."""
+def _as_in_process(exc: BaseException) -> int:
+    """The exit code (and stderr line) :func:`ledgit.commands.guarded` gives when a command
+    raises ``exc``."""
+    from ledgit.commands import guarded
+
+    def again() -> int:
+        raise exc
+
+    return guarded(again)
+
+
+def _exchange(sock: "Any", sock_path: str, args: "list[str]",
+              root: str) -> "tuple[int, list[Any]] | None":
+    """Connect, send the request, read the answer: (exit code, [(stream, text), ...]), or
+    None (no daemon, a refusal, a timeout, a broken answer). Raises KeyboardInterrupt."""
     try:
         sock.settimeout(CONNECT_TIMEOUT)
-        sock.connect(sock_path)
-        sock.sendall(line)
+        sock.connect(sock_path)  # first: a board without a daemon pays no more than this
+        sock.sendall(_request(args, root))
         if sock.recv(1) != _OFFER:
             return None
         sock.settimeout(RESULT_TIMEOUT)
@@ -168,7 +182,8 @@ def _exchange(sock: "Any", sock_path: str, line: bytes) -> "tuple[int, list[Any]
         if not isinstance(header, dict) or not isinstance(header.get("exit"), int):
             return None  # a refusal, or not the protocol
         sizes = header.get("writes")
-        if not isinstance(sizes, list) or len(sizes) % 2:
+        if not isinstance(sizes, list) or len(sizes) % 2 \
+                or not all(isinstance(n, int) and n >= 0 for n in sizes):
             return None
         total = sum(sizes[1::2])
         body = [rest]
@@ -179,7 +194,7 @@ def _exchange(sock: "Any", sock_path: str, line: bytes) -> "tuple[int, list[Any]
                 return None
             body.append(chunk)
             have += len(chunk)
-    except (OSError, ValueError, TypeError, StopIteration, KeyboardInterrupt):
+    except (OSError, ValueError, TypeError, StopIteration):
         return None  # nothing written yet: the caller reads in-process
     text = b"".join(body)
     writes = []
@@ -210,14 +225,7 @@ def _replay(writes: "list[Any]", code: int) -> int:
                     pass
         sys.stdout.flush()
     except BaseException as exc:  # noqa: BLE001 - guarded decides, as for the command
-        from ledgit.commands import guarded
-
-        error = exc
-
-        def again() -> int:
-            raise error
-
-        return guarded(again)
+        return _as_in_process(exc)
     return int(code)
 
 
