@@ -644,11 +644,16 @@ def test_a_task_dir_entry_whose_name_is_not_utf8_is_no_task(lg: Ledgit) -> None:
     assert verify.code == 2 and "T-\\udcff" in verify.err  # it names the file
 
 
-def test_undecodable_search_text_is_a_usage_error(lg: Ledgit) -> None:
+def test_undecodable_arguments_are_usage_errors(lg: Ledgit) -> None:
     lg.create("Kept")
     res = lg("search", os.fsdecode(b"\xff"))
     assert res.code == 2
-    assert res.err == "ledgit: search text is not valid UTF-8 (it holds undecodable bytes)\n"
+    assert res.err == "ledgit: search TEXT: not valid UTF-8 (it holds undecodable bytes)\n"
+    for args in (["list", "--label"], ["list", "--owner"], ["ready", "--worker"]):
+        res = lg(*args, os.fsdecode(b"\xed\xa0\x80"))
+        assert res.code == 2
+        assert res.err == (f"ledgit: {args[0]} {args[1]}: not valid UTF-8 (it holds "
+                           f"undecodable bytes)\n")
 
 
 def test_output_the_terminal_encoding_cannot_hold_is_escaped(lg: Ledgit) -> None:

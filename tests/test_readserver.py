@@ -96,6 +96,13 @@ def reads(sock: str) -> int:
     return int(ask(sock, None)["reads"])
 
 
+def reads_or_none(sock: str) -> int | None:
+    try:
+        return reads(sock)
+    except OSError:
+        return None
+
+
 def ids(board: Board) -> list[str]:
     return sorted(name[:-3] for name in os.listdir(board.tasks_str)
                   if name.endswith(".md") and name != "T-broken.md")
@@ -289,16 +296,18 @@ def test_a_directory_that_is_not_the_clients_is_refused(board: Board, daemons: D
     request = json.loads(probe(board, "import sys; from ledgit import readserver; "
                                       "sys.stdout.write(readserver._request(['list'], "
                                       f"{board.root_str!r}).decode())").stdout)
-    request["cwd_id"][1] += 1
-    with socket.socket(socket.AF_UNIX) as conn:
-        conn.connect(sock)
-        conn.sendall(json.dumps(request).encode() + b"\n")
-        reply = b""
-        while not reply.endswith(b"\n"):
-            chunk = conn.recv(4096)
-            assert chunk
-            reply += chunk
-    assert reply == b'+{"refused": "another directory"}\n'
+    for key in ("cwd_id", "root_id", "tasks_id"):
+        wrong = json.loads(json.dumps(request))
+        wrong[key][1] += 1
+        with socket.socket(socket.AF_UNIX) as conn:
+            conn.connect(sock)
+            conn.sendall(json.dumps(wrong).encode() + b"\n")
+            reply = b""
+            while not reply.endswith(b"\n"):
+                chunk = conn.recv(4096)
+                assert chunk
+                reply += chunk
+        assert reply == b'+{"refused": "another directory"}\n', key
     assert reads(sock) == 0
 
 
@@ -335,6 +344,47 @@ def test_another_ledgit_is_refused_and_changed_code_ends_the_daemon(
     wait_for(lambda: not alive(pid), "the daemon of the old code to end")
 
 
+def test_a_changed_third_party_module_ends_the_daemon(board: Board, base: str,
+                                                      daemons: Daemons) -> None:
+    import yaml
+
+    copy = Path(base) / "deps"
+    shutil.copytree(Path(yaml.__file__).parent, copy / "yaml",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    sock = start(daemons, board, PYTHONPATH=str(copy))  # a daemon that loaded this PyYAML
+    pid = int(ask(sock, None)["pid"])
+    assert ledgit(["list"], board.root_str, watching=True, PYTHONPATH=str(copy)).returncode == 0
+    assert reads(sock) == 1
+    module = copy / "yaml" / "__init__.py"
+    module.write_text(module.read_text(encoding="utf-8") + "\n# upgraded\n", encoding="utf-8")
+    again = ledgit(["list"], board.root_str, watching=True, PYTHONPATH=str(copy))
+    assert again.returncode == 0 and b"Fix the dialer" in again.stdout
+    wait_for(lambda: not alive(pid), "the daemon of the old PyYAML to end")
+
+
+def test_readers_of_other_settings_replace_the_daemon(board: Board, daemons: Daemons) -> None:
+    """A daemon started by a reader with PYTHONWARNINGS set refuses ordinary readers; after
+    REFUSALS_BEFORE_EXIT of them it ends (their next read starts one of theirs). And spawn
+    does not pass such per-invocation settings on."""
+    sock = start(daemons, board, PYTHONWARNINGS="ignore")
+    pid = int(ask(sock, None)["pid"])
+    for _ in range(readserver.REFUSALS_BEFORE_EXIT):
+        assert ledgit(["list"], board.root_str, watching=True).returncode == 0
+    wait_for(lambda: not alive(pid), "the daemon of other settings to end")
+    assert reads_or_none(sock) is None
+    # A reader with PYTHONWARNINGS set starts a daemon that serves ordinary readers (the
+    # fixture kills it: its command line holds the test's directory).
+    spawned = subprocess.run(
+        [sys.executable, "-c", "from ledgit import watch; "
+                               f"watch.spawn({board.tasks_str!r}, {sock!r})"],
+        cwd=board.root_str, env=env(True, PYTHONWARNINGS="ignore"), capture_output=True,
+        timeout=60, check=False)
+    wait_for(lambda: reads_or_none(sock) is not None, "the spawned daemon")
+    assert ledgit(["list"], board.root_str, watching=True).returncode == 0
+    assert reads(sock) == 1
+    assert spawned.returncode == 0
+
+
 def test_reads_list_matches_the_entry_point() -> None:
     import ledgit.__main__ as entry
 
@@ -349,6 +399,18 @@ def test_a_remote_read_keeps_sqlite_and_the_board_out_of_the_client(board: Board
                        "'ledgit.index' in sys.modules, file=sys.stderr)")
     assert out.stderr.splitlines()[-1].split() == [b"0", b"False", b"False", b"False"]
     assert b"Fix the dialer" in out.stdout
+    assert reads(sock) == 1
+
+
+def test_a_minimal_stream_object_of_a_caller_is_enough(board: Board, daemons: Daemons) -> None:
+    sock = start(daemons, board)
+    out = probe(board, "import sys\nclass Tee:\n    def __init__(self): self.text = []\n"
+                       "    def write(self, t): self.text.append(t); return len(t)\n"
+                       "    def flush(self): pass\n"
+                       "tee = Tee(); sys.stdout = tee\nfrom ledgit.__main__ import run\n"
+                       "code = run(['list'])\nsys.stdout = sys.__stdout__\n"
+                       "print(code, ''.join(tee.text).count('Fix the dialer'))")
+    assert out.stdout.split() == [b"0", b"1"]
     assert reads(sock) == 1
 
 

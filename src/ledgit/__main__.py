@@ -21,10 +21,12 @@ _REMOTE_READS = ("get", "list", "search", "ready")
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with its code (DESIGN §9 exit codes). A character that stdout's
     encoding cannot hold (``LC_ALL=C``, ``PYTHONIOENCODING=latin-1``, a file name with
-    undecodable bytes) is written as a backslash escape instead of ending the command."""
+    undecodable bytes) is written as a backslash escape instead of ending the command
+    (stdout's error handler ``strict`` or ``surrogateescape`` becomes ``backslashreplace``)."""
     stdout = sys.stdout
     reconfigure = getattr(stdout, "reconfigure", None)
-    if reconfigure is not None and stdout.errors == "strict" and not stdout.closed:
+    if reconfigure is not None and stdout.errors in ("strict", "surrogateescape") \
+            and not stdout.closed:
         reconfigure(errors="backslashreplace")
     sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
 

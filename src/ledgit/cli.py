@@ -34,6 +34,7 @@ from ledgit.commands import (
     guarded,
     report_problems,
     resolve_ids,
+    run_spec,
 )
 from ledgit.commands import _board as _board
 from ledgit.errors import OK, USAGE
@@ -193,11 +194,8 @@ def click_param(param: Param) -> Callable[[F], F]:
 def click_command(spec: Spec) -> click.Command:
     """The click command for ``spec``: its parameters, its function's docstring as help, and
     the function as callback (it returns the exit code)."""
-    module_name, _, attr = spec.run.partition(":")
-
     def callback(**values: Any) -> int:
-        function = getattr(importlib.import_module(module_name), attr)
-        return int(function(**values))
+        return run_spec(spec, values)
 
     for param in reversed(spec.params):
         callback = click_param(param)(callback)

@@ -85,7 +85,19 @@ def guarded(call: Callable[[], int]) -> int:
 
 
 def run_spec(spec: Spec, values: dict[str, Any]) -> int:
-    """Call ``spec``'s function with the parsed keywords; returns its exit code."""
+    """Call ``spec``'s function with the parsed keywords; returns its exit code. Raises
+    LedgitError exit 2 for an argument that is not valid UTF-8 (undecodable bytes on the
+    command line: no task holds them, and SQLite could not be asked about them)."""
+    for param in spec.params:
+        value = values.get(param.dest)
+        for text in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(text, str) and not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    name = param.flag.upper() if param.kind == ARG else param.flag
+                    raise LedgitError(f"{spec.name[-1]} {name}: not valid UTF-8 (it holds "
+                                      f"undecodable bytes)", USAGE) from None
     module_name, _, attr = spec.run.partition(":")
     module = sys.modules.get(module_name)
     if module is None:
@@ -128,7 +140,7 @@ def err(line: str) -> None:
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
-    except (BrokenPipeError, ValueError):
+    except (OSError, ValueError):  # a closed or full stderr: the exit code still tells
         pass
 
 

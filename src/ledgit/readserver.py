@@ -165,6 +165,8 @@ def _exchange(sock: "Any", sock_path: str, args: "list[str]",
     try:
         sock.settimeout(CONNECT_TIMEOUT)
         sock.connect(sock_path)  # first: a board without a daemon pays no more than this
+        if os.stat(sock_path).st_uid != os.geteuid():
+            return None  # another user's daemon (root's, say): never theirs to answer
         sock.sendall(_request(args, root))
         if sock.recv(1) != _OFFER:
             return None
@@ -237,15 +239,18 @@ def _request(args: "list[str]", root: str) -> bytes:
     umask = os.umask(0o022)
     os.umask(umask)
     env = ",".join(enc(k) + ":" + enc(v) for k, v in os.environ.items())
-    streams = ",".join(f"[{enc(s.encoding or 'utf-8')},{enc(s.errors or 'strict')},"
+    streams = ",".join(f"[{enc(getattr(s, 'encoding', None) or 'utf-8')},"
+                       f"{enc(getattr(s, 'errors', None) or 'strict')},"
                        f"{'true' if _isatty(s) else 'false'}]"
                        for s in (sys.stdout, sys.stderr))
     argv0 = sys.argv[0] if sys.argv else "ledgit"
     cwd = os.getcwd()
     here, top = os.stat(cwd), os.stat(root)
+    tasks = os.stat(os.path.join(root, ".ledgit", "tasks"))
     text = (f'{{"run":[{",".join(enc(a) for a in args)}],"code":{enc(code_identity())},'
             f'"cwd":{enc(cwd)},"cwd_id":[{here.st_dev},{here.st_ino}],'
             f'"root":{enc(root)},"root_id":[{top.st_dev},{top.st_ino}],'
+            f'"tasks_id":[{tasks.st_dev},{tasks.st_ino}],'
             f'"umask":{umask},"argv0":{enc(argv0)},'
             f'"streams":[{streams}],"env":{{{env}}}}}\n')
     return text.encode("ascii")
@@ -263,14 +268,18 @@ def _isatty(stream: "Any") -> bool:
 _identity: "str | None" = None  # this daemon's code_identity(), taken before its imports
 _interpreter_id: "str | None" = None
 _package: "str | None" = None
-_dependencies: "list[tuple[str, int, int]]" = []  # _third_party_files() after the preload
+_dependencies: "dict[str, tuple[int, int]]" = {}  # module file -> (size, mtime ns) first seen
+_module_count = [0]  # len(sys.modules) when _dependencies was last extended
+_refused = [0]  # clients of other code refused in a row
+REFUSALS_BEFORE_EXIT = 3
 _baseline: "list[int]" = []  # open descriptors after the preload
 _LEAK_LIMIT = 16  # more descriptors open after a read than that: the daemon ends
 
 # What a read imports, loaded once in the daemon.
 PRELOAD = ("ledgit.__main__", "ledgit.argspec", "ledgit.commands", "ledgit.board",
            "ledgit.index", "ledgit.readout", "ledgit.lifecycle", "ledgit.config",
-           "ledgit.errors", "ledgit.watch", "_sqlite3", "_json", "encodings.ascii", "json")
+           "ledgit.errors", "ledgit.watch", "ledgit.record", "ledgit.canonjson", "yaml",
+           "_sqlite3", "_json", "encodings.ascii", "json")
 
 
 def prepare() -> None:
@@ -289,7 +298,9 @@ def prepare() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001,S112 - the read will import (and report) it
             continue
-    _dependencies[:] = _third_party_files()
+    _dependencies.clear()
+    _dependencies.update((path, (size, mtime)) for path, size, mtime in _third_party_files())
+    _module_count[0] = len(sys.modules)
     _baseline[:] = [_open_descriptors()]
 
 
@@ -307,13 +318,14 @@ def serve_run(daemon: "Any", conn: "Any", line: bytes) -> None:
         message = json.loads(line)
     except ValueError:
         message = None
-    refusal = _refusal(daemon, message)
+    refusal = _refusal(daemon, conn, message)
     writes: list[tuple[int, str]] = []
     code = None if refusal else _as_client(daemon, message, writes)
     if code is None:
         conn.sendall(b'{"refused": "%s"}\n' % (refusal or "another directory").encode())
         return
     daemon.reads += 1
+    _refused[0] = 0
     if _open_descriptors() > _baseline[0] + _LEAK_LIMIT:
         daemon.stop = "descriptor leak"
     payload = [text.encode("utf-8", "surrogatepass") for _stream, text in writes]
@@ -322,15 +334,23 @@ def serve_run(daemon: "Any", conn: "Any", line: bytes) -> None:
     conn.sendall(b'{"exit": %d, "writes": [%s]}\n' % (code, sizes.encode()) + b"".join(payload))
 
 
-def _refusal(daemon: "Any", message: "Any") -> "str | None":
-    """Why the daemon will not run this request, or None."""
+def _refusal(daemon: "Any", conn: "Any", message: "Any") -> "str | None":
+    """Why the daemon will not run this request, or None. A daemon that has refused
+    :data:`REFUSALS_BEFORE_EXIT` clients of other code in a row, serving none, ends: the
+    readers of this worktree run another interpreter or ledgit than the one that happened
+    to start it, and the next read starts one of theirs."""
     if not isinstance(message, dict) or not _valid(message):
         return "bad request"
+    if not _same_user(conn):
+        return "another user"
     if message["code"] != _identity:
         if message["code"].split("\n", 2)[:2] == [_interpreter_id, _package]:
             daemon.stop = "stale code"  # same interpreter and path, files changed
+        _refused[0] += 1
+        if _refused[0] >= REFUSALS_BEFORE_EXIT:
+            daemon.stop = "clients of other code"
         return "other code"
-    if _stats([path for path, _size, _mtime in _dependencies]) != _dependencies:
+    if not _dependencies_unchanged():
         daemon.stop = "stale code"
         return "other code"
     from ledgit.argspec import find, parse
@@ -344,7 +364,7 @@ def _refusal(daemon: "Any", message: "Any") -> "str | None":
 
 def _valid(message: "dict[str, Any]") -> bool:
     run, env, streams = message.get("run"), message.get("env"), message.get("streams")
-    ids = (message.get("cwd_id"), message.get("root_id"))
+    ids = (message.get("cwd_id"), message.get("root_id"), message.get("tasks_id"))
     return (isinstance(run, list) and bool(run) and all(isinstance(a, str) for a in run)
             and run[0] in READS
             and isinstance(message.get("code"), str) and isinstance(message.get("cwd"), str)
@@ -363,8 +383,9 @@ def _as_client(daemon: "Any", message: "dict[str, Any]",
     """Run ``message["run"]`` through :func:`ledgit.__main__.run` with the client's
     environment, working directory, umask and argv, and streams that record into
     ``writes``; put the daemon's own back afterwards. The exit code, or None when the
-    client's directory or board root is not the same directory here (another mount
-    namespace, a path changed in between)."""
+    client's directory or board root is not the same directory here, or its tasks directory
+    is not the one this daemon watches (another mount namespace, a path changed in
+    between)."""
     import contextlib
     import time
 
@@ -385,8 +406,9 @@ def _as_client(daemon: "Any", message: "dict[str, Any]",
         except OSError:
             return None
         if [here.st_dev, here.st_ino] != message["cwd_id"] \
-                or [top.st_dev, top.st_ino] != message["root_id"]:
-            return None
+                or [top.st_dev, top.st_ino] != message["root_id"] \
+                or tuple(message["tasks_id"]) != tuple(daemon.tasks_id):
+            return None  # not the directories, or not the tasks, this daemon watches
         sys.argv = [message["argv0"], *message["run"]]
         (out_enc, out_err, out_tty), (err_enc, err_err, err_tty) = message["streams"]
         sys.stdout = _Recorder(1, writes, out_enc, out_err, out_tty)
@@ -438,6 +460,24 @@ class _Recorder:
         return True
 
 
+def _dependencies_unchanged() -> bool:
+    """Whether every module file noted so far is as it was when first noted (modules loaded
+    since the last call are noted now, as they are)."""
+    if len(sys.modules) != _module_count[0]:
+        _module_count[0] = len(sys.modules)
+        for path, size, mtime in _third_party_files():
+            _dependencies.setdefault(path, (size, mtime))
+    for path, (size, mtime) in _dependencies.items():
+        try:
+            st = os.stat(path)
+            now = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            now = (-1, -1)
+        if now != (size, mtime):
+            return False
+    return True
+
+
 def _third_party_files() -> "list[tuple[str, int, int]]":
     """(path, size, mtime ns) of the file of every loaded module outside the standard
     library (ledgit's and PyYAML's, wherever they were found: a site-packages directory,
@@ -446,21 +486,33 @@ def _third_party_files() -> "list[tuple[str, int, int]]":
 
     std = tuple(os.path.join(sysconfig.get_paths()[k], "")
                 for k in ("stdlib", "platstdlib"))
-    paths = {path for module in list(sys.modules.values())
-             if isinstance(path := getattr(module, "__file__", None), str)
-             and (not path.startswith(std) or "site-packages" in path)}
-    return _stats(sorted(paths))
-
-
-def _stats(paths: "list[str]") -> "list[tuple[str, int, int]]":
     found = []
-    for path in paths:
+    for path in sorted({path for module in list(sys.modules.values())
+                        if isinstance(path := getattr(module, "__file__", None), str)
+                        and (not path.startswith(std) or "site-packages" in path)}):
         try:
             st = os.stat(path)
             found.append((path, st.st_size, st.st_mtime_ns))
         except OSError:
             found.append((path, -1, -1))
     return found
+
+
+def _same_user(conn: "Any") -> bool:
+    """The connected client runs as this daemon's user and group (SO_PEERCRED, unix(7));
+    True where the credentials cannot be read (then the socket's 0600 mode decides)."""
+    import socket
+    import struct
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    try:
+        _pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option,
+                                                             struct.calcsize("3i")))
+    except OSError:
+        return True
+    return bool(uid == os.geteuid() and gid == os.getegid())
 
 
 def _open_descriptors() -> int:

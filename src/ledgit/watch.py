@@ -216,6 +216,14 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
     (default :data:`DEFAULT_IDLE`). It answers a few tens of milliseconds later (Python start
     up); queries before that return None.
 
+    Nothing is started when ``socket_path`` is another user's (their daemon: ours could not
+    bind it), or when another start for it began less than :data:`SPAWN_GRACE` seconds ago
+    (a marker file ``<socket>.spawn``: many readers at once start one daemon, not one
+    each). The daemon gets the caller's environment without the variables that set Python's
+    warnings, dev mode, optimisation or safe path (``PYTHONWARNINGS``...): they belong to
+    the caller's invocation, and would make the daemon refuse every ordinary reader
+    (:mod:`ledgit.readserver` serves only clients of its own interpreter settings).
+
     Imports :mod:`subprocess` (here only). Never raises OSError (a watcher is an
     optimisation): a failed start is silently dropped.
     """
@@ -226,12 +234,20 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
 
     if _local is not None:
         return  # a read run inside a daemon never starts another one
+    sock = os.path.abspath(socket_path)
+    try:
+        if os.lstat(sock).st_uid != os.geteuid():
+            return
+    except OSError:
+        pass
+    if not _claim_spawn(sock + ".spawn"):
+        return
     _spawned[:] = [p for p in _spawned if p.poll() is None]  # reap finished daemons
     args = [sys.executable, "-m", "ledgit.watch", "serve",
             os.path.abspath(tasks_dir), os.path.abspath(socket_path), "--serve-reads"]
     if idle is not None:
         args += ["--idle", repr(float(idle))]
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in _INVOCATION_VARIABLES}
     # The daemon imports this same ledgit even when it was found through the working
     # directory or a relative PYTHONPATH entry (the daemon runs in "/"). A site-packages
     # directory is never put on PYTHONPATH (it would come before the standard library).
@@ -245,6 +261,35 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, cwd="/", env=env, close_fds=True,
             start_new_session=True))
+
+
+SPAWN_GRACE = 5.0  # seconds a start marker keeps other starts away
+# Python settings of one invocation, not passed on to a daemon (see spawn).
+_INVOCATION_VARIABLES = frozenset(("PYTHONWARNINGS", "PYTHONDEVMODE", "PYTHONOPTIMIZE",
+                                   "PYTHONSAFEPATH", "PYTHONINSPECT", "PYTHONVERBOSE",
+                                   "PYTHONDEBUG", "PYTHONBREAKPOINT", "PYTHONPROFILEIMPORTTIME",
+                                   "PYTHONTRACEMALLOC", "PYTHONFAULTHANDLER"))
+
+
+def _claim_spawn(marker: str) -> bool:
+    """True for the one caller that may start a daemon now: it creates ``marker`` (or
+    finds one older than :data:`SPAWN_GRACE` seconds and renews it)."""
+    import time
+
+    now = time.time()
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return True
+    except FileExistsError:
+        try:
+            if now - os.stat(marker).st_mtime < SPAWN_GRACE:
+                return False
+            os.utime(marker)
+            return True
+        except OSError:
+            return False
+    except OSError:
+        return True  # no marker possible (a read-only directory): start anyway
 
 
 # --------------------------------------------------------------------------- daemon
@@ -618,6 +663,7 @@ class _Daemon:
                         self.check_socket()
 
     def run(self) -> int:
+        import contextlib
         import signal
 
         def on_signal(signum: int, frame: object) -> None:
@@ -629,7 +675,10 @@ class _Daemon:
         try:
             try:
                 self.open_inotify()
-                if not self.bind():
+                bound = self.bind()
+                with contextlib.suppress(OSError):  # starting is over: let others start
+                    os.unlink(self.sock_path + ".spawn")
+                if not bound:
                     return 0  # another daemon serves this socket
                 # Watch the socket's directory too: the socket file removed or replaced
                 # (e.g. by a daemon that found it dead) ends this daemon promptly.
