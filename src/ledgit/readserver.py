@@ -480,16 +480,19 @@ def _dependencies_unchanged() -> bool:
 
 def _third_party_files() -> "list[tuple[str, int, int]]":
     """(path, size, mtime ns) of the file of every loaded module outside the standard
-    library (ledgit's and PyYAML's, wherever they were found: a site-packages directory,
-    ``PYTHONPATH``, a checkout); a file that cannot be stat-ed counts as (-1, -1)."""
+    library and outside ledgit's package (which :func:`code_identity` covers): PyYAML's,
+    wherever it was found (a site-packages directory, ``PYTHONPATH``, a checkout); a file
+    that cannot be stat-ed counts as (-1, -1)."""
     import sysconfig
 
     std = tuple(os.path.join(sysconfig.get_paths()[k], "")
                 for k in ("stdlib", "platstdlib"))
+    own = os.path.join(_package or "", "")  # ledgit's own files: the code identity's
     found = []
     for path in sorted({path for module in list(sys.modules.values())
                         if isinstance(path := getattr(module, "__file__", None), str)
-                        and (not path.startswith(std) or "site-packages" in path)}):
+                        and (not path.startswith(std) or "site-packages" in path)
+                        and not path.startswith(own)}):
         try:
             st = os.stat(path)
             found.append((path, st.st_size, st.st_mtime_ns))
