@@ -763,8 +763,6 @@ class Board:
         """The history's bytes (None when missing) after fixing a last line without its
         newline: a whole event gets the newline, a torn one (a crash mid-append, never
         acknowledged) is cut off. Caller holds the lock. Returns (data, what was done)."""
-        import json
-
         path = self.history_file(task_id)
         refuse_link(self, path)
         try:
@@ -775,6 +773,8 @@ class Board:
         if not data or data.endswith(b"\n"):
             return data, None
         cut = data.rfind(b"\n") + 1
+        import json  # only for a last line without its newline (a crash mid-append)
+
         try:
             whole = isinstance(json.loads(data[cut:]), dict)
         except (ValueError, RecursionError):  # RecursionError: nested too deeply

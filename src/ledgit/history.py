@@ -11,9 +11,7 @@ the new state ``{"fields": ..., "body": ...}``; ``before``/``after`` are record 
 
 from __future__ import annotations
 
-import json
-
-from ledgit.canonjson import plain_encoder
+from ledgit.canonjson import loads, plain_encoder, scanner
 from ledgit.record import (
     MAX_RECORD_BYTES,
     Record,
@@ -30,7 +28,7 @@ MERGE_OP = "merge"
 
 TYPE_CHECKING = False  # typing/dataclasses are not imported at run time (DESIGN §10)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
     Event = dict[str, Any]
@@ -217,7 +215,7 @@ def _parse_lines(text: str | bytes, task: str) -> list[tuple[str, Event]]:
             continue
         _check_size(line, task, n)
         try:
-            event = json.loads(line)
+            event = loads(line)  # = json.loads (the C scanner for one whole value)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise HistoryError(Problem(task, n, "parse", _not_json(exc))) from None
         _check_depth(line, event, task, n)
@@ -232,15 +230,14 @@ def _parse_lines(text: str | bytes, task: str) -> list[tuple[str, Event]]:
 def _read_events(text: str | bytes, task: str
                  ) -> tuple[list[int], list[str], list[Event], set[int]]:
     """:func:`_parse_lines` for :func:`verify`: (line numbers, line texts, events without
-    ``_line``, numbers of the lines holding a float). Lines are decoded by :data:`_STRICT`;
+    ``_line``, numbers of the lines holding a float). Lines are decoded by :data:`_strict_scan`;
     one holding a float literal (or NaN, Infinity) is decoded again by json.loads and named
     in the set, so every other event holds no float at any depth. Raises HistoryError."""
     numbers: list[int] = []
     raws: list[str] = []
     events: list[Event] = []
     floats: set[int] = set()
-    decode = _STRICT.decode
-    scan: Callable[[str, int], tuple[Any, int]] = _STRICT.scan_once  # type: ignore[attr-defined]
+    scan = _strict_scan
     required, allowed = _REQUIRED_KEYS, EVENT_KEYS
     if isinstance(text, bytes):
         lines: Iterable[str | bytes] = text.split(b"\n")
@@ -272,8 +269,10 @@ def _read_events(text: str | bytes, task: str
                 except StopIteration:
                     end = -1
                 if end != len(line):  # anything else: the decoder, for its result or error
-                    event = decode(line)
+                    event = _strict_decode(line)
             except _FloatFound:
+                import json
+
                 event = json.loads(line)
                 floats.add(n)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
@@ -301,17 +300,26 @@ _REQUIRED_KEYS = frozenset(("id", "parents", "at", "actor", "op", "patch", "afte
 
 
 class _FloatFound(Exception):
-    """Raised by :data:`_STRICT` at a float literal (not a ValueError: not a parse error)."""
+    """Raised by :data:`_strict_scan` at a float literal (not a ValueError: not a parse error)."""
 
 
 def _no_float(text: str) -> Any:
     raise _FloatFound(text)
 
 
-# Decodes exactly like json.loads, except that a float literal (or NaN, Infinity, -Infinity)
-# raises _FloatFound: what it returns holds no float, so it can be hashed without
-# record.canonical_json's walk (see _ENCODE).
-_STRICT = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float)
+# Scans exactly like json.JSONDecoder().scan_once, except that a float literal (or NaN,
+# Infinity, -Infinity) raises _FloatFound: what it returns holds no float, so it can be
+# hashed without record.canonical_json's walk (see _ENCODE).
+_strict_scan = scanner(parse_float=_no_float, parse_constant=_no_float)
+
+
+def _strict_decode(line: str) -> Any:
+    """``json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float).decode(line)``:
+    a line the scanner alone did not take (whitespace around, extra data, an error to
+    word); imports json."""
+    import json
+
+    return json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float).decode(line)
 
 
 _ENCODE = plain_encoder()  # canonical_json without its float walk (see _STRICT)

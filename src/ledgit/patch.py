@@ -54,11 +54,15 @@ def fast_patch(before: Mapping[str, Any], after: Mapping[str, Any]
     except _Unsupported:
         return None
     if moved:
-        from json import dumps
+        # jsonpatch pairs a removed and an added value equal as json.dumps(sort_keys=True)
+        # text into a move; canonical JSON text is equal exactly then (both sort keys and
+        # differ only in separators and escaping; what it refuses goes to jsonpatch).
+        from ledgit.canonjson import plain_encoder
 
+        dumps = plain_encoder()
         try:
-            removed = {dumps(v, sort_keys=True) for kind, v in moved if kind == "remove"}
-            if any(dumps(v, sort_keys=True) in removed for kind, v in moved if kind == "add"):
+            removed = {dumps(v) for kind, v in moved if kind == "remove"}
+            if any(dumps(v) in removed for kind, v in moved if kind == "add"):
                 return None
         except (TypeError, ValueError, RecursionError):
             return None

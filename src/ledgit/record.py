@@ -12,7 +12,6 @@ the Markdown text (LF line ends; empty or ending with ``\\n``). Format: docs/for
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 
@@ -123,8 +122,15 @@ def canonical_json(value: Any) -> bytes:
     Raises ValueError on a float (hashed content holds none).
     """
     _reject_floats(value)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    global _encode
+    if _encode is None:
+        from ledgit.canonjson import plain_encoder
+
+        _encode = plain_encoder()
+    return _encode(value).encode("utf-8")
+
+
+_encode: Callable[[Any], str] | None = None  # canonjson.plain_encoder(), made on first use
 
 
 def _reject_floats(value: Any) -> None:
