@@ -316,7 +316,7 @@ def serve_run(daemon: "Any", conn: "Any", line: bytes) -> None:
     conn.sendall(_OFFER)  # fails (EPIPE) for a client that has given up waiting: run nothing
     try:
         message = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
         message = None
     refusal = _refusal(daemon, conn, message)
     writes: list[tuple[int, str]] = []
