@@ -107,9 +107,9 @@ def run_remote(args: "list[str]") -> "int | None":
     :data:`CONNECT_TIMEOUT` (busy, stopped) or does not finish within
     :data:`RESULT_TIMEOUT`, refuses (another interpreter or ledgit, a command line for
     click, another directory behind the same path) or the connection fails. Never raises
-    for those. The replay runs under :func:`ledgit.commands.guarded`, as the command itself
-    does in-process: a closed pipe, an unencodable character or a full disk end it the same
-    way."""
+    for those. An error while the output is replayed (a closed pipe, an unencodable
+    character, a full disk) goes to :func:`ledgit.commands.guarded`, as the command's own
+    would in-process (:func:`_replay`)."""
     if _serving or not args or args[0] not in READS:
         return None
     if sys.stdout is None or sys.stderr is None:
@@ -223,7 +223,7 @@ def _replay(writes: "list[Any]", code: int) -> int:
                 try:
                     sys.stderr.write(text)
                     sys.stderr.flush()
-                except (BrokenPipeError, ValueError):
+                except (OSError, ValueError):  # = commands.err: a closed or full stderr
                     pass
         sys.stdout.flush()
     except BaseException as exc:  # noqa: BLE001 - guarded decides, as for the command

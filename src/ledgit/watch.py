@@ -321,36 +321,20 @@ _GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED
 MAX_NAMES = 100_000  # more remembered names than this: forget them all (a reset)
 _REQUEST_TIMEOUT = 2.0  # seconds a client may take to send its request
 _MAX_REQUEST = 1 << 20  # bytes (a read request carries the client's environment)
-_FDS_SPACE = 64  # ancillary bytes for SCM_RIGHTS: CMSG_SPACE of a few ints (unix(7))
 _LOCK_WAIT = 5.0  # seconds to wait for the start/stop lock before giving up
 
 
-def read_request(conn: "Any", fds: "list[int]") -> bytes:
+def read_request(conn: "Any") -> bytes:
     """One request line from ``conn`` (without its newline; at most :data:`_MAX_REQUEST`
-    bytes are read), appending to ``fds`` every descriptor passed with it (SCM_RIGHTS): the
-    caller owns and closes them. Raises OSError (e.g. a timeout)."""
+    bytes are read; descriptors a client might pass along are dropped by the kernel, no
+    ancillary buffer being offered). Raises OSError (e.g. a timeout)."""
     data = b""
     while b"\n" not in data and len(data) <= _MAX_REQUEST:
-        chunk, ancillary, _flags, _addr = conn.recvmsg(_MAX_REPLY_CHUNK, _FDS_SPACE)
-        fds.extend(_received_fds(ancillary))
+        chunk = conn.recv(_MAX_REPLY_CHUNK)
         if not chunk:
             break
         data += chunk
     return data.split(b"\n", 1)[0]
-
-
-def _received_fds(ancillary: "list[tuple[int, int, bytes]]") -> "list[int]":
-    """The descriptors of SCM_RIGHTS messages in ``recvmsg``'s ancillary data (unix(7))."""
-    import socket
-    import sys
-
-    fds: list[int] = []
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(data) - len(data) % 4
-            fds.extend(int.from_bytes(data[i:i + 4], sys.byteorder, signed=True)
-                       for i in range(0, usable, 4))
-    return fds
 
 
 _EVENT: "Any" = None  # struct.Struct of the inotify_event header, made when a daemon starts
@@ -616,10 +600,9 @@ class _Daemon:
         return (st.st_dev, st.st_ino) == self.sock_id
 
     def serve_connection(self, conn: "Any") -> None:
-        fds: list[int] = []
         try:
             conn.settimeout(_REQUEST_TIMEOUT)
-            line = read_request(conn, fds)
+            line = read_request(conn)
             if line.startswith(b'{"run"') and self.serve_reads:
                 from ledgit.readserver import serve_run
 
@@ -629,8 +612,6 @@ class _Daemon:
         except OSError:
             pass
         finally:
-            for fd in fds:  # none expected with a request line
-                os.close(fd)
             conn.close()
 
     def loop(self) -> None:
