@@ -648,12 +648,13 @@ def test_undecodable_arguments_are_usage_errors(lg: Ledgit) -> None:
     lg.create("Kept")
     res = lg("search", os.fsdecode(b"\xff"))
     assert res.code == 2
-    assert res.err == "ledgit: search TEXT: not valid UTF-8 (it holds undecodable bytes)\n"
+    assert res.err == ("ledgit: search TEXT: holds bytes that cannot be decoded (not UTF-8, "
+                       "or not this locale's encoding)\n")
     for args in (["list", "--label"], ["list", "--owner"], ["ready", "--worker"]):
         res = lg(*args, os.fsdecode(b"\xed\xa0\x80"))
         assert res.code == 2
-        assert res.err == (f"ledgit: {args[0]} {args[1]}: not valid UTF-8 (it holds "
-                           f"undecodable bytes)\n")
+        assert res.err == (f"ledgit: {args[0]} {args[1]}: holds bytes that cannot be "
+                           f"decoded (not UTF-8, or not this locale's encoding)\n")
 
 
 def test_output_the_terminal_encoding_cannot_hold_is_escaped(lg: Ledgit) -> None:

@@ -428,3 +428,37 @@ def test_output_captured_inside_the_process_stays_there(board: Board, daemons: D
     lines = ordered.stdout.splitlines()
     assert lines[0] == b"HEADER" and lines[-1] == b"FOOTER" and len(lines) == 5
     assert reads(sock) == 2
+
+
+def test_starting_a_daemon_prints_nothing_even_with_warnings_on(board: Board,
+                                                                daemons: Daemons) -> None:
+    """spawn leaves no Popen behind to warn about a running child at exit (a read's stderr
+    under -W error or -X dev would otherwise differ from the in-process read's)."""
+    sock = watch.socket_path(board.private_str)
+    assert sock is not None
+    os.makedirs(board.private_str, exist_ok=True)
+    out = subprocess.run([sys.executable, "-W", "error", "-X", "dev", "-c",
+                          "from ledgit import watch; "
+                          f"watch.spawn({board.tasks_str!r}, {sock!r})"],
+                         cwd=board.root_str, env=env(True), capture_output=True, timeout=60,
+                         check=False)
+    assert (out.returncode, out.stderr) == (0, b"")
+    wait_for(lambda: reads_or_none(sock) is not None, "the spawned daemon")
+
+
+def test_readers_a_daemon_could_never_serve_do_not_replace_it(board: Board,
+                                                              daemons: Daemons) -> None:
+    """python -O readers are refused (another interpreter setting) and read in-process; a
+    daemon they started could not serve them either, so they do not end this one."""
+    sock = start(daemons, board)
+    pid = int(ask(sock, None)["pid"])
+    local = ledgit(["list"], board.root_str, watching=False)
+    for _ in range(readserver.REFUSALS_BEFORE_EXIT + 2):
+        flagged = subprocess.run([sys.executable, "-O", "-m", "ledgit", "list"],
+                                 cwd=board.root_str, env=env(True), capture_output=True,
+                                 timeout=60, check=False)
+        assert (flagged.returncode, flagged.stdout, flagged.stderr) == \
+            (local.returncode, local.stdout, local.stderr)
+    assert int(ask(sock, None)["pid"]) == pid and reads(sock) == 0
+    assert ledgit(["list"], board.root_str, watching=True).stdout == local.stdout
+    assert reads(sock) == 1

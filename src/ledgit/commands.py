@@ -86,8 +86,8 @@ def guarded(call: Callable[[], int]) -> int:
 
 def run_spec(spec: Spec, values: dict[str, Any]) -> int:
     """Call ``spec``'s function with the parsed keywords; returns its exit code. Raises
-    LedgitError exit 2 for an argument that is not valid UTF-8 (undecodable bytes on the
-    command line: no task holds them, and SQLite could not be asked about them)."""
+    LedgitError exit 2 for an argument holding bytes the locale could not decode (surrogate
+    escapes: no task holds them, and SQLite could not be asked about them)."""
     for param in spec.params:
         value = values.get(param.dest)
         for text in value if isinstance(value, (tuple, list)) else (value,):
@@ -96,8 +96,9 @@ def run_spec(spec: Spec, values: dict[str, Any]) -> int:
                     text.encode("utf-8")
                 except UnicodeEncodeError:
                     name = param.flag.upper() if param.kind == ARG else param.flag
-                    raise LedgitError(f"{spec.name[-1]} {name}: not valid UTF-8 (it holds "
-                                      f"undecodable bytes)", USAGE) from None
+                    raise LedgitError(f"{spec.name[-1]} {name}: holds bytes that cannot be "
+                                      f"decoded (not UTF-8, or not this locale's encoding)",
+                                      USAGE) from None
     module_name, _, attr = spec.run.partition(":")
     module = sys.modules.get(module_name)
     if module is None:

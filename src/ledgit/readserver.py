@@ -252,8 +252,19 @@ def _request(args: "list[str]", root: str) -> bytes:
             f'"root":{enc(root)},"root_id":[{top.st_dev},{top.st_ino}],'
             f'"tasks_id":[{tasks.st_dev},{tasks.st_ino}],'
             f'"umask":{umask},"argv0":{enc(argv0)},'
+            f'"spawnable":{"true" if _spawnable() else "false"},'
             f'"streams":[{streams}],"env":{{{env}}}}}\n')
     return text.encode("ascii")
+
+
+def _spawnable() -> bool:
+    """Whether a daemon this client starts (``watch.spawn``: the same interpreter, no
+    command-line flags, no per-invocation Python variables) would have its interpreter
+    settings: no ``-O``, ``-X dev``, ``-W``, ``-I``/``-E``/``-s``/``-S``/``-P``, ``-b``."""
+    f = sys.flags
+    return not (f.optimize or f.dev_mode or sys.warnoptions or f.isolated
+                or f.ignore_environment or f.no_site or f.no_user_site or f.bytes_warning
+                or getattr(f, "safe_path", False) or f.int_max_str_digits != -1)
 
 
 def _isatty(stream: "Any") -> bool:
@@ -338,7 +349,9 @@ def _refusal(daemon: "Any", conn: "Any", message: "Any") -> "str | None":
     """Why the daemon will not run this request, or None. A daemon that has refused
     :data:`REFUSALS_BEFORE_EXIT` clients of other code in a row, serving none, ends: the
     readers of this worktree run another interpreter or ledgit than the one that happened
-    to start it, and the next read starts one of theirs."""
+    to start it, and the next read starts one of theirs. Only clients whose own start
+    would give a daemon of their settings count (``spawnable``: not ``python -O``, say,
+    which no daemon started by ``spawn`` could serve)."""
     if not isinstance(message, dict) or not _valid(message):
         return "bad request"
     if not _same_user(conn):
@@ -346,9 +359,10 @@ def _refusal(daemon: "Any", conn: "Any", message: "Any") -> "str | None":
     if message["code"] != _identity:
         if message["code"].split("\n", 2)[:2] == [_interpreter_id, _package]:
             daemon.stop = "stale code"  # same interpreter and path, files changed
-        _refused[0] += 1
-        if _refused[0] >= REFUSALS_BEFORE_EXIT:
-            daemon.stop = "clients of other code"
+        if message.get("spawnable") is True:  # a daemon of its own would serve it
+            _refused[0] += 1
+            if _refused[0] >= REFUSALS_BEFORE_EXIT:
+                daemon.stop = "clients of other code"
         return "other code"
     if not _dependencies_unchanged():
         daemon.stop = "stale code"

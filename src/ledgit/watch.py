@@ -200,7 +200,7 @@ class _ScanContext:
         return float(name)
 
 
-_spawned: "list[Any]" = []  # Popen objects kept so that they are reaped, not warned about
+_spawned: "list[int]" = []  # pids of daemons started here, reaped at the next start
 
 
 def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[str]", *,
@@ -210,7 +210,8 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
 
     The daemon runs ``sys.executable -m ledgit.watch serve`` in a new session (no controlling
     terminal, not in the caller's process group), stdin/stdout/stderr on ``/dev/null``, no
-    inherited file descriptors, working directory ``/`` (both paths are made absolute first).
+    inherited file descriptors (Python's are not inheritable), started by ``posix_spawn``
+    (the daemon moves to ``/`` itself; both paths are made absolute first).
     If a daemon already serves ``socket_path`` the new one exits at once; at most one daemon
     per socket remains (docs/watch.md). ``idle``: seconds without a request before it exits
     (default :data:`DEFAULT_IDLE`). It answers a few tens of milliseconds later (Python start
@@ -224,12 +225,11 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
     the caller's invocation, and would make the daemon refuse every ordinary reader
     (:mod:`ledgit.readserver` serves only clients of its own interpreter settings).
 
-    Imports :mod:`subprocess` (here only). Never raises OSError (a watcher is an
-    optimisation): a failed start is silently dropped.
+    Never raises OSError (a watcher is an optimisation): a failed start is silently dropped.
+    A caller that lives on reaps its finished daemons at its next start.
     """
     import contextlib
     import site
-    import subprocess
     import sys
 
     if _local is not None:
@@ -242,7 +242,7 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
         pass
     if not _claim_spawn(sock + ".spawn"):
         return
-    _spawned[:] = [p for p in _spawned if p.poll() is None]  # reap finished daemons
+    _spawned[:] = [pid for pid in _spawned if not _reaped(pid)]
     args = [sys.executable, "-m", "ledgit.watch", "serve",
             os.path.abspath(tasks_dir), os.path.abspath(socket_path), "--serve-reads"]
     if idle is not None:
@@ -257,10 +257,29 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
     with contextlib.suppress(OSError):
-        _spawned.append(subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, cwd="/", env=env, close_fds=True,
-            start_new_session=True))
+        if hasattr(os, "posix_spawn"):
+            # No Popen object: one still running at the caller's exit would print a
+            # ResourceWarning where warnings are shown (the read's stderr would differ).
+            devnull = os.devnull
+            _spawned.append(os.posix_spawn(args[0], args, env, setsid=True, file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0)]))
+        else:  # pragma: no cover - no posix_spawn
+            import subprocess
+
+            subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, cwd="/", env=env, close_fds=True,
+                             start_new_session=True)
+
+
+def _reaped(pid: int) -> bool:
+    """Whether the daemon ``pid`` started here has ended (and is now reaped)."""
+    try:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done != 0
 
 
 SPAWN_GRACE = 5.0  # seconds a start marker keeps other starts away
@@ -727,6 +746,9 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     args = parser.parse_args(argv)
     if args.idle <= 0:
         parser.error("--idle must be positive")
+    # Descriptors the starting process let us inherit are not ours (spawn uses posix_spawn,
+    # which closes none): a pipe held open here would keep its reader waiting.
+    os.closerange(3, 1 << 20)
     return serve(args.tasks_dir, args.socket_path, args.idle, args.serve_reads)
 
 
