@@ -27,8 +27,9 @@ What keeps an answer the client's own:
 * only command lines that :mod:`ledgit.argspec` reads are run (help and usage errors are
   click's, in the client);
 * the daemon serves only a client of the same code: the same interpreter (``sys.executable``,
-  version, flags, file-system encoding) and the same ledgit files (path, size and mtime of
-  every module of the package, :func:`code_identity`). A different interpreter or ledgit is
+  version, flags, file-system encoding) and the same ledgit (its package path,
+  :func:`code_identity`; the daemon checks the name, size and mtime of every module of the
+  package against what it loaded, so the client stats none). A different interpreter or ledgit is
   refused (the client runs the read itself); the same path with changed files (an upgrade, an
   edit) is refused *and* ends the daemon, so the next read starts a daemon of the new code.
   The daemon also ends when a file of a third-party module it loaded (PyYAML...) changes.
@@ -67,9 +68,15 @@ _serving = False  # True while the daemon runs a read: that read never goes remo
 
 def code_identity() -> str:
     """What a daemon and a client must share to answer for each other: the interpreter
-    (:func:`_interpreter`), ledgit's package directory and the name, size and mtime (ns) of every
-    ``*.py`` file directly in it. One ``os.scandir`` and a stat per module (~0.2 ms)."""
-    package = os.path.dirname(os.path.abspath(__file__))
+    (:func:`_interpreter`) and ledgit's package directory. That the files in it are still
+    those the daemon loaded, the daemon checks itself (:func:`_package_files`): the client
+    pays no stat for it."""
+    return _interpreter() + "\n" + os.path.dirname(os.path.abspath(__file__))
+
+
+def _package_files(package: str) -> "list[str]":
+    """Name, size and mtime (ns) of every ``*.py`` file directly in ``package``: one
+    ``os.scandir`` and a stat per module (~0.1 ms)."""
     files = []
     try:
         with os.scandir(package) as entries:
@@ -80,7 +87,7 @@ def code_identity() -> str:
     except OSError:
         files.append("?")
     files.sort()
-    return "\n".join([_interpreter(), package, *files])
+    return files
 
 
 def _interpreter() -> str:
@@ -276,8 +283,8 @@ def _isatty(stream: "Any") -> bool:
 
 # --------------------------------------------------------------------------- daemon
 
-_identity: "str | None" = None  # this daemon's code_identity(), taken before its imports
-_interpreter_id: "str | None" = None
+_identity: "str | None" = None  # this daemon's code_identity()
+_files_at_start: "list[str]" = []  # _package_files() before the daemon's imports
 _package: "str | None" = None
 _dependencies: "dict[str, tuple[int, int]]" = {}  # module file -> (size, mtime ns) first seen
 _module_count = [0]  # len(sys.modules) when _dependencies was last extended
@@ -298,12 +305,12 @@ def prepare() -> None:
     reads import (:data:`PRELOAD`; a module that fails to import is left to the read,
     which reports it), then note the files of the third-party modules now loaded and the
     number of open descriptors (both are checked at every read)."""
-    global _identity, _interpreter_id, _package
+    global _identity, _package
     import importlib
 
     _identity = code_identity()
-    _interpreter_id = _interpreter()
     _package = os.path.dirname(os.path.abspath(__file__))
+    _files_at_start[:] = _package_files(_package)
     for name in PRELOAD:
         try:
             importlib.import_module(name)
@@ -356,9 +363,10 @@ def _refusal(daemon: "Any", conn: "Any", message: "Any") -> "str | None":
         return "bad request"
     if not _same_user(conn):
         return "another user"
+    if message["code"] == _identity and _package_files(_package or "") != _files_at_start:
+        daemon.stop = "stale code"  # same interpreter and package path, files changed
+        return "other code"
     if message["code"] != _identity:
-        if message["code"].split("\n", 2)[:2] == [_interpreter_id, _package]:
-            daemon.stop = "stale code"  # same interpreter and path, files changed
         if message.get("spawnable") is True:  # a daemon of its own would serve it
             _refused[0] += 1
             if _refused[0] >= REFUSALS_BEFORE_EXIT:
@@ -408,12 +416,15 @@ def _as_client(daemon: "Any", message: "dict[str, Any]",
     saved_umask = os.umask(message["umask"])
     saved_argv = sys.argv
     saved_streams = (sys.stdout, sys.stderr)
+    # Variables that cannot be set are left out: a read never looks at them.
+    env = {key: value for key, value in message["env"].items()
+           if key and "=" not in key and "\0" not in key and "\0" not in value}
+    other_env = env != saved_env  # usually the same: the daemon has its starter's
     try:
-        os.environ.clear()
-        for key, value in message["env"].items():
-            if key and "=" not in key and "\0" not in key and "\0" not in value:
-                os.environ[key] = value  # others cannot be set; a read never looks at them
-        time.tzset()
+        if other_env:
+            os.environ.clear()
+            os.environ.update(env)
+            time.tzset()
         try:
             os.chdir(message["cwd"])
             here, top = os.stat("."), os.stat(message["root"])
@@ -439,9 +450,10 @@ def _as_client(daemon: "Any", message: "dict[str, Any]",
         _serving = False
         daemon.serving = False
         sys.stdout, sys.stderr = saved_streams
-        os.environ.clear()
-        os.environ.update(saved_env)
-        time.tzset()
+        if other_env or dict(os.environ) != saved_env:  # (a read that set one)
+            os.environ.clear()
+            os.environ.update(saved_env)
+            time.tzset()
         with contextlib.suppress(OSError):
             os.chdir("/")
         os.umask(saved_umask)

@@ -253,7 +253,8 @@ def spawn(tasks_dir: "str | os.PathLike[str]", socket_path: "str | os.PathLike[s
     # directory is never put on PYTHONPATH (it would come before the standard library).
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     site_dirs = [*site.getsitepackages(), site.getusersitepackages()]
-    if package_parent not in site_dirs:
+    if package_parent not in site_dirs \
+            and package_parent not in env.get("PYTHONPATH", "").split(os.pathsep):
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
     with contextlib.suppress(OSError):
