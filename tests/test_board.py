@@ -399,12 +399,9 @@ def short_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 50_000_000)
 
 
-def test_verify_takes_fresh_revisions_from_the_index(board: Board,
-                                                     monkeypatch: pytest.MonkeyPatch,
-                                                     short_racy_window: None) -> None:
-    monkeypatch.setattr(board_mod, "_TRUST_INDEX_FROM", 1)
-    ids = [board.create({"title": f"t{i}"}, "", "ada").id for i in range(3)]
-    # Valid, but against a lifecycle rule (done without an account): written directly.
+def write_done_without_account(board: Board) -> Record:
+    """Write T-donedonedo directly: a valid task and history, but done without an account
+    (against a lifecycle rule, which only verify reports)."""
     done = make_record({"id": "T-donedonedo", "title": "d", "status": "done",
                         "created": "2026-01-01T00:00:00.000000Z",
                         "last_modified": "2026-01-01T00:00:00.000000Z"})
@@ -412,6 +409,16 @@ def test_verify_takes_fresh_revisions_from_the_index(board: Board,
     board.history_path(done.id).write_text(event_line(new_event(
         parents=[], at="2026-01-01T00:00:00.000000Z", actor="ada", op="create",
         before_state={}, after_state=done.state())))
+    return done
+
+
+def test_verify_takes_fresh_revisions_from_the_index(board: Board,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     short_racy_window: None) -> None:
+    monkeypatch.setattr(board_mod, "_TRUST_INDEX_FROM", 1)
+    ids = [board.create({"title": f"t{i}"}, "", "ada").id for i in range(3)]
+    # Valid, but against a lifecycle rule (done without an account): written directly.
+    done = write_done_without_account(board)
     ids.append(done.id)
     with Index.open(board) as index:
         index.refresh()

@@ -159,14 +159,19 @@ def test_index_formats(board: Path, setup: Callable[[Path], object]) -> None:
     assert agree(board)[".ledgit/tasks/T-003.md"] == b"changed\n"
 
 
+def assert_left_to_git(repo: Path, rel: str, text: str) -> None:
+    """Stage ``text`` at ``rel``: the fast path declines (Unusual) and git's answer holds it."""
+    (repo / rel).write_text(text)
+    git("add", ".", cwd=repo)
+    with pytest.raises(gitfs.Unusual):
+        fast(repo)
+    assert lg.staged_files(repo, ".ledgit/") == {rel: text.encode()}
+
+
 def test_replace_refs_are_left_to_git(board: Path) -> None:
     git("replace", git("rev-parse", "HEAD:README", cwd=board),
         git("rev-parse", "HEAD:.ledgit/config.yaml", cwd=board), cwd=board)
-    (board / ".ledgit/tasks/T-003.md").write_text("changed\n")
-    git("add", ".", cwd=board)
-    with pytest.raises(gitfs.Unusual):
-        fast(board)
-    assert lg.staged_files(board, ".ledgit/") == {".ledgit/tasks/T-003.md": b"changed\n"}
+    assert_left_to_git(board, ".ledgit/tasks/T-003.md", "changed\n")
 
 
 def test_flagged_entries_and_conflicts(board: Path) -> None:
@@ -258,11 +263,7 @@ def test_sha256_repositories_are_left_to_git(tmp_path: Path, git_env: Path) -> N
     if proc.returncode != 0:
         pytest.skip("git without SHA-256 support")
     commit_file(repo, ".ledgit/tasks/T-1.md", "one\n")
-    (repo / ".ledgit/tasks/T-1.md").write_text("two\n")
-    git("add", ".", cwd=repo)
-    with pytest.raises(gitfs.Unusual):
-        fast(repo)
-    assert lg.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-1.md": b"two\n"}
+    assert_left_to_git(repo, ".ledgit/tasks/T-1.md", "two\n")
 
 
 def test_a_prefix_naming_a_file(board: Path) -> None:

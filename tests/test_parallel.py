@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_board import write_done_without_account
 
 from ledgit import parallel
 from ledgit.board import Board
-from ledgit.history import event_line, new_event, parse_events
+from ledgit.history import event_line, parse_events
 from ledgit.index import Index
 from ledgit.ops import Change
-from ledgit.record import Record, make_record, render_record
+from ledgit.record import Record
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is unavailable")
 
@@ -159,13 +160,7 @@ def _damaged_board(root: Path) -> list[str]:
         path = board.history_path(tid)
         events = parse_events(path.read_text(), tid)
         path.write_text("".join(event_line(e) for e in fix(events)))
-    done = make_record({"id": "T-donedonedo", "title": "d", "status": "done",
-                        "created": "2026-01-01T00:00:00.000000Z",
-                        "last_modified": "2026-01-01T00:00:00.000000Z"})
-    board.task_path(done.id).write_text(render_record(done))
-    board.history_path(done.id).write_text(event_line(new_event(
-        parents=[], at="2026-01-01T00:00:00.000000Z", actor="ada", op="create",
-        before_state={}, after_state=done.state())))
+    write_done_without_account(board)
     board.history_path("T-orphanorph").write_text(board.history_path(ids[0]).read_text())
     old = time.time() - 3600
     for name in os.listdir(board.tasks_dir):

@@ -708,20 +708,15 @@ def _start(argv: list[str], env: dict[str, str]) -> Callable[[], bytes]:
         raise Unusual from None
 
     def collect() -> bytes:
-        chunks = []
         try:
-            while True:
-                chunk = os.read(read_end, 1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
+            with open(read_end, "rb", buffering=0) as pipe:  # FileIO.readall: to EOF
+                data = pipe.readall()
         except OSError:
             raise Unusual from None
         finally:
-            os.close(read_end)
             _, status = os.waitpid(pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             raise Unusual
-        return b"".join(chunks)
+        return data
 
     return collect

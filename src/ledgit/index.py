@@ -730,12 +730,6 @@ class Index:
         needle = _fold(text)
         if not needle:
             raise LedgitError("search needs non-empty text", USAGE)
-        if not needle.isascii():
-            try:
-                needle.encode("utf-8")
-            except UnicodeEncodeError:  # undecodable bytes in the argument (surrogate escapes)
-                raise LedgitError("search text holds bytes that cannot be decoded (not "
-                                  "UTF-8, or not this locale's encoding)", USAGE) from None
         if len(needle) > MAX_SEARCH_CHARS:  # SQLite refuses LIKE patterns over 50,000 bytes
             raise LedgitError(f"search text too long: {len(needle):,} characters (after case "
                               f"folding; at most {MAX_SEARCH_CHARS:,})", USAGE)

@@ -136,23 +136,17 @@ def _child(read_end: int, write_end: int, work: Callable[[Sequence[Any]], list[A
 def _collect(pid: int, read_end: int, loads: Callable[[bytes], Any]) -> list[Any] | None:
     """The child's result (read to end of file, then the child reaped), or None when it did
     not exit 0 or its data is not a marshalled list."""
-    chunks: list[bytes] = []
     try:
-        while True:
-            chunk = os.read(read_end, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
+        with open(read_end, "rb", buffering=0) as pipe:  # FileIO.readall: to EOF
+            data = pipe.readall()
     except OSError:
-        chunks = []
+        data = b""
         os.kill(pid, 15)
-    finally:
-        os.close(read_end)
     status = _reap(pid)
-    if status != 0 or not chunks:
+    if status != 0 or not data:
         return None
     try:
-        value = loads(b"".join(chunks))
+        value = loads(data)
     except (ValueError, EOFError, TypeError):
         return None
     return value if isinstance(value, list) else None

@@ -352,7 +352,7 @@ def acceptance_of(body: str) -> list[str] | None:
     bullet = re.compile(_BULLET)
     bullets = [line for line in lines if bullet.match(line) and not line.startswith((" ", "\t"))]
     chosen = bullets if bullets else lines
-    return [bullet.sub("", line).strip() for line in chosen if bullet.sub("", line).strip()]
+    return [text for line in chosen if (text := bullet.sub("", line).strip())]
 
 
 
