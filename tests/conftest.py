@@ -8,13 +8,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitutil import CliRun, isolate_env
+from gitutil import CliRun, hermetic_environ, isolate_env
 
 from ledgit.board import Board, init_board
 
 # Tests start no watcher daemons (docs/watch.md) unless they ask: a board of >= 1,000
 # tasks (the Beads import) would otherwise leave one running for its idle timeout.
 os.environ.setdefault("LEDGIT_WATCH", "0")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hermetic_machine(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every test runs as on a fresh machine: see :func:`gitutil.hermetic_environ`."""
+    os.environ.update(hermetic_environ(tmp_path_factory.mktemp("machine")))
 
 
 @pytest.fixture

@@ -51,12 +51,36 @@ def commit_file(repo: Path, path: str, content: str | bytes, message: str = "edi
     return git("rev-parse", "HEAD", cwd=repo)
 
 
+def hermetic_environ(machine: Path) -> dict[str, str]:
+    """The environment of a fresh machine below ``machine`` (a session's temp dir): a Git
+    global config of our own (``init.defaultBranch=main``, an identity) with no system config,
+    ``HOME``, XDG dirs and the pip/npm caches inside ``machine``, so no test reads or writes the
+    developer's Git config, ``~/.cache`` or ``~/.npm`` (issues 12 and 18)."""
+    home = machine / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    gitconfig = machine / "gitconfig"
+    gitconfig.write_text("[init]\n\tdefaultBranch = main\n"
+                         "[user]\n\tname = Ada Tester\n\temail = ada@example.invalid\n"
+                         "[advice]\n\tdetachedHead = false\n", encoding="utf-8")
+    return {
+        "GIT_CONFIG_GLOBAL": str(gitconfig), "GIT_CONFIG_NOSYSTEM": "1",
+        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"), "XDG_DATA_HOME": str(home / ".local/share"),
+        "PIP_CACHE_DIR": str(home / ".cache/pip"), "npm_config_cache": str(home / ".npm"),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+
+
 def isolate_env(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No GIT_* or LEDGIT_* setting from outside, HOME at ``home``, no system Git config, no
-    watcher daemons (LEDGIT_WATCH=0: tests/test_index_watch.py turns them on itself)."""
+    watcher daemons (LEDGIT_WATCH=0: tests/test_index_watch.py turns them on itself). The
+    session's own Git global config (:func:`hermetic_environ`) is kept."""
+    keep = {key: os.environ[key] for key in ("GIT_CONFIG_GLOBAL",) if key in os.environ}
     for key in list(os.environ):
         if key.startswith(("GIT_", "LEDGIT_")):
             monkeypatch.delenv(key)
+    for key, value in keep.items():
+        monkeypatch.setenv(key, value)
     monkeypatch.setenv("LEDGIT_WATCH", "0")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
