@@ -420,9 +420,15 @@ def test_verify_takes_fresh_revisions_from_the_index(board: Board,
     # Valid, but against a lifecycle rule (done without an account): written directly.
     done = write_done_without_account(board)
     ids.append(done.id)
+    import ledgit.index
+
+    # just written: racily clean, not trusted (a 60 s window here, so that a slow machine
+    # cannot let the short window of the rest of the test pass before the refresh)
+    monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 60_000_000_000)
     with Index.open(board) as index:
         index.refresh()
-        assert index.fresh_revisions() == {}  # just written: racily clean, not trusted
+        assert index.fresh_revisions() == {}
+    monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 50_000_000)
     _aged_index(board, ids)
     with Index.open(board) as index:
         assert index.fresh_revisions() == {tid: board.read(tid).revision for tid in ids}
