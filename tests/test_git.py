@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,6 @@ ODD = [".ledgit/tasks/with space.md", ".ledgit/tasks/\"quoted\" 'too'.md",
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Run a test once through pygit2 and once through the git CLI fallback."""
     monkeypatch.setattr(lg, "_use_pygit2", request.param == "pygit2")
-    monkeypatch.setattr(lg, "_use_fs", request.param == "pygit2")  # ledgit.gitfs, for the index
     yield request.param
 
 
@@ -64,7 +63,8 @@ def test_inherited_git_dir_does_not_redirect(repo: Path, tmp_path: Path,
     monkeypatch.setenv("GIT_WORK_TREE", str(other))
     assert lg.toplevel(repo / ".ledgit") == repo.resolve()
     assert lg.head_oid(repo) is not None  # `other` has no commit
-    assert lg.discover(repo) == lg._discover_cli(repo) == lg.discover(repo / ".ledgit")
+    assert lg.discover(repo) == lg.discover(repo / ".ledgit")
+    assert lg.discover(repo) == (repo / ".git", repo / ".git", repo)
 
 
 def test_run_git_failure_is_a_ledgit_error(repo: Path) -> None:
@@ -106,10 +106,9 @@ def layouts(repo: Path, tmp_path: Path) -> dict[str, Path]:
     }
 
 
-def test_discovery_fast_path_agrees_with_git(layouts: dict[str, Path]) -> None:
+def test_discovery_agrees_with_git(layouts: dict[str, Path]) -> None:
     for name, where in layouts.items():
-        fast, slow = lg.discover(where), lg._discover_cli(where)
-        assert fast == slow, name
+        fast = lg.discover(where)
         assert fast is not None
         assert fast.git_dir == rev_parse(where, "--absolute-git-dir"), name
         assert fast.common_dir == rev_parse(where, "--git-common-dir"), name
@@ -119,21 +118,10 @@ def test_discovery_fast_path_agrees_with_git(layouts: dict[str, Path]) -> None:
             assert fast.toplevel is None, name
 
 
-def test_discovery_takes_the_file_system_path_for_ordinary_layouts(
-        layouts: dict[str, Path]) -> None:
-    for name in ("top", "subdir", "via a symlink", "inside .git", "linked", "linked subdir",
-                 "separate git dir", "relative gitfile"):
-        assert lg._discover_fs(layouts[name]) is not None, name
-    for name in ("bare", "submodule (core.worktree)"):  # core.bare / core.worktree: ask git
-        with pytest.raises(lg._Unusual):
-            lg._discover_fs(layouts[name])
-
-
 def test_outside_a_repository(tmp_path: Path, git_env: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     assert lg.discover(plain) is None
-    assert lg._discover_cli(plain) is None
     assert lg.toplevel(plain) is None
     with pytest.raises(LedgitError, match="not a git repository"):
         lg.git_dir(plain)
@@ -453,10 +441,34 @@ def test_partial_clone_falls_back_to_the_cli(repo: Path, history: dict[str, str]
     assert "partialclone" in notes[0] and "git CLI" in notes[0]
 
 
-def test_split_index_falls_back_to_the_cli(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("setup", [
+    lambda repo: git("add", "-N", ".ledgit/tasks/T-new.md", cwd=repo),
+    lambda repo: git("update-index", "--index-version", "4", cwd=repo),
+    lambda repo: git("update-index", "--split-index", cwd=repo),
+    lambda repo: git("update-index", "--skip-worktree", ".ledgit/tasks/T-3.md", cwd=repo),
+], ids=["intent-to-add", "index-v4", "split-index", "skip-worktree"])
+def test_every_index_format_git_writes(repo: Path, setup: Callable[[Path], object],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The index is read by git itself: whatever format or flags it holds."""
+    (repo / ".ledgit/tasks/T-new.md").write_text("new\n")
     (repo / ".ledgit/tasks/T-1.md").write_text("staged\n")
-    git("-c", "core.splitIndex=true", "add", ".ledgit/tasks/T-1.md", cwd=repo)
-    git("update-index", "--split-index", cwd=repo)
-    assert lg.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-1.md": b"staged\n"}
+    git("add", ".ledgit/tasks/T-1.md", cwd=repo)
+    setup(repo)
+    staged = lg.staged_files(repo, ".ledgit/")
+    assert staged[".ledgit/tasks/T-1.md"] == b"staged\n"
+    assert set(staged) <= {".ledgit/tasks/T-1.md", ".ledgit/tasks/T-new.md"}
     assert lg.conflicted_paths(repo, "") == []
-    assert "cannot read the index" in capsys.readouterr().err
+    assert capsys.readouterr().err == ""
+
+
+def test_cat_blobs_reads_names_in_one_process(repo: Path, history: dict[str, str]) -> None:
+    oid = git("rev-parse", f"{history['base']}:.ledgit/tasks/T-2.md", cwd=repo)
+    names = [oid, "HEAD:README", "HEAD:.ledgit/tasks", "HEAD:no such file",
+             f"{history['base']}:.ledgit/tasks/T-2.md", "0" * 40]
+    assert lg.cat_blobs(repo / ".ledgit", names) == {
+        oid: b"T-2 v1\n", "HEAD:README": b"readme\n", "HEAD:.ledgit/tasks": None,
+        "HEAD:no such file": None, f"{history['base']}:.ledgit/tasks/T-2.md": b"T-2 v1\n",
+        "0" * 40: None}
+    assert lg.cat_blobs(repo, []) == {}
+    with pytest.raises(LedgitError):
+        lg.cat_blobs(repo, ["HEAD:a\nb"])

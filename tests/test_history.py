@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -502,45 +501,22 @@ def test_verify_finds_a_wrong_after_when_only_the_fields_change(
             (2, "after")]
 
 
-def test_the_json_helpers_equal_the_json_package() -> None:
-    """ledgit.canonjson works on _json directly (writes do not import json): its encoder's
-    probe text is json's, and its loads is json.loads, for values and for errors."""
+def test_the_plain_encoder_is_canonical_json() -> None:
+    """ledgit.canonjson's encoder gives json.dumps's canonical text (sorted keys, no
+    whitespace, no ASCII escaping) and refuses what canonical JSON refuses."""
     import json
 
     from ledgit import canonjson
+    from ledgit.record import canonical_json
 
-    probe = json.dumps(canonjson._PROBE, sort_keys=True, separators=(",", ":"),
-                       ensure_ascii=False)
-    assert probe == canonjson._PROBE_TEXT
     encode = canonjson.plain_encoder()
-    for value in ({"x": [1, {"é": None}], "a": "\u2028\x00"}, [], "plain", 12, True):
-        assert encode(value) == json.dumps(value, sort_keys=True, separators=(",", ":"),
-                                           ensure_ascii=False)
-    for text in ('{"a": 1, "b": [1.5, NaN, "\\u00e9"]}', ' {"a": 1} ', '[1, 2]', '"s"',
-                 '{"a": Infinity}', "1e400"):
-        assert repr(canonjson.loads(text)) == repr(json.loads(text))
-    for bad in ("", "{", '{"a": 1} x', "[1,]", "nul"):
-        with pytest.raises(ValueError) as ours:
-            canonjson.loads(bad)
-        with pytest.raises(ValueError) as theirs:
-            json.loads(bad)
-        assert str(ours.value) == str(theirs.value)
-
-
-def test_a_write_does_not_import_the_json_package(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "LEDGIT_WATCH": "0"}
-    setup = ("from pathlib import Path; from ledgit.board import init_board; "
-             f"b = init_board(Path({str(tmp_path)!r})); print(b.create({{'title': 't'}}, '', "
-             "'a').id)")
-    tid = subprocess.run([sys.executable, "-c", setup], cwd=tmp_path, capture_output=True,
-                         text=True, check=True, env=env).stdout.strip()
-    code = ("import sys; from ledgit.__main__ import run; "
-            f"code = run(['update', {tid!r}, '--response', 'x', '--by', 'a']); "
-            "print(code, 'json' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                         text=True, check=False, env=env)
-    assert out.stdout.strip().splitlines()[-1] == "0 False", out.stderr
+    for value in ({"x": [1, {"é": None}], "a": "\u2028\x00"}, [], "plain", 12, True,
+                  {"b": [1, "\u00e9\x1f", None, True], "a": {"z": "", "y": -2}}):
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert encode(value) == text
+        assert canonical_json(value) == text.encode("utf-8")
+    assert encode({"b": 1, "a": 2}) == '{"a":2,"b":1}'
+    with pytest.raises(ValueError):
+        encode(float("nan"))
+    with pytest.raises(TypeError):
+        encode({"a": object()})

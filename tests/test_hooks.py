@@ -247,3 +247,56 @@ def test_fast_board_prefix_agrees_with_find_board(tmp_path: Path, git_env: Path,
         else:
             monkeypatch.setenv("LEDGIT_ROOT", pinned)
         assert _board_prefix(str(cwd), str(repo)) == _found_prefix(cwd), (cwd, pinned)
+
+
+def test_the_hook_reads_the_unstaged_half_of_a_task_from_head(
+        tmp_path: Path, git_env: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from ledgit.hooks import run_hook
+
+    repo = new_repo(tmp_path / "hooked")
+    tid = create(repo, "Half staged", "--by", "a")
+    commit_all(repo, "task")
+    path = task_file(repo, tid)
+    path.write_text(path.read_text().replace("Half staged", "Hand edited"))
+    git("add", str(path), cwd=repo)  # the task file alone: its history is read from HEAD
+    monkeypatch.chdir(repo)
+    assert run_hook("pre-commit", []) == 1
+    assert f".ledgit/tasks/{tid}.md: record-head:" in capsys.readouterr().err
+    git("reset", "-q", cwd=repo)
+    history = history_file(repo, tid)
+    history.write_text(history.read_text() + "\n")  # the history alone: the file from HEAD
+    git("add", str(history), cwd=repo)
+    assert run_hook("pre-commit", []) == 0, capsys.readouterr().err
+
+
+def _git_processes(repo: Path, trace: Path) -> list[str]:
+    """The git commands the pre-commit hook of a real `git commit` ran, from GIT_TRACE."""
+    trace.unlink(missing_ok=True)
+    proc = git_rc(repo, "commit", "-q", "-m", "traced", env={"GIT_TRACE": str(trace)})
+    assert proc.returncode == 0, proc.stderr
+    ran: list[str] = []
+    in_hook = False
+    for line in trace.read_text().splitlines():
+        if "trace: run_command: " in line:
+            in_hook = line.endswith("hooks/pre-commit")
+        elif in_hook and "trace: built-in: git " in line:
+            ran.append(line.split("trace: built-in: git ", 1)[1].split(" ")[0])
+    return ran
+
+
+def test_pre_commit_asks_git_a_fixed_number_of_times(tmp_path: Path, git_env: Path) -> None:
+    """O(staged tasks) work, but not O(staged tasks) processes: one discovery, one
+    diff-index, one cat-file --batch for every blob, whether 1 or 12 tasks are staged."""
+    repo = new_repo(tmp_path / "repo")
+    ids = [create(repo, f"Task {n}", "--by", "a") for n in range(12)]
+    commit_all(repo, "tasks")
+    trace = tmp_path / "trace"
+    seen = []
+    for staged in (ids[:1], ids):
+        for tid in staged:
+            ledgit(repo, "update", tid, "--priority", str(len(staged) % 5), "--by", "a")
+        git("add", "-A", cwd=repo)
+        seen.append(_git_processes(repo, trace))
+    assert seen[0] == seen[1]
+    assert sorted(seen[0]) == ["cat-file", "diff-index", "rev-parse"]

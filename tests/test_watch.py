@@ -607,15 +607,15 @@ def test_available_and_the_off_switch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_client_import_is_light() -> None:
-    """The client path (import, then a query) imports only _socket and the C part of json,
-    not the json package (the request is built by hand, the reply read by _json's scanner)."""
+    """The client path (import, then a query) imports none of the daemon's modules."""
     code = ("import sys, os; before = set(sys.modules); import ledgit.watch\n"
             "ledgit.watch.query('/nonexistent/watch.sock', None)\n"
             "ledgit.watch._decode(b'{\"token\": \"a:1\", \"changed\": []}')\n"
             "print(' '.join(sorted(set(sys.modules) - before)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
-    assert sorted(out) == ["_json", "_socket", "ledgit", "ledgit.watch"]
+    assert "ledgit.watch" in out and "socket" in out
+    assert not {"ctypes", "fcntl", "signal", "subprocess", "ledgit.readserver"} & set(out)
 
 
 @pytest.mark.parametrize("text", [
@@ -628,7 +628,7 @@ def test_reply_decoder_is_json_loads(text: str) -> None:
 
 @pytest.mark.parametrize("data", [b"{", b"{} x", b"", b"\xff", b'{"a": NaN'])
 def test_reply_decoder_refuses_what_json_refuses(data: bytes) -> None:
-    with pytest.raises((ValueError, StopIteration)):
+    with pytest.raises(ValueError):
         watch._decode(data)
 
 

@@ -25,7 +25,6 @@ import os
 import re
 import stat
 import sys
-import time
 from functools import cached_property
 
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
@@ -35,6 +34,8 @@ from ledgit.locate import LOCAL_DIR as LOCAL_DIR
 from ledgit.locate import ROOT_ENV as ROOT_ENV
 from ledgit.locate import TASKS_DIR as TASKS_DIR
 from ledgit.locate import find_root, git_dir_for, private_dir
+from ledgit.locks import FileLock as FileLock  # re-exported: board's own names
+from ledgit.locks import file_lock as file_lock
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
 if TYPE_CHECKING:
@@ -940,69 +941,6 @@ def check_expect(task_id: str, revision: str, expect: str) -> None:
     if not revision.startswith(want):
         raise LedgitError(f"{task_id}: stale revision: expected {expect}, the task is now at "
                           f"{revision}", STALE)
-
-
-class FileLock:
-    """An exclusive flock on ``path`` (created, never removed), held by ``with``: entering
-    polls up to ``timeout`` seconds, then raises LedgitError exit 5 with ``busy`` as its
-    message. Where fcntl is missing (Windows), ``filelock.FileLock`` on the same path.
-    (A class, not contextlib: every write holds one, and contextlib costs an import.)"""
-
-    def __init__(self, path: Path | str, timeout: float, busy: str) -> None:
-        self.path, self.timeout, self.busy = os.fspath(path), timeout, busy
-        self._fd: int | None = None
-        self._fallback: Any = None
-
-    def __enter__(self) -> None:
-        path, timeout = self.path, self.timeout
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            import filelock
-
-            lock = filelock.FileLock(path)
-            try:
-                lock.acquire(timeout=timeout)
-            except filelock.Timeout:
-                raise self._timed_out() from None
-            self._fallback = lock
-            return
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            deadline = time.monotonic() + timeout
-            delay = 0.0005
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise self._timed_out() from None
-                    time.sleep(min(delay, left))
-                    delay = min(delay * 2, 0.01)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
-
-    def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)  # closing releases the flock
-        elif self._fallback is not None:  # pragma: no cover - Windows
-            lock, self._fallback = self._fallback, None
-            lock.release()
-
-    def _timed_out(self) -> LedgitError:
-        return LedgitError(f"{self.busy}: lock {self.path} held for more than "
-                           f"{self.timeout:g}s; retry later", BUSY)
-
-
-def file_lock(path: Path | str, timeout: float, busy: str) -> FileLock:
-    """:class:`FileLock` (``with file_lock(path, timeout, busy): ...``)."""
-    return FileLock(path, timeout, busy)
 
 
 # ---------------------------------------------------------------------- helpers

@@ -1,18 +1,14 @@
 """Every question ledgit asks of Git, one small function each (DESIGN §2, §8).
 
-Three ways of asking, cheapest first (measured on a small repository, warm cache):
+Two ways of asking, both Git's own:
 
-* the file system, ~50-90 us: discovery (``.git`` directories, ``gitdir:`` files,
-  ``commondir``), per-worktree paths, in-progress operations. A layout the walk does not model
-  (``core.worktree``, ``core.bare``, ceiling directories, a foreign owner) is handed to
-  ``git rev-parse`` instead, so the answer is always Git's. The walk, and the object reading
-  :func:`staged_files` does first, live in :mod:`ledgit.gitfs`, which the pre-commit hook
-  uses without this module (no pathlib, no subprocess).
-* the ``git`` CLI, ~1.2 ms a process: config, worktrees, ranges, HEAD.
-* pygit2 for the index and objects: one process, no subprocess per blob, but ~40 ms to import,
-  so it is imported by the readers only. Where pygit2 refuses the repository or its index
-  (reftable, partial clone, SHA-256, split or sparse index), the CLI answers instead
-  (``git cat-file --batch``: still one process for all the blobs) after a note on stderr.
+* the ``git`` CLI, ~1-2 ms a process: discovery, config, worktrees, ranges, HEAD, and the
+  index (``git diff-index --cached``, ``git ls-files -u``; blobs from one
+  ``git cat-file --batch`` process for all of them). The pre-commit hook uses only this.
+* pygit2 (public API) for trees and blobs at other revisions: one process, no subprocess per
+  blob, but ~40 ms to import, so it is imported by the readers only (``verify --rev/--range``,
+  ``resolve``). Where pygit2 refuses the repository (reftable, partial clone, SHA-256), the CLI
+  answers instead after a note on stderr.
 
 The repository is always the one containing ``cwd``. The ``GIT_DIR``, ``GIT_WORK_TREE``,
 ``GIT_INDEX_FILE``... that Git exports to hooks are stripped from every child (:func:`no_git_env`);
@@ -25,11 +21,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ledgit import gitfs
 from ledgit.errors import USAGE, LedgitError
 
 if TYPE_CHECKING:
@@ -37,7 +32,13 @@ if TYPE_CHECKING:
 
     import pygit2
 
-_REPO_ENV = gitfs.REPO_ENV  # what Git clears before it works in another repository
+# What Git clears before it works in another repository (environment.c local_repo_env).
+_REPO_ENV = frozenset({
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_CONFIG", "GIT_DIR",
+    "GIT_GRAFT_FILE", "GIT_IMPLICIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_NO_REPLACE_OBJECTS", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX", "GIT_REPLACE_REF_BASE",
+    "GIT_SHALLOW_FILE", "GIT_WORK_TREE",
+})
 # First components of `git rev-parse --git-path` names that Git maps somewhere special
 # (path.c common_list and adjust_git_path); every other name lives in the per-worktree git dir.
 _GIT_PATH_SPECIAL = (
@@ -47,7 +48,6 @@ _GIT_PATH_SPECIAL = (
 )
 _GITLINK = 0o160000
 _use_pygit2 = True  # tests switch this off to run the CLI fallback on ordinary repositories
-_use_fs = True  # likewise for ledgit.gitfs (staged_files)
 _noted: set[Path] = set()
 
 
@@ -105,19 +105,23 @@ def _c_locale() -> dict[str, str]:
 
 # --- discovery ---------------------------------------------------------------------------------
 
-_Unusual = gitfs.Unusual  # the file-system walk met a layout it does not model: ask git
-
-
 def discover(cwd: Path) -> GitPaths | None:
-    """The repository containing ``cwd``, or None outside any: Git's upward search for a
-    ``.git`` (directory or ``gitdir:`` file) or a git directory, stopping at mount points.
+    """The repository containing ``cwd``, or None outside any (``git rev-parse``: Git's own
+    upward search, ``core.worktree``, ``core.bare``, ceiling directories and all).
 
     Raises LedgitError when Git refuses the repository (e.g. "detected dubious ownership").
     """
-    try:
-        return _discover_fs(Path(cwd))
-    except _Unusual:
-        return _discover_cli(Path(cwd))
+    args = ["rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir",
+            "--is-inside-work-tree", "--show-cdup"]
+    proc = run_git(args, Path(cwd), env=_c_locale(), check=False)
+    if proc.returncode != 0:
+        if b"not a git repository" in proc.stderr:
+            return None
+        raise LedgitError(f"git: {_last_line(proc.stderr)}", USAGE)
+    lines = [*os.fsdecode(proc.stdout).splitlines(), ""]
+    gitdir, common, inside, cdup = lines[:4]
+    top = Path(os.path.realpath(os.path.join(cwd, cdup))) if inside == "true" else None
+    return GitPaths(Path(os.path.realpath(gitdir)), Path(os.path.realpath(common)), top)
 
 
 def toplevel(cwd: Path) -> Path | None:
@@ -155,30 +159,6 @@ def _require(cwd: Path) -> GitPaths:
     if paths is None:
         raise LedgitError(f"not a git repository: {cwd}", USAGE)
     return paths
-
-
-def _discover_fs(cwd: Path) -> GitPaths | None:
-    found = gitfs.discover(str(cwd))
-    if found is None:
-        return None
-    top = None if found.toplevel is None else Path(found.toplevel)
-    return GitPaths(Path(found.git_dir), Path(found.common_dir), top)
-
-
-def _discover_cli(cwd: Path) -> GitPaths | None:
-    args = ["rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir",
-            "--is-inside-work-tree"]
-    proc = run_git(args, cwd, env=_c_locale(), check=False)
-    if proc.returncode != 0:
-        if b"not a git repository" in proc.stderr:
-            return None
-        raise LedgitError(f"git: {_last_line(proc.stderr)}", USAGE)
-    gitdir, common, inside = os.fsdecode(proc.stdout).splitlines()[:3]
-    top = None
-    if inside == "true":
-        out = run_git(["rev-parse", "--show-toplevel"], cwd).stdout
-        top = Path(os.fsdecode(out.rstrip(b"\n")))
-    return GitPaths(Path(os.path.realpath(gitdir)), Path(os.path.realpath(common)), top)
 
 
 def _root(cwd: Path) -> Path:
@@ -231,80 +211,8 @@ def config_unset(cwd: Path, key: str) -> bool:
 
 def user_name(cwd: Path) -> str | None:
     """``user.name`` from the effective config (global included), the actor of last resort
-    (DESIGN §9); None when unset. ``GIT_AUTHOR_NAME`` is deliberately not consulted.
-
-    Read from the config files themselves when the answer is certain (a write must not pay
-    for a ``git`` process, DESIGN §10), else ``git config --get``."""
-    try:
-        name = _user_name_from_files(Path(cwd))
-    except _Unusual:
-        name = None
-    return name if name is not None else config_get(cwd, "user.name")
-
-
-def _user_name_from_files(cwd: Path) -> str | None:
-    """``user.name`` from the first file that sets it, in Git's precedence: the repository's
-    ``config``, ``~/.gitconfig``, ``$XDG_CONFIG_HOME/git/config`` (the system file, read
-    last, is left to git: None). Raises _Unusual for what this does not model: ``GIT_CONFIG*``
-    variables (``git -c``, other files), a ``config.worktree``, includes, quoting, escapes,
-    continuation lines, a repository git would refuse or find differently."""
-    if any(k.startswith("GIT_CONFIG") for k in os.environ):
-        raise _Unusual
-    home = os.environ.get("HOME")
-    if not home:
-        raise _Unusual
-    files: list[str] = []
-    paths = _discover_fs(cwd)
-    if paths is not None:
-        if os.path.lexists(paths.git_dir / "config.worktree"):
-            raise _Unusual
-        files.append(str(paths.common_dir / "config"))
-    files.append(os.path.join(home, ".gitconfig"))
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    files.append(os.path.join(xdg, "git", "config"))
-    for path in files:
-        value = _plain_user_name(path)
-        if value is not None:
-            return value
-    return None
-
-
-def _plain_user_name(path: str) -> str | None:
-    """The last ``[user] name = VALUE`` of one config file (None when absent); _Unusual for
-    any line whose meaning git's parser might take differently."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError:
-        raise _Unusual from None
-    found: bytes | None = None
-    section = b""
-    for raw in data.splitlines():
-        line = raw.strip()
-        if not line or line.startswith((b"#", b";")):
-            continue
-        if raw.rstrip().endswith(b"\\"):
-            raise _Unusual  # a continuation line
-        if line.startswith(b"["):
-            head = line[1:-1]
-            if not line.endswith(b"]") or head != head.strip() or b"]" in head:
-                raise _Unusual  # a key after the header, a comment, odd spacing
-            section = head.lower()
-            if section.startswith(b"include"):
-                raise _Unusual  # include / includeIf
-            continue
-        if section != b"user":
-            continue
-        key, eq, value = line.partition(b"=")
-        if key.strip().lower() != b"name":
-            continue
-        value = value.strip()
-        if not eq or any(c in value for c in (b'"', b"\\", b"#", b";")):
-            raise _Unusual  # a valueless key, quoting, escapes, a trailing comment
-        found = value
-    return None if found is None else os.fsdecode(found)
+    (DESIGN §9); None when unset. ``GIT_AUTHOR_NAME`` is deliberately not consulted."""
+    return config_get(cwd, "user.name")
 
 
 def hooks_dir(cwd: Path) -> Path:
@@ -371,18 +279,15 @@ def is_rebase_or_merge_in_progress(cwd: Path) -> bool:
 
 # --- the index ---------------------------------------------------------------------------------
 
-def index_path(cwd: Path) -> Path:
+def index_path(cwd: Path, paths: GitPaths | None = None) -> Path:
     """The index file git would use: ``$GIT_INDEX_FILE`` (a relative value is taken from the
-    work tree top, where git resolves it and where hooks run) or ``<git_dir>/index``."""
-    paths = _require(cwd)
-    repo = gitfs.Repo(str(paths.git_dir), str(paths.common_dir),
-                      None if paths.toplevel is None else str(paths.toplevel))
-    return Path(gitfs.index_file(repo, str(cwd)))
-
-
-class _IndexChanges(NamedTuple):
-    staged: dict[str, str | None]  # path -> blob oid in the index, None if deleted
-    conflicted: list[str]
+    work tree top, where git resolves it and where hooks run) or ``<git_dir>/index``.
+    ``paths``: the repository already discovered from ``cwd`` (saves a ``git rev-parse``)."""
+    paths = paths or _require(cwd)
+    named = os.environ.get("GIT_INDEX_FILE")
+    if named:
+        return Path(os.path.join(paths.toplevel or cwd, named))
+    return paths.git_dir / "index"
 
 
 def staged_files(cwd: Path, prefix: str) -> dict[str, bytes | None]:
@@ -393,37 +298,49 @@ def staged_files(cwd: Path, prefix: str) -> dict[str, bytes | None]:
     On an unborn branch every entry is added. Conflicted paths are left out; see
     :func:`conflicted_paths`. Submodules are ignored.
     """
-    # Measured: a fresh process pays ~40 ms to import pygit2 and libgit2 checksums the whole
-    # index on open, while `git diff-index --cached` + one `git cat-file --batch` cost ~8 ms
-    # (200 files) and ~23 ms (120k entries). ledgit.gitfs runs the same diff-index and reads
-    # the blobs from the object files (no second process); the CLI path below answers
-    # whatever gitfs does not model.
     paths = _require(cwd)
-    if _use_fs:
-        try:
-            repo = gitfs.Repo(str(paths.git_dir), str(paths.common_dir),
-                              None if paths.toplevel is None else str(paths.toplevel))
-            found = gitfs.staged(repo, gitfs.index_file(repo, str(cwd)), prefix)
-            return {os.fsdecode(c.path): None if c.oid is None else found.blob(c.oid)
-                    for c in found.changes}
-        except gitfs.Unusual:
-            pass
-    changes = _index_changes_cli(cwd, prefix)
-    oids = [oid for oid in changes.staged.values() if oid is not None]
-    blobs = _read_blobs(None, paths, oids)
-    return {path: None if oid is None else blobs[oid] for path, oid in changes.staged.items()}
+    changes = staged_changes(cwd, prefix, paths=paths)
+    blobs = cat_blobs(cwd, [oid for oid in changes.values() if oid is not None],
+                         paths=paths)
+    return {path: None if oid is None else blobs[oid] for path, oid in changes.items()}
+
+
+def staged_changes(cwd: Path, prefix: str, *,
+                   paths: GitPaths | None = None) -> dict[str, str | None]:
+    """:func:`staged_files` without the contents: path -> the staged blob's id, or None when
+    deleted; one ``git diff-index --cached`` (two more processes on an unborn branch).
+    ``paths``: the repository already discovered from ``cwd``."""
+    paths = paths or _require(cwd)
+    root = paths.toplevel or paths.git_dir
+    env = {**no_git_env(), "GIT_INDEX_FILE": str(index_path(cwd, paths))}
+    args = ["--literal-pathspecs", "diff-index", "--cached", "--raw", "-z", "--no-renames",
+            "--no-abbrev", "HEAD", *_pathspec(prefix)]
+    proc = run_git(args, root, env=env, check=False)
+    if proc.returncode != 0 and head_oid(root) is None:
+        # unborn: compare with the empty tree (of this repository's hash function)
+        empty = run_git(["hash-object", "-t", "tree", "--stdin"], root, input=b"").stdout
+        args[args.index("HEAD")] = empty.decode().strip()
+        proc = run_git(args, root, env=env, check=False)
+    if proc.returncode != 0:
+        raise LedgitError(f"git diff-index: {_last_line(proc.stderr)}", USAGE)
+    fields = proc.stdout.split(b"\0")[:-1]
+    staged: dict[str, str | None] = {}
+    # -z raw records: ":<mode> <mode> <oid> <oid> <status>" NUL <path> NUL (git-diff-index(1))
+    for meta, raw_path in zip(fields[0::2], fields[1::2], strict=True):
+        old_mode, new_mode, _, new_oid, status = meta.decode()[1:].split(" ")
+        path = os.fsdecode(raw_path)
+        if status == "U":
+            continue  # unmerged: conflicted_paths
+        if _is_blob_mode(int(new_mode, 8)):
+            staged[path] = new_oid
+        elif _is_blob_mode(int(old_mode, 8)):
+            staged[path] = None
+    return staged
 
 
 def conflicted_paths(cwd: Path, prefix: str) -> list[str]:
-    """The unmerged paths under ``prefix`` (index stages 1-3), sorted."""
-    paths = _require(cwd)
-    repo = _open_repo(paths)
-    if repo is not None:
-        index = _open_index(paths, cwd)
-        if index is not None:
-            return sorted({p for p, _ in _conflict_entries(index) if _under(p, prefix)})
-    out = _ls_files_unmerged(cwd, prefix)
-    return sorted({path for path, _, _ in out})
+    """The unmerged paths under ``prefix`` (index stages 1-3), sorted (``git ls-files -u``)."""
+    return sorted({path for path, _, _ in _ls_files_unmerged(cwd, prefix)})
 
 
 def conflict_stages(cwd: Path, path: str) -> tuple[bytes | None, bytes | None, bytes | None]:
@@ -431,18 +348,11 @@ def conflict_stages(cwd: Path, path: str) -> tuple[bytes | None, bytes | None, b
     absent (added on both sides, deleted on one) is None, and so are all three when ``path``
     is not in conflict (gitrevisions(7) ``:1:path``)."""
     paths = _require(cwd)
-    repo = _open_repo(paths)
     oids: list[str | None] = [None, None, None]
-    index = _open_index(paths, cwd) if repo is not None else None
-    if index is not None:
-        for entry_path, stages in _conflict_entries(index):
-            if entry_path == path:
-                oids = stages
-    else:
-        for entry_path, stage, oid in _ls_files_unmerged(cwd, path):
-            if entry_path == path:
-                oids[stage - 1] = oid
-    blobs = _read_blobs(repo, paths, [oid for oid in oids if oid is not None])
+    for entry_path, stage, oid in _ls_files_unmerged(cwd, path):
+        if entry_path == path:
+            oids[stage - 1] = oid
+    blobs = _read_blobs(_open_repo(paths), paths, [oid for oid in oids if oid is not None])
     base, ours, theirs = (None if oid is None else blobs[oid] for oid in oids)
     return base, ours, theirs
 
@@ -458,27 +368,6 @@ def _pathspec(prefix: str) -> list[str]:
     return ["--", top] if top else []
 
 
-def _open_index(paths: GitPaths, cwd: Path) -> pygit2.Index | None:
-    import pygit2
-
-    index = pygit2.Index.__new__(pygit2.Index)
-    # pygit2's Index.__del__ frees `_index`, which a failing __init__ never sets: without this
-    # a refused index prints "Exception ignored in: Index.__del__" (freeing NULL is a no-op)
-    setattr(index, "_index", pygit2.ffi.NULL)  # noqa: B010
-    try:
-        index.__init__(str(index_path(cwd)))  # type: ignore[misc]
-        return index
-    except pygit2.GitError as err:  # split index, sparse index, a newer format...
-        _note(paths.git_dir, f"pygit2 cannot read the index ({err})")
-        return None
-
-
-def _conflict_entries(index: pygit2.Index) -> Iterable[tuple[str, list[str | None]]]:
-    for sides in index.conflicts or ():
-        path = next(e.path for e in sides if e is not None)
-        yield str(path), [None if e is None else str(e.id) for e in sides]
-
-
 def _is_blob_mode(mode: int) -> bool:
     # a file or a symlink; not absent (0) and not a submodule
     return mode not in (0, _GITLINK)
@@ -488,39 +377,11 @@ def _git_order(item: tuple[str, object]) -> bytes:
     return os.fsencode(item[0])
 
 
-def _index_changes_cli(cwd: Path, prefix: str) -> _IndexChanges:
-    root = _root(cwd)
-    env = {**no_git_env(), "GIT_INDEX_FILE": str(index_path(cwd))}
-    args = ["--literal-pathspecs", "diff-index", "--cached", "--raw", "-z", "--no-renames",
-            "--no-abbrev", "HEAD", *_pathspec(prefix)]
-    proc = run_git(args, root, env=env, check=False)
-    if proc.returncode != 0 and head_oid(cwd) is None:
-        # unborn: compare with the empty tree (of this repository's hash function)
-        empty = run_git(["hash-object", "-t", "tree", "--stdin"], root, input=b"").stdout
-        args[args.index("HEAD")] = empty.decode().strip()
-        proc = run_git(args, root, env=env, check=False)
-    if proc.returncode != 0:
-        raise LedgitError(f"git diff-index: {_last_line(proc.stderr)}", USAGE)
-    fields = proc.stdout.split(b"\0")[:-1]
-    staged: dict[str, str | None] = {}
-    conflicted: list[str] = []
-    # -z raw records: ":<mode> <mode> <oid> <oid> <status>" NUL <path> NUL (git-diff-index(1))
-    for meta, raw_path in zip(fields[0::2], fields[1::2], strict=True):
-        old_mode, new_mode, _, new_oid, status = meta.decode()[1:].split(" ")
-        path = os.fsdecode(raw_path)
-        if status == "U":
-            conflicted.append(path)
-        elif _is_blob_mode(int(new_mode, 8)):
-            staged[path] = new_oid
-        elif _is_blob_mode(int(old_mode, 8)):
-            staged[path] = None
-    return _IndexChanges(staged, sorted(set(conflicted)))
-
-
 def _ls_files_unmerged(cwd: Path, prefix: str) -> list[tuple[str, int, str]]:
-    env = {**no_git_env(), "GIT_INDEX_FILE": str(index_path(cwd))}
+    paths = _require(cwd)
+    env = {**no_git_env(), "GIT_INDEX_FILE": str(index_path(cwd, paths))}
     args = ["--literal-pathspecs", "ls-files", "-u", "-z", *_pathspec(prefix)]
-    out = run_git(args, _root(cwd), env=env).stdout
+    out = run_git(args, paths.toplevel or paths.git_dir, env=env).stdout
     entries = []
     for record in filter(None, out.split(b"\0")):
         meta, _, raw_path = record.partition(b"\t")
@@ -662,24 +523,45 @@ def _ls_tree(cwd: Path, tree: str, prefix: str, *, recursive: bool = True) -> di
 
 def _read_blobs(repo: pygit2.Repository | None, paths: GitPaths,
                 oids: Sequence[str]) -> dict[str, bytes]:
-    """oid -> content, in one process either way."""
-    if not oids:
-        return {}
+    """oid -> content, in one process either way (pygit2, else ``git cat-file --batch``)."""
     if repo is not None:
         return {oid: repo[oid].read_raw() for oid in oids}
+    found = cat_blobs(paths.toplevel or paths.git_dir, oids, paths=paths)
+    missing = [oid for oid, data in found.items() if data is None]
+    if missing:
+        raise LedgitError(f"git cat-file: {missing[0]}: missing", USAGE)
+    return {oid: data for oid, data in found.items() if data is not None}
+
+
+def cat_blobs(cwd: Path, names: Sequence[str], *,
+                 paths: GitPaths | None = None) -> dict[str, bytes | None]:
+    """name -> the blob's content, or None when no blob has that name (missing, or a tree);
+    ``names`` are object ids or any name ``git cat-file`` takes (``HEAD:path``,
+    gitrevisions(7)). One ``git cat-file --batch`` process for all of them, none for none.
+    ``paths``: the repository already discovered from ``cwd``."""
+    if not names:
+        return {}
+    paths = paths or _require(cwd)
+    if any("\n" in name for name in names):
+        raise LedgitError("git cat-file: an object name holds a newline", USAGE)
     root = paths.toplevel or paths.git_dir
-    out = run_git(["cat-file", "--batch"], root, input="\n".join(oids).encode() + b"\n").stdout
-    blobs: dict[str, bytes] = {}
+    out = run_git(["cat-file", "--batch"], root,
+                  input="\n".join(names).encode() + b"\n").stdout
+    found: dict[str, bytes | None] = {}
     pos = 0
-    for oid in oids:  # "<oid> <type> <size>\n<content>\n" per request (git-cat-file(1))
+    for name in names:  # "<oid> <type> <size>\n<content>\n", or "<name> missing\n"
         end = out.index(b"\n", pos)
-        header = out[pos:end].split(b" ")
-        if len(header) != 3:
-            raise LedgitError(f"git cat-file: {oid}: {out[pos:end].decode()}", USAGE)
-        size = int(header[2])
-        blobs[oid] = out[end + 1:end + 1 + size]
-        pos = end + 2 + size
-    return blobs
+        header = out[pos:end].rsplit(b" ", 2)
+        if len(header) == 3 and header[2].isdigit():
+            size = int(header[2])
+            found[name] = out[end + 1:end + 1 + size] if header[1] == b"blob" else None
+            pos = end + 2 + size
+        elif out[pos:end].endswith((b" missing", b" ambiguous")):
+            found[name] = None
+            pos = end + 1
+        else:
+            raise LedgitError(f"git cat-file: {name}: {os.fsdecode(out[pos:end])}", USAGE)
+    return found
 
 
 def _open_repo(paths: GitPaths) -> pygit2.Repository | None:

@@ -11,7 +11,9 @@ the new state ``{"fields": ..., "body": ...}``; ``before``/``after`` are record 
 
 from __future__ import annotations
 
-from ledgit.canonjson import loads, plain_encoder, scanner
+import json
+
+from ledgit.canonjson import plain_encoder
 from ledgit.record import (
     MAX_RECORD_BYTES,
     Record,
@@ -215,7 +217,7 @@ def _parse_lines(text: str | bytes, task: str) -> list[tuple[str, Event]]:
             continue
         _check_size(line, task, n)
         try:
-            event = loads(line)  # = json.loads (the C scanner for one whole value)
+            event = json.loads(line)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise HistoryError(Problem(task, n, "parse", _not_json(exc))) from None
         _check_depth(line, event, task, n)
@@ -230,14 +232,14 @@ def _parse_lines(text: str | bytes, task: str) -> list[tuple[str, Event]]:
 def _read_events(text: str | bytes, task: str
                  ) -> tuple[list[int], list[str], list[Event], set[int]]:
     """:func:`_parse_lines` for :func:`verify`: (line numbers, line texts, events without
-    ``_line``, numbers of the lines holding a float). Lines are decoded by :data:`_strict_scan`;
+    ``_line``, numbers of the lines holding a float). Lines are decoded by :data:`_STRICT`;
     one holding a float literal (or NaN, Infinity) is decoded again by json.loads and named
     in the set, so every other event holds no float at any depth. Raises HistoryError."""
     numbers: list[int] = []
     raws: list[str] = []
     events: list[Event] = []
     floats: set[int] = set()
-    scan = _strict_scan
+    decode = _STRICT.decode
     required, allowed = _REQUIRED_KEYS, EVENT_KEYS
     if isinstance(text, bytes):
         lines: Iterable[str | bytes] = text.split(b"\n")
@@ -264,15 +266,8 @@ def _read_events(text: str | bytes, task: str
             _check_size(line, task, n)
         try:
             try:
-                try:  # the scanner alone: one whole value, no whitespace around it
-                    event, end = scan(line, 0)
-                except StopIteration:
-                    end = -1
-                if end != len(line):  # anything else: the decoder, for its result or error
-                    event = _strict_decode(line)
+                event = decode(line)
             except _FloatFound:
-                import json
-
                 event = json.loads(line)
                 floats.add(n)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
@@ -300,26 +295,17 @@ _REQUIRED_KEYS = frozenset(("id", "parents", "at", "actor", "op", "patch", "afte
 
 
 class _FloatFound(Exception):
-    """Raised by :data:`_strict_scan` at a float literal (not a ValueError: not a parse error)."""
+    """Raised by :data:`_STRICT` at a float literal (not a ValueError: not a parse error)."""
 
 
 def _no_float(text: str) -> Any:
     raise _FloatFound(text)
 
 
-# Scans exactly like json.JSONDecoder().scan_once, except that a float literal (or NaN,
+# Decodes exactly like json.JSONDecoder().decode, except that a float literal (or NaN,
 # Infinity, -Infinity) raises _FloatFound: what it returns holds no float, so it can be
 # hashed without record.canonical_json's walk (see _ENCODE).
-_strict_scan = scanner(parse_float=_no_float, parse_constant=_no_float)
-
-
-def _strict_decode(line: str) -> Any:
-    """``json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float).decode(line)``:
-    a line the scanner alone did not take (whitespace around, extra data, an error to
-    word); imports json."""
-    import json
-
-    return json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float).decode(line)
+_STRICT = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float)
 
 
 _ENCODE = plain_encoder()  # canonical_json without its float walk (see _STRICT)

@@ -28,9 +28,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ledgit.gate import Finding
-
-# The pre-commit path imports neither typing, pathlib, subprocess nor ledgit.git unless it has
-# to (DESIGN §10: the hook's budget is twice `ledgit --version`); see _pre_commit_fast.
+    from ledgit.git import GitPaths
 
 PRE_COMMIT = "pre-commit"
 INDEX_HOOKS = ("post-checkout", "post-merge", "post-rewrite", "index")
@@ -47,49 +45,45 @@ def pre_commit(cwd: Path) -> int:
 
     A task is checked when its file or its history is staged; the other file is read from
     HEAD, which the index matches for every path that is not staged. Boards: the one found
-    from ``cwd``, else every board in the index (:func:`ledgit.gate.board_prefixes`).
+    from ``cwd``, else every board in the index (:func:`ledgit.gate.board_prefixes`). Git is
+    asked through :mod:`ledgit.git`: one ``git rev-parse``, then per board one
+    ``git diff-index --cached`` and one ``git cat-file --batch`` for every blob needed.
     """
     from ledgit import git
-    from ledgit.gate import LEDGIT_DIR, board_prefixes
 
+    paths = git.discover(cwd)
+    found = None
+    if paths is not None and paths.toplevel is not None:
+        found = _board_prefix(str(cwd), str(paths.toplevel))
+    if found is None:
+        from ledgit.gate import board_prefixes
+
+        prefixes = board_prefixes(cwd)  # words the error outside a work tree
+    else:
+        prefixes = [found]
     problems: list[Finding] = []
     tasks: list[str] = []
-    for prefix in board_prefixes(cwd):
-        staged = git.staged_files(cwd, f"{prefix}{LEDGIT_DIR}/")
-        problems += _check_staged(prefix, staged, lambda path: _at_head(cwd, path), tasks)
+    for prefix in prefixes:
+        problems += _check_board(cwd, paths, prefix, tasks)
     return _report(problems, tasks)
 
 
-def _pre_commit_fast(cwd: str) -> int | None:
-    """:func:`pre_commit` through :mod:`ledgit.gitfs`: the board found from ``cwd``, its
-    staged paths from one ``git diff-index``, their blobs read from the object files. None
-    when that is not possible (no board found here, a layout gitfs leaves to git...): then
-    :func:`pre_commit` answers."""
-    from ledgit import gitfs
+def _check_board(cwd: Path, paths: GitPaths | None, prefix: str,
+                 tasks: list[str]) -> list[Finding]:
+    """The problems of one board's staged tasks, read with one ``git diff-index --cached``
+    and one ``git cat-file --batch`` (the staged blobs, and from HEAD the unstaged file of
+    each staged task)."""
+    from ledgit import git
+    from ledgit.gate import task_of, task_paths
     from ledgit.locate import LEDGIT_DIR
 
-    try:
-        repo = gitfs.discover(cwd)
-        if repo is None or repo.toplevel is None:
-            return None  # pre_commit words the error
-        prefix = _board_prefix(cwd, repo.toplevel)
-        if prefix is None:
-            return None
-        pending = gitfs.staged_async(repo, gitfs.index_file(repo, cwd),
-                                     f"{prefix}{LEDGIT_DIR}/")
-        # while git works (on another core): import what the checks need
-        import ledgit.gate
-        import ledgit.history  # noqa: F401
-
-        staged = pending()
-        files = {os.fsdecode(c.path): None if c.oid is None else staged.blob(c.oid)
-                 for c in staged.changes}
-        tasks: list[str] = []
-        problems = _check_staged(prefix, files,
-                                 lambda path: staged.at_head(os.fsencode(path)), tasks)
-    except gitfs.Unusual:
-        return None
-    return _report(problems, tasks)
+    changes = git.staged_changes(cwd, f"{prefix}{LEDGIT_DIR}/", paths=paths)
+    these = sorted({t for t in (task_of(p, prefix) for p in changes) if t is not None})
+    at_head = [f"HEAD:{p}" for t in these for p in task_paths(prefix, t) if p not in changes]
+    blobs = git.cat_blobs(cwd, [*(oid for oid in changes.values() if oid is not None),
+                                *at_head], paths=paths)
+    staged = {p: None if oid is None else blobs[oid] for p, oid in changes.items()}
+    return _check_staged(prefix, staged, lambda path: blobs.get(f"HEAD:{path}"), tasks)
 
 
 def _board_prefix(cwd: str, top: str) -> str | None:
@@ -139,14 +133,6 @@ def _report(problems: list[Finding], tasks: list[str]) -> int:
              f"task file is recorded with: ledgit record ID)")
         return CHECK_FAILED
     return OK
-
-
-def _at_head(cwd: Path, path: str) -> bytes | None:
-    from ledgit import git
-
-    if git.head_oid(cwd) is None:
-        return None
-    return git.blob_at(cwd, "HEAD", path)
 
 
 def _check_config(path: str, data: bytes) -> list[Finding]:
@@ -212,10 +198,6 @@ def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
 def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
     """Dispatch ``ledgit hook NAME ARGS``; ``args`` are the hook's own (ignored)."""
     del args  # post-checkout's refs and flag, post-rewrite's command: not needed
-    if name == PRE_COMMIT:
-        fast = _pre_commit_fast(os.getcwd() if cwd is None else str(cwd))
-        if fast is not None:
-            return fast
     from pathlib import Path
 
     where = Path(os.getcwd()) if cwd is None else cwd

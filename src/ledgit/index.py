@@ -278,7 +278,7 @@ class Index:
                           known: Mapping[str, tuple[Record, bytes]] | None = None) -> Index:
         """Replace the corrupt index file (inode ``broken``) with a fresh build. Serialised
         by a lock file; a file another process has already replaced is used as it is."""
-        from ledgit.board import file_lock
+        from ledgit.locks import file_lock
 
         with file_lock(os.path.join(board.private_str, "index.lock"), busy_timeout,
                        "the index is busy"):

@@ -9,10 +9,8 @@ re-checks only those names instead of stat-ing every file.
 Two halves live here:
 
 * the **client** (:func:`available`, :func:`socket_path`, :func:`query`, :func:`spawn`) runs
-  inside every ``ledgit list``, so its import is kept to ``os``, ``json`` and ``_socket`` (the
-  C half of :mod:`socket`: ``import socket`` alone costs ~2.4 ms here, most of it building its
-  enums; ``_socket`` costs ~0.05 ms). No ``typing`` at run time (``TYPE_CHECKING = False``);
-  :func:`spawn` imports :mod:`subprocess` when called;
+  inside every ``ledgit list`` (``os``, ``json``, ``socket``); :func:`spawn` imports
+  :mod:`subprocess` when called;
 * the **daemon** (:func:`serve`, :func:`main`) imports ctypes, fcntl, select, signal, struct
   and the like only when it starts.
 
@@ -25,8 +23,9 @@ A daemon started with ``--serve-reads`` (as :func:`spawn` starts it) also takes 
 ``{"run": ...}``: ledgit's read commands, run for the client (:mod:`ledgit.readserver`).
 """
 
-import _socket
+import json
 import os
+import socket
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,7 +59,7 @@ def available() -> bool:
     if value is not None and value.strip().lower() in _OFF_VALUES:
         return False
     if _platform_ok is None:
-        _platform_ok = (os.uname().sysname == "Linux" and hasattr(_socket, "AF_UNIX")
+        _platform_ok = (os.uname().sysname == "Linux" and hasattr(socket, "AF_UNIX")
                         and os.path.isdir("/proc/sys/fs/inotify"))
     return _platform_ok
 
@@ -109,7 +108,7 @@ def query(socket_path: str, token: "str | None",
     if _local is not None and _local.serving and _local.is_own_socket(socket_path):
         return _parse_reply(_local.answer(_request(token)))
     try:
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     except OSError:
         return None
     chunks = []
@@ -166,38 +165,9 @@ def _request(token: "str | None") -> bytes:
 
 
 def _decode(data: bytes) -> "Any":
-    """``json.loads(data)`` for one reply line: the C scanner of ``_json`` driven directly
-    (what json.loads runs), else the json module. Raises ValueError/StopIteration when
-    ``data`` is not one JSON value (surrounding whitespace allowed)."""
-    text = data.decode("utf-8").strip()
-    try:
-        from _json import make_scanner
-    except ImportError:  # pragma: no cover - not CPython
-        import json
-
-        return json.loads(text)
-    value, end = make_scanner(_ScanContext())(text, 0)  # type: ignore[arg-type]
-    if end != len(text):
-        raise ValueError("extra data after the reply")
-    return value
-
-
-class _ScanContext:
-    """What ``_json.make_scanner`` reads from a json.JSONDecoder (json/scanner.py)."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    memo: "dict[str, str]"
-
-    def __init__(self) -> None:
-        self.memo = {}
-
-    @staticmethod
-    def parse_constant(name: str) -> float:
-        return float(name)
+    """``json.loads(data)`` for one reply line. Raises ValueError when ``data`` is not one
+    JSON value (surrounding whitespace allowed)."""
+    return json.loads(data.decode("utf-8"))
 
 
 _spawned: "list[int]" = []  # pids of daemons started here, reaped at the next start
