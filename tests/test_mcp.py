@@ -290,3 +290,61 @@ def test_http_on_another_host_needs_a_token(env: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "ledgit", "mcp", "--token", "x"], cwd=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--http" in proc.stderr
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def test_four_servers_and_cli_writers_lose_no_write(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """4 ``ledgit mcp`` processes and 2 CLI writers add items to the same 3 tasks of one
+    board in a Git repository: every acknowledged write is there exactly once and every
+    history verifies."""
+    for name in list(os.environ):
+        if name.startswith("LEDGIT_"):
+            monkeypatch.delenv(name)
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    board = init_board(repo)
+    ids = [board.create({"title": f"shared {i}"}, "", "ann").id for i in range(3)]
+    per_writer = 12
+    acknowledged: list[tuple[str, str]] = []
+
+    async def server_writer(n: int) -> None:
+        async with over_stdio(repo, "legacy" if n % 2 else "2026-07-28") as client:
+            for k in range(per_writer):
+                tid, text = ids[k % 3], f"mcp-{n}-{k}"
+                result = await client.call_tool("item", {"task": tid, "text": text,
+                                                         "by": f"server-{n}"})
+                if not result.is_error:
+                    acknowledged.append((tid, text))
+                else:  # only "busy" may refuse a write here
+                    assert result.structured_content["error"]["code"] == 5, result
+
+    def cli_writer(n: int) -> None:
+        for k in range(per_writer // 2):
+            tid, text = ids[k % 3], f"cli-{n}-{k}"
+            proc = subprocess.run([sys.executable, "-m", "ledgit", "item", "add", tid,
+                                   "--kind", "fact", "--text", text, "--by", f"cli-{n}"],
+                                  cwd=repo, capture_output=True, text=True)
+            if proc.returncode == 0:
+                acknowledged.append((tid, text))
+            else:
+                assert proc.returncode == 5, proc.stderr
+
+    async def run() -> None:
+        async with anyio.create_task_group() as group:
+            for n in range(4):
+                group.start_soon(server_writer, n)
+            for n in range(2):
+                group.start_soon(anyio.to_thread.run_sync, cli_writer, n)
+
+    anyio.run(run)
+    assert len(acknowledged) >= 4 * per_writer  # busy refusals are rare, not the rule
+    for tid in ids:
+        texts = [i["text"] for i in board.read(tid).fields.get("items", [])]
+        mine = sorted(t for t_id, t in acknowledged if t_id == tid)
+        assert sorted(texts) == mine, tid
+    proc = subprocess.run([sys.executable, "-m", "ledgit", "verify", "--all"], cwd=repo,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
