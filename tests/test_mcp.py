@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -348,3 +349,54 @@ def test_four_servers_and_cli_writers_lose_no_write(tmp_path: Path,
     proc = subprocess.run([sys.executable, "-m", "ledgit", "verify", "--all"], cwd=repo,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_streamable_http_with_a_bearer_token(env: Path, mode: str) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "ledgit", "mcp", "--http", "--port",
+                               str(port)], cwd=env, env={**os.environ,
+                                                          "LEDGIT_MCP_TOKEN": "s3cret"},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                answer = httpx2.post(url, json={}, timeout=5)
+                break
+            except httpx2.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        assert answer.status_code == 401  # no token
+        assert httpx2.post(url, json={}, headers={"Authorization": "Bearer wrong"},
+                           timeout=5).status_code == 401
+
+        async def run() -> None:
+            async with httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"},
+                                          timeout=30) as http:
+                transport = streamable_http_client(url, http_client=http)
+                async with Client(transport, mode=mode) as client:  # type: ignore[arg-type]
+                    assert client.protocol_version == PROTOCOL[mode]
+                    rows = await call(client, "list", {"fields": ["title"]})
+                    assert [r["title"] for r in rows["tasks"]] == ["first task"]
+
+        anyio.run(run)
+    finally:
+        server.terminate()
+        server.wait(30)
+        assert server.stdout is not None and server.stdout.read() == b""
