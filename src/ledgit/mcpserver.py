@@ -37,7 +37,7 @@ from ledgit.board import Board, actor_name, find_board
 from ledgit.errors import CLAIM, NOT_FOUND, STALE, USAGE, LedgitError
 from ledgit.index import SEARCH_COLUMNS
 from ledgit.live import LiveBoard
-from ledgit.locate import LEDGIT_DIR, is_board_dir, upward
+from ledgit.locate import CONFIG_NAME, LEDGIT_DIR, find_root, is_board_dir, upward
 from ledgit.readout import build_readout, handoff_of, now_timestamp
 
 MAX_LIVE_BOARDS = 8  # boards held open at once; more are read without a held index
@@ -108,12 +108,14 @@ class Boards:
         self.start = start
         self._lock = threading.Lock()
         self._live: dict[str, LiveBoard] = {}
+        self._boards: dict[str, tuple[tuple[int, ...], Board]] = {}
 
     def board(self, root: str | None) -> Board:
         """The board ``root`` names (None: the start directory's, ``LEDGIT_ROOT`` honoured
         as in the CLI). Raises LedgitError exit 4 when there is none, 2 for a bad path."""
         if root is None:
-            return find_board(self.start)
+            found, _pinned = find_root(str(self.start))
+            return self._cached(found) if found is not None else find_board(self.start)
         if not isinstance(root, str) or not root.strip() or "\0" in root \
                 or len(root) > 4096:
             raise LedgitError("root: give a directory path", USAGE)
@@ -122,8 +124,24 @@ class Boards:
             raise LedgitError(f"root: {path}: not a directory", NOT_FOUND)
         for directory in upward(path):
             if is_board_dir(os.path.join(directory, LEDGIT_DIR)):
-                return Board(directory)
+                return self._cached(directory)
         raise LedgitError(f"root: no ledgit board in {path} or any parent", NOT_FOUND)
+
+    def _cached(self, root: str) -> Board:
+        """One Board per root, made again when its config.yaml changes (a Board reads its
+        config once)."""
+        try:
+            st = os.stat(os.path.join(root, LEDGIT_DIR, CONFIG_NAME))
+            stamp: tuple[int, ...] = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            stamp = ()
+        with self._lock:
+            cached = self._boards.get(root)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
+            board = Board(root)
+            self._boards[root] = (stamp, board)
+            return board
 
     def live(self, board: Board) -> LiveBoard | None:
         """The held-open board, opened on first use; None once the limit is reached."""
