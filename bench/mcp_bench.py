@@ -219,8 +219,11 @@ async def backlog_ops(argv: list[str], repo: Path, env: dict[str, str],
             key = _arg(edit.input_schema, "id", "taskId", "task_id") or "id"
             field = _arg(edit.input_schema, "notesAppend", "notes", "implementationNotes",
                          "description", "title")
-            plan["update"] = (edit.name, lambda i: {key: picks["update"],
-                                                    field or "title": f"bench call {i}"})
+            prop = edit.input_schema.get("properties", {}).get(field or "title", {})
+            as_list = prop.get("type") == "array"
+            plan["update"] = (edit.name, lambda i: {
+                key: picks["update"],
+                field or "title": [f"bench call {i}"] if as_list else f"bench call {i}"})
         out["calls_used"] = {op: {"tool": name, "args": make(0)}
                              for op, (name, make) in plan.items()}
         for op, (name, make) in plan.items():

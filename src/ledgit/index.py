@@ -460,10 +460,10 @@ class Index:
         """:meth:`refresh` on a watched board: the rows are the files as they were when
         ``old_token`` was issued, so only the names the watcher reports since (and the racy
         and dirty ones) can differ -- each is re-checked by content even when its stat agrees
-        (a write that keeps size and mtime is still a write). No racy window is kept: the
-        watcher reports a later write of the same tick too. A changed row makes the stored
-        stat scan (the unwatched baseline) obsolete, so it is dropped: without a watcher the
-        next refresh re-checks every file once."""
+        (a write that keeps size and mtime is still a write). The stored stat scan (the
+        baseline of readers without a watcher, e.g. a CLI read) gets the new stats of the
+        re-checked files, and those within the racy window are kept racy for such readers:
+        unreported files kept their stats, so the scan stays true without a full scan."""
         names = {n[:-3] for n in reported if _task_name(n)}
         names.update(racy, dirty)
         if not names:
@@ -478,14 +478,23 @@ class Index:
             else:
                 current[name] = st
         touched, rows, unreadable = self._examine(list(current), current, scan_ns)
+        horizon = scan_ns - RACY_WINDOW_NS
+        new_racy = [n for n, st in current.items() if st[0] >= horizon]
+        new_racy.extend(n for n in unreadable if n not in new_racy)  # re-read until readable
+        blob = self._meta("scan")
         with self._writing():
             self.db.executemany(_TOUCH_SQL, touched)
             self._delete([*removed, *(r.task[0] for r in rows)])
             self._insert(rows)
             self.db.executemany("DELETE FROM dirty WHERE id = ?", [(n,) for n in dirty])
-            self._set_meta("racy", marshal.dumps(unreadable))  # re-read until readable
-            if rows or removed:
-                self.db.execute("DELETE FROM meta WHERE key = 'scan'")
+            if blob is not None:
+                stored = _unmarshal(blob, dict)
+                for name in removed:
+                    stored.pop(name, None)
+                stored.update(current)
+                self._store_scan(stored, new_racy, scan_ns)
+            else:
+                self._set_meta("racy", marshal.dumps(new_racy))
             self._set_meta("watch", token)
         return RefreshStats(len(current), len(current), len(rows), len(removed),
                             sum(1 for r in rows if r.doc is None), False,
