@@ -69,6 +69,7 @@ COMMANDS: dict[str, str] = {
     "check": "ledgit.check:check_cmd",
     "verify": "ledgit.gitcli:verify_cmd",  # cli.verify_cmd + the CI gate options
     "cache": "ledgit.cli:cache_group",
+    "project": "ledgit.cli:project_group",
     "demo": "ledgit.demo:demo_cmd",
     "import": "ledgit.interop.cli:import_group",
     "export": "ledgit.interop.cli:export_group",
@@ -253,6 +254,7 @@ history_cmd = _command("history")
 record_cmd = _command("record")
 verify_cmd = _command("verify")
 cache_group = _group("cache")
+project_group = _group("project")
 
 
 __all__ = ["COMMANDS", "INTERNAL_ERROR", "LazyGroup", "actor_or_warn", "by_option", "cli",

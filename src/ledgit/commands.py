@@ -99,13 +99,21 @@ def run_spec(spec: Spec, values: dict[str, Any]) -> int:
                     raise LedgitError(f"{spec.name[-1]} {name}: holds bytes that cannot be "
                                       f"decoded (not UTF-8, or not this locale's encoding)",
                                       USAGE) from None
+    if "project" in values:
+        values = dict(values)
+        project = values.pop("project")
+        if project is not None:
+            _PROJECT[:] = [project, any(p.dest == "by" for p in spec.params)]
     module_name, _, attr = spec.run.partition(":")
     module = sys.modules.get(module_name)
-    if module is None:
-        import importlib
+    try:
+        if module is None:
+            import importlib
 
-        module = importlib.import_module(module_name)
-    rv = getattr(module, attr)(**values)
+            module = importlib.import_module(module_name)
+        rv = getattr(module, attr)(**values)
+    finally:
+        _PROJECT.clear()
     return rv if isinstance(rv, int) else OK
 
 
@@ -184,10 +192,20 @@ LIST_FILTERS = (  # list, search
 )
 
 
+# [alias, writes] while a command runs with --project ALIAS (set by run_spec)
+_PROJECT: list[Any] = []
+
+
 def _board() -> Board:
     from ledgit.board import find_board
 
-    return find_board()
+    board = find_board()
+    if _PROJECT:
+        from ledgit import projects
+
+        alias, writes = _PROJECT
+        return projects.open_project(board, alias, write=writes)
+    return board
 
 
 def actor_or_warn(by: str | None, root: Path | str) -> str:
@@ -255,6 +273,26 @@ def _mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool
         out(f"{record.id}: {result.op} -> {record.fields['status']} "
             f"(rev {record.revision[:12]})")
     return OK
+
+
+def resolve_dependencies(board: Board, texts: Iterable[str]) -> list[str]:
+    """:func:`resolve_ids` for ``--depends``: ``ALIAS:ID`` names a task of a registered
+    board, resolved there to its full id (ledgit.projects; exit 4 naming the alias when it is
+    not registered, cannot be read or holds no such task)."""
+    found: list[str] = []
+    for text in texts:
+        for part in text.replace(",", " ").split():
+            if ":" in part:
+                from ledgit import projects
+
+                alias, task = projects.split_dependency(part)
+                assert alias is not None
+                full = f"{alias}:{projects.open_project(board, alias).resolve_id(task)}"
+            else:
+                full = board.resolve_id(part)
+            if full not in found:
+                found.append(full)
+    return found
 
 
 def resolve_ids(board: Board, texts: Iterable[str]) -> list[str]:
@@ -337,7 +375,8 @@ def create_cmd(title: str, body: str | None, body_file: str | None, goal: str | 
     text = _read_text_option(body, body_file, "body")
     fields, body_text = create_fields(
         title=title, goal=goal, accept=accept, body=text, priority=priority,
-        depends=resolve_ids(board, depends), labels=_split(labels), owner=owner,
+        depends=resolve_dependencies(board, depends), labels=_split(labels),
+        owner=owner,
         worker=worker)
     actor = actor_or_warn(by, board.root_str)
     record = board.create(fields, body_text, actor, note=note)
@@ -361,11 +400,41 @@ def get_cmd(task: str, no_body: bool, as_json: bool) -> int:
     _warn_markers(fields.get("id"), body, path)
     readout = build_readout(fields, body, path=path, revision=revision, now=_now(),
                             ttl=int(board.config.claim_ttl))
+    external = [d for d in fields.get("depends_on") or [] if ":" in d]
+    if external:
+        _add_external(readout, board, str(fields.get("id")), external)
     if as_json:
         out_json(readout)
     else:
-        out(render_readout(readout, body=not no_body), nl=False)
+        text = render_readout(readout, body=not no_body)
+        if external:
+            text = _render_external(readout) + text
+        out(text, nl=False)
     return OK
+
+
+def _add_external(readout: dict[str, Any], board: Board, task_id: str,
+                  deps: list[str]) -> None:
+    """``external_dependencies`` (each ALIAS:ID's status where it was read, or UNKNOWN with
+    the reason) and ``dependency_cycle`` (None, or the cycle across boards) in a readout."""
+    from ledgit import projects
+
+    cache: dict[str, Any] = {}
+    readout["external_dependencies"] = [
+        {**projects.external_status(board, d, cache).as_json(), "read_at": _now()}
+        for d in deps]
+    readout["dependency_cycle"] = projects.find_cycle(board, task_id)
+
+
+def _render_external(readout: dict[str, Any]) -> str:
+    lines = []
+    for d in readout["external_dependencies"]:
+        where = f" ({d['source']})" if d["source"] else ""
+        why = f": {d['reason']}" if d["reason"] else ""
+        lines.append(f"external dep:  {d['dependency']} {d['status']}{why}{where}\n")
+    if readout.get("dependency_cycle"):
+        lines.append(f"dependency cycle: {' -> '.join(readout['dependency_cycle'])}\n")
+    return "".join(lines)
 
 
 def _warn_markers(task_id: Any, body: Any, path: Any) -> None:
@@ -492,8 +561,15 @@ def _index(board: Board) -> Any:
 
 def list_cmd(status: tuple[str, ...], owner: str | None, worker: str | None,
              label: tuple[str, ...], outcome: str | None, include_all: bool, sort: str,
-             limit: int | None, ready: bool, as_json: bool) -> int:
+             limit: int | None, ready: bool, as_json: bool, projects: bool = False) -> int:
     """List tasks (archived hidden unless --all), newest change first."""
+    if projects:
+        if ready:
+            return _across_projects("ready", as_json, owner=owner, worker=worker,
+                                    label=label, limit=limit)
+        return _across_projects("list", as_json, status=status, owner=owner, worker=worker,
+                                label=label, outcome=outcome, include_all=include_all,
+                                sort=sort, limit=limit)
     board = _board()
     with _index(board) as index:
         filters = _filters(status, owner, worker, label, include_all, outcome)
@@ -529,16 +605,87 @@ def search_cmd(text: str, fields: tuple[str, ...], status: tuple[str, ...],
 
 
 def ready_cmd(owner: str | None, worker: str | None, label: tuple[str, ...],
-              limit: int | None, as_json: bool) -> int:
+              limit: int | None, as_json: bool, projects: bool = False) -> int:
     """Tasks ready to claim: open, every dependency done, no drop/no_change outcome.
     Most urgent first (priority, then oldest)."""
+    if projects:
+        return _across_projects("ready", as_json, owner=owner, worker=worker, label=label,
+                                limit=limit)
     board = _board()
+    rows, errors = _ready_rows(board, owner, worker, label, limit)
+    _print_rows(rows, as_json, board, errors)
+    return OK
+
+
+def _ready_rows(board: Board, owner: str | None, worker: str | None, label: tuple[str, ...],
+                limit: int | None) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The ready rows of ``board`` (and the index's errors): a task that depends on another
+    board's task (``ALIAS:ID``) is ready only once that task is done there."""
     with _index(board) as index:
         filters = _filters((), owner, worker, label, False, None)
         rows = [r for r in index.rows(ready=True, sort="priority", limit=limit, **filters)
                 if not _negative(r)]
+        pending = [r for r in index.rows(pending_external=True, sort="priority", **filters)
+                   if not _negative(r)]
         errors = index.errors()
-    _print_rows(rows, as_json, board, errors)
+    if pending:
+        from ledgit import projects
+
+        cache: dict[str, Any] = {}
+        for row in pending:
+            deps = [d for d in row.get("depends_on") or [] if ":" in d]
+            if all(projects.external_status(board, d, cache).status == "done" for d in deps):
+                rows.append(row)
+        rows.sort(key=lambda r: (5 if r.get("priority") is None else r["priority"],
+                                 r.get("created") or "", r["id"]))
+        rows = rows[:limit] if limit is not None else rows
+    return rows, errors
+
+
+def _across_projects(what: str, as_json: bool, **kw: Any) -> int:
+    """``list``/``ready`` over this board and every registered one, each row naming its
+    board (``board``: this board's name, or the alias). A registered board that cannot be
+    read fails closed (exit 4 or 2, naming the alias)."""
+    import time
+
+    from ledgit import projects
+    from ledgit.board import find_board
+
+    here = find_board()
+    boards = [(projects.board_name(here), here)]
+    for alias in sorted(projects.registrations(here)):
+        boards.append((alias, projects.open_project(here, alias)))
+    views: list[dict[str, Any]] = []
+    errors: list[dict[str, str]] = []
+    now = time.time()
+    for name, board in boards:
+        if what == "ready":
+            rows, errs = _ready_rows(board, kw["owner"], kw["worker"], kw["label"],
+                                     kw["limit"])
+        else:
+            with _index(board) as index:
+                filters = _filters(kw["status"], kw["owner"], kw["worker"], kw["label"],
+                                   kw["include_all"], kw["outcome"])
+                rows = index.rows(sort=kw["sort"], limit=kw["limit"], **filters)
+                errs = index.errors()
+        ttl = int(board.config.claim_ttl)
+        for row in rows:
+            views.append({"board": name, **row_view(row, now, ttl)})
+        for path, message in errs:
+            err(f"ledgit: warning: {name}: skipped {path}: {message}")
+            errors.append({"board": name, "path": path, "message": message})
+    if as_json:
+        out_json({"tasks": views, "count": len(views), "errors": errors,
+                  "boards": [name for name, _ in boards]})
+        return OK
+    width = max(len(name) for name, _ in boards)
+    lines = []
+    for v in views:
+        prio = "-" if v["priority"] is None else str(v["priority"])
+        claim = f"  [{v['claim'].get('by')} {v['freshness']['state']}]" if v["claim"] else ""
+        lines.append(f"{v['board']:<{width}}  {v['id']}  {v['status']:<11}  P{prio}  "
+                     f"{v['title']}{claim}\n")
+    out("".join(lines), nl=False)
     return OK
 
 
@@ -553,7 +700,7 @@ def claim_cmd(task: str, note: str | None, take_over: bool, force: bool, by: str
     board = _board()
 
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
-        deps = {d: _status_of(board, d) for d in r.fields.get("depends_on", [])}
+        deps = _dependency_statuses(board, r.fields.get("depends_on", []))
         return ops.claim(r, by=actor, now=now, ttl=ttl, note=note, take_over=take_over,
                          force=force, dependency_status=deps)
 
@@ -564,6 +711,14 @@ def claim_cmd(task: str, note: str | None, take_over: bool, force: bool, by: str
                 f"(rev {rec.revision[:12]})")
 
     return _mutate(task, by, expect, op, as_json, show)
+
+
+def _dependency_statuses(board: Board, deps: list[str]) -> dict[str, str | None]:
+    if any(":" in d for d in deps):  # another board's task (ALIAS:ID): ledgit.projects
+        from ledgit import projects
+
+        return projects.dependency_statuses(board, deps)
+    return {d: _status_of(board, d) for d in deps}
 
 
 def _status_of(board: Board, task: str) -> str | None:
@@ -611,7 +766,7 @@ def update_cmd(task: str, title: str | None, priority: int | None, response: str
         raise LedgitError("update: nothing to change (see: ledgit update --help)")
     assignments = [ops.parse_assignment(s) for s in sets]
     board = _board()
-    add = resolve_ids(board, depends)
+    add = resolve_dependencies(board, depends)
     remove = [_resolve_or_keep(board, t) for t in _split(no_depends)]
 
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
@@ -865,7 +1020,32 @@ def verify_cmd(tasks: tuple[str, ...], check_all: bool, as_json: bool) -> int:
     if tasks and check_all:
         raise LedgitError("give task ids or --all, not both")
     ids = resolve_ids(board, tasks) if tasks else None
-    return report_problems(board, ids, board.verify(ids), as_json, "verified")
+    problems = board.verify(ids) + _project_problems(board, ids)
+    return report_problems(board, ids, problems, as_json, "verified")
+
+
+def _project_problems(board: Board, ids: list[str] | None) -> list[Any]:
+    """Rule ``project``: every ``ALIAS:ID`` dependency names a registered project, and no
+    dependency cycle runs across boards (ledgit.projects)."""
+    from ledgit.history import Problem
+
+    with _index(board) as index:
+        rows = index.rows(include_archived=True)
+    deps = {r["id"]: [d for d in r.get("depends_on") or [] if ":" in d] for r in rows
+            if ids is None or r["id"] in ids}
+    deps = {k: v for k, v in deps.items() if v}
+    if not deps:
+        return []
+    from ledgit import projects
+
+    problems = [Problem(line.split(":", 1)[0], 0, "project", line.split(": ", 1)[1])
+                for line in projects.unregistered(board, deps)]
+    for task in deps:
+        cycle = projects.find_cycle(board, task)
+        if cycle:
+            problems.append(Problem(task, 0, "project",
+                                    f"dependency cycle across boards: {' -> '.join(cycle)}"))
+    return problems
 
 
 def report_problems(board: Board, ids: list[str] | None, problems: list[Any], as_json: bool,
@@ -889,6 +1069,66 @@ def report_problems(board: Board, ids: list[str] | None, problems: list[Any], as
             count = len(ids) if ids is not None else len(board.list_ids())
             err(f"ledgit: {verb} {count} task(s): ok")
     return CHECK_FAILED if problems else OK
+
+
+def project_add_cmd(alias: str, path: str, ref: str | None, user: bool,
+                    as_json: bool) -> int:
+    """Register another board as ALIAS (team: .ledgit/projects.yaml; --user: yours)."""
+    from ledgit import projects
+    from ledgit.board import find_board
+
+    reg = projects.add(find_board(), alias, path, ref, user=user)
+    if as_json:
+        out_json(_registration_json(reg))
+    else:
+        pinned = f" at {reg.ref}" if reg.ref else ""
+        out(f"project {alias}: {reg.location}{pinned} ({reg.source})")
+    return OK
+
+
+def project_list_cmd(as_json: bool) -> int:
+    """The boards this board may reach, by alias, and whether each can be read now."""
+    from ledgit import projects
+    from ledgit.board import find_board
+
+    board = find_board()
+    rows = []
+    for _alias, reg in sorted(projects.registrations(board).items()):
+        row = _registration_json(reg)
+        try:
+            projects.open_registration(board, reg)
+            row["readable"], row["reason"] = True, None
+        except LedgitError as exc:
+            row["readable"], row["reason"] = False, exc.message
+        rows.append(row)
+    if as_json:
+        out_json({"board": projects.board_name(board), "projects": rows})
+        return OK
+    if not rows:
+        err("ledgit: no projects registered (ledgit project add ALIAS PATH)")
+    for r in rows:
+        pinned = f" at {r['ref']}" if r["ref"] else ""
+        state = "ok" if r["readable"] else f"UNREADABLE: {r['reason']}"
+        out(f"{r['alias']}  {r['path']}{pinned}  ({r['source']})  {state}")
+    return OK
+
+
+def project_remove_cmd(alias: str, user: bool, as_json: bool) -> int:
+    """Remove the registration ALIAS (team, or --user: yours)."""
+    from ledgit import projects
+    from ledgit.board import find_board
+
+    reg = projects.remove(find_board(), alias, user=user)
+    if as_json:
+        out_json(_registration_json(reg))
+    else:
+        out(f"project {alias}: removed ({reg.source})")
+    return OK
+
+
+def _registration_json(reg: Any) -> dict[str, Any]:
+    return {"alias": reg.alias, "path": reg.path, "location": str(reg.location),
+            "ref": reg.ref, "source": reg.source}
 
 
 def cache_rebuild_cmd(as_json: bool) -> int:
@@ -920,9 +1160,19 @@ def cache_status_cmd(as_json: bool) -> int:
 # --------------------------------------------------------------------------- the table
 
 
+PROJECT = Param(VALUE, "--project", metavar="ALIAS",
+                help="Act on the registered board ALIAS (see: ledgit project list).")
+PROJECTS = Param(FLAG, "--projects", help="This board and every registered one; each row "
+                                          "names its board.")
+_NO_PROJECT = ("init", "project")  # commands that do not take --project
+
+
 def _spec(name: str, run: str, *params: Param) -> Spec:
-    """A spec whose help is the docstring of its function in this module."""
+    """A spec whose help is the docstring of its function in this module; every task
+    command also takes ``--project ALIAS`` (handled by :func:`run_spec`)."""
     function = globals()[run]
+    if name.split()[0] not in _NO_PROJECT:
+        params = (*params, PROJECT)
     return Spec(tuple(name.split()), f"ledgit.commands:{run}", function.__doc__ or "",
                 params)
 
@@ -954,13 +1204,14 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               JSON),
         _spec("list", "list_cmd", *LIST_FILTERS,
               Param(FLAG, "--ready", help="Only ready tasks (see: ledgit ready)."),
-              JSON),
+              JSON, PROJECTS),
         _spec("search", "search_cmd",
               Param(ARG, "text"),
               Param(MULTI, "--field", "fields", choices=SEARCH_FIELDS,
                     help="Search only this field (repeatable; default: all)."),
               *LIST_FILTERS, JSON),
-        _spec("ready", "ready_cmd", OWNER_FILTER, WORKER_FILTER, LABEL_FILTER, LIMIT, JSON),
+        _spec("ready", "ready_cmd", OWNER_FILTER, WORKER_FILTER, LABEL_FILTER, LIMIT, JSON,
+              PROJECTS),
         _spec("claim", "claim_cmd", TASK,
               Param(VALUE, "--note",
                     help="What you are about to do (kept verbatim in the claim)."),
@@ -1054,6 +1305,16 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               Param(ARG, "tasks", nargs=-1),
               Param(FLAG, "--all", "check_all", help="Every task (the default without IDs)."),
               JSON),
+        _spec("project add", "project_add_cmd",
+              Param(ARG, "alias"), Param(ARG, "path"),
+              Param(VALUE, "--ref", help="Read the other board at this Git ref (as a "
+                                         "submodule pins a commit); read-only then."),
+              Param(FLAG, "--user", help="Register it for you only (your user config), "
+                                         "not in the board's versioned projects.yaml."),
+              JSON),
+        _spec("project list", "project_list_cmd", JSON),
+        _spec("project remove", "project_remove_cmd", Param(ARG, "alias"),
+              Param(FLAG, "--user", help="Remove it from your user config."), JSON),
         _spec("cache rebuild", "cache_rebuild_cmd", JSON),
         _spec("cache status", "cache_status_cmd", JSON),
     ]
@@ -1065,6 +1326,7 @@ SPECS = _specs()
 GROUPS = {
     "item": "State items: facts, decisions, questions, blockers, rejected options, artifacts.",
     "cache": "The per-worktree index (derived; safe to delete).",
+    "project": "Other boards this board may reach: ledgit --project ALIAS, ALIAS:ID deps.",
 }
 # What ``python -m ledgit`` runs without click: every spec except ``verify``, whose command
 # line belongs to ledgit.gitcli (it adds the CI gate's --rev/--range/--format).

@@ -262,3 +262,10 @@ def _coerce(raw: dict[str, Any], lines: dict[str, int], path: str) -> BoardConfi
                 raise fail(key, "claim_ttl must be at least one second")
             kwargs[key] = seconds
     return BoardConfig(**kwargs)
+
+
+def read_yaml_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """(mapping, {key: line}) of a small settings file with the config's YAML rules: no
+    implicit typing (every scalar a string), no tags, anchors or duplicate keys. Raises
+    LedgitError exit 2 naming ``path:line``. Used by :mod:`ledgit.projects`."""
+    return _yaml_mapping(text, path)

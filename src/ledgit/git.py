@@ -581,3 +581,11 @@ def _note(where: Path, why: str) -> None:
     if where not in _noted:
         _noted.add(where)
         print(f"ledgit: note: {where}: {why}; asking the git CLI instead", file=sys.stderr)
+
+
+# --- revisions of other repositories (ledgit.projects) ----------------------------------------
+
+def resolve_commit(cwd: Path, rev: str) -> str:
+    """The full commit id ``rev`` names in the repository at ``cwd``; LedgitError exit 2
+    when it names none."""
+    return _resolve_cli(cwd, rev, "commit")

@@ -102,6 +102,17 @@ _READY_SQL = (
     " AND u.error IS NULL WHERE p.id = t.id AND coalesce(u.status, '') != 'done')"
 )
 
+# open, unclaimed, no drop/no_change outcome, every local dependency done, and at least one
+# dependency on another board (ALIAS:ID, ledgit.projects): ready once those are done there.
+_READY_PENDING_EXTERNAL_SQL = (
+    "t.status = 'open' AND t.claimed = 0"
+    " AND coalesce(t.outcome_kind, '') NOT IN ('drop', 'no_change')"
+    " AND EXISTS (SELECT 1 FROM deps p WHERE p.id = t.id AND instr(p.dep, ':') > 0)"
+    " AND NOT EXISTS (SELECT 1 FROM deps p LEFT JOIN tasks u ON u.id = p.dep"
+    " AND u.error IS NULL WHERE p.id = t.id AND instr(p.dep, ':') = 0"
+    " AND coalesce(u.status, '') != 'done')"
+)
+
 _SCHEMA = """
 CREATE TABLE tasks (
     id TEXT PRIMARY KEY,
@@ -718,16 +729,18 @@ class Index:
     def rows(self, *, status: Sequence[str] | str | None = None, owner: str | None = None,
              worker: str | None = None, label: Sequence[str] | str | None = None,
              ready: bool = False, include_archived: bool = False, outcome: str | None = None,
-             sort: str = "desc", limit: int | None = None) -> list[dict[str, Any]]:
+             sort: str = "desc", limit: int | None = None,
+             pending_external: bool = False) -> list[dict[str, Any]]:
         """Valid tasks matching every filter, as row dicts (see :meth:`get`), ordered by
         ``sort``: ``desc``/``asc`` (last_modified), ``priority`` (0 first, then oldest
         created) or ``created`` (newest first). Archived tasks are left out unless
         ``include_archived`` or ``status`` names archived. ``label``: every label given must
         be present. ``ready`` (DESIGN §4): open, unclaimed, every dependency done, no
-        drop/no_change outcome."""
+        drop/no_change outcome. ``pending_external``: ready but for dependencies on other
+        boards (``ALIAS:ID``), which the caller checks there (ledgit.projects)."""
         self._ensure_fresh()
         where, params = _filters(status, owner, worker, label, ready, include_archived,
-                                 outcome)
+                                 outcome, pending_external)
         return self._select(where, params, sort, limit)
 
     @_recovering
@@ -1302,7 +1315,8 @@ def _fold(text: Any) -> str | None:
 def _filters(status: Sequence[str] | str | None = None, owner: str | None = None,
              worker: str | None = None, label: Sequence[str] | str | None = None,
              ready: bool = False, include_archived: bool = False,
-             outcome: str | None = None) -> tuple[str, list[Any]]:
+             outcome: str | None = None,
+             pending_external: bool = False) -> tuple[str, list[Any]]:
     conds = ["t.error IS NULL"]
     params: list[Any] = []
     statuses = [status] if isinstance(status, str) else list(status or ())
@@ -1325,6 +1339,8 @@ def _filters(status: Sequence[str] | str | None = None, owner: str | None = None
         params.append(outcome)
     if ready:
         conds.append(_READY_SQL)
+    if pending_external:
+        conds.append(_READY_PENDING_EXTERNAL_SQL)
     return " AND ".join(conds), params
 
 

@@ -933,7 +933,11 @@ def _commit_problem(text: str) -> str | None:
 
 
 def _task_id_problem(text: str) -> str | None:
-    return None if is_valid_id(text) else f"not a task id: {text!r}"
+    # ALIAS:ID names a task of another registered board (ledgit.projects, issue 17)
+    alias, colon, task = text.rpartition(":")
+    if colon and not ITEM_ID_RE.fullmatch(alias):
+        return f"not a task id or PROJECT:ID: {text!r}"
+    return None if is_valid_id(task) else f"not a task id: {text!r}"
 
 
 def _mapping(value: Any, name: str, ctx: _Ctx, keys: tuple[str, ...]) -> dict[str, Any]:
