@@ -269,6 +269,40 @@ def test_root_names_another_board(env: Path, tmp_path: Path) -> None:
     anyio.run(run)
 
 
+def test_root_may_name_a_registered_project(env: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``root`` accepts an alias of ledgit.projects (issue 17); a pinned one is read-only and
+    an unregistered name is taken as a path (and fails as one)."""
+    import subprocess as sp
+
+    from ledgit import projects
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lib = init_board(tmp_path / "lib")
+    task = lib.create({"title": "lib task"}, "", "ann").id
+    here = Board(env)
+    projects.add(here, "lib", str(lib.root), None, user=False)
+    sp.run(["git", "init", "-q", str(lib.root)], check=True)
+    sp.run(["git", "-C", str(lib.root), "add", "-A"], check=True)
+    sp.run(["git", "-C", str(lib.root), "commit", "-qm", "lib"], check=True)
+    projects.add(here, "libv1", str(lib.root), "HEAD", user=False)
+
+    async def run() -> None:
+        async with in_process(env, "legacy") as client:
+            rows = await call(client, "list", {"root": "lib"})
+            assert [r["id"] for r in rows["tasks"]] == [task]
+            got = await call(client, "get", {"task": task, "root": "libv1"})
+            assert got["id"] == task
+            error = await fail(client, "update", {"task": task, "title": "x", "root": "libv1"})
+            assert "read at ref HEAD" in error["message"]
+            error = await fail(client, "list", {"root": "nolib"})
+            assert "not a directory" in error["message"]
+
+    anyio.run(run)
+    assert lib.read(task).fields["title"] == "lib task"
+
+
 def test_only_ledgit_mcp_imports_the_sdk(env: Path) -> None:
     probe = ("import sys, runpy; sys.argv = ['ledgit', *sys.argv[1:]]\n"
              "try:\n    runpy.run_module('ledgit', run_name='__main__')\n"

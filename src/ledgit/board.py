@@ -83,6 +83,10 @@ class Board:
     not import pathlib (~2.5 ms, DESIGN §10).
     """
 
+    # Why this board refuses writes (exit 2), e.g. a snapshot of another board at a Git ref
+    # (ledgit.projects); None: writable.
+    read_only: str | None = None
+
     def __init__(self, root: Path | str, config: BoardConfig | None = None) -> None:
         self.root_str = os.path.abspath(root)
         self.dir_str = os.path.join(self.root_str, LEDGIT_DIR)
@@ -263,6 +267,8 @@ class Board:
         Waits up to ``timeout`` seconds; then raises LedgitError exit 5 (busy). Compatible
         with ``filelock.FileLock`` on the same path (both use flock on a file kept in place).
         """
+        if self.read_only is not None:  # every write takes this lock first
+            raise LedgitError(self.read_only, USAGE)
         path = os.path.join(self.private_str, "locks", f"{_checked_id(task_id)}.lock")
         return FileLock(path, timeout, f"{task_id} is busy")
 

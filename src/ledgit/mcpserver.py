@@ -90,7 +90,8 @@ StrList = list[str] | None
 INSTRUCTIONS = (
     "ledgit: task state kept in the Git repository. Loop: list/search -> get -> claim -> "
     "update/item/writeback -> complete. Common arguments: task = an id or a unique prefix; "
-    "root = the board directory (default: the server's); by = the actor (default "
+    "root = the board directory or a registered project alias (default: the server's); "
+    "by = the actor (default "
     "$LEDGIT_ACTOR, else git user.name); expect = a revision (>= 12 hex): the write is "
     "refused (stale_revision, with the current one) when the task has moved on. Failures "
     "are tool errors with structuredContent.error = {code, kind, message, ...} (exit codes "
@@ -119,6 +120,9 @@ class Boards:
         if not isinstance(root, str) or not root.strip() or "\0" in root \
                 or len(root) > 4096:
             raise LedgitError("root: give a directory path", USAGE)
+        other = self._project(root)
+        if other is not None:
+            return other
         path = os.path.abspath(os.path.join(self.start, os.path.expanduser(root)))
         if not os.path.isdir(path):
             raise LedgitError(f"root: {path}: not a directory", NOT_FOUND)
@@ -126,6 +130,20 @@ class Boards:
             if is_board_dir(os.path.join(directory, LEDGIT_DIR)):
                 return self._cached(directory)
         raise LedgitError(f"root: no ledgit board in {path} or any parent", NOT_FOUND)
+
+    def _project(self, alias: str) -> Board | None:
+        """The board registered as ``alias`` by the server's own board (ledgit.projects),
+        or None when ``alias`` is no registered alias (then it is taken as a path)."""
+        from ledgit import projects
+
+        if not projects.ALIAS_RE.fullmatch(alias):
+            return None
+        found, _pinned = find_root(str(self.start))
+        if found is None:
+            return None
+        here = self._cached(found)
+        registered = projects.registrations(here).get(alias)
+        return None if registered is None else projects.open_registration(here, registered)
 
     def _cached(self, root: str) -> Board:
         """One Board per root, made again when its config.yaml changes (a Board reads its

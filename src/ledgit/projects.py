@@ -342,7 +342,10 @@ def _snapshot(reg: Registration, root: Path) -> Board:
             if not (snap / LEDGIT_DIR).is_dir():
                 raise LedgitError(f"project {reg.alias!r}: cannot unpack {reg.ref} into "
                                   f"{cache}: {exc.strerror or exc}", USAGE) from None
-    return Board(snap)
+    board = Board(snap)
+    board.read_only = (f"project {reg.alias!r} is read at ref {reg.ref}: it cannot be written "
+                       f"through the alias (cd {root} to change it)")
+    return board
 
 
 # --------------------------------------------------------------------------- dependencies
