@@ -1,9 +1,9 @@
 """``ledgit import backlog``: fixtures made by the real Backlog.md CLI in the test.
 
-The CLI is looked up, never downloaded: ``$BACKLOG_BIN``, ``backlog`` on PATH, the global npm
-prefix (``npm prefix -g``/bin) or the scratch install ``/tmp/backlog-peer``. It is a 101 MB
-prebuilt binary, too big to fetch in a test run: without it the CLI-backed tests skip, saying
-how to get it (``npm install backlog.md``).
+The CLI is looked up, never downloaded: ``$BACKLOG_BIN``, ``backlog`` on PATH or the global
+npm prefix (``npm prefix -g``/bin); no fixed path is searched. It is a 101 MB prebuilt binary,
+too big to fetch in a test run: without it the CLI-backed tests skip, saying how to get it
+(``npm install backlog.md``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ def backlog_binary() -> str | None:
             prefix = ""
         if prefix:
             candidates.append(os.path.join(prefix, "bin", "backlog"))
-    candidates.append("/tmp/backlog-peer/node_modules/.bin/backlog")
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
             return candidate
@@ -42,8 +41,8 @@ def backlog_binary() -> str | None:
 
 BACKLOG = backlog_binary()
 needs_backlog = pytest.mark.skipif(
-    BACKLOG is None, reason="Backlog.md CLI not found ($BACKLOG_BIN, PATH, npm prefix -g, "
-                            "/tmp/backlog-peer); install it with: npm install backlog.md")
+    BACKLOG is None, reason="Backlog.md CLI not found ($BACKLOG_BIN, PATH, npm prefix -g); "
+                            "install it with: npm install backlog.md")
 
 
 class Backlog:
