@@ -154,7 +154,7 @@ def out_json(value: Any) -> None:
 
 # --------------------------------------------------------------------------- shared params
 
-JSON = Param(FLAG, "--json", "as_json", help="Print JSON (shape: docs/cli.md).")
+JSON = Param(FLAG, "--json", "as_json", help="Print JSON (shapes: ledgit help json).")
 BY = Param(VALUE, "--by", metavar="WHO",
            help="Actor (default: $LEDGIT_ACTOR, else git user.name).")
 EXPECT = Param(VALUE, "--expect", metavar="REV",

@@ -254,7 +254,7 @@ def _scenario(d: Demo) -> int:
     return 0 if ok else 1
 
 
-@click.command("demo", epilog="Example: ledgit demo --keep, then cd into the printed path.")
+@click.command("demo")
 @click.option("--keep", is_flag=True,
               help="Keep the throwaway repository and print its path, to explore.")
 @click.option("--verbose", "-v", is_flag=True,
