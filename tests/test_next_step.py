@@ -78,3 +78,19 @@ def test_list_shows_the_work_in_play_first(lg: CliRun) -> None:
     assert ids("--status", "archived") == [archived]
     text = ok(lg, "list")[0].splitlines()
     assert [line.split()[0] for line in text] == [waiting, opened, finished_late, dropped, done]
+
+
+def test_a_write_that_keeps_the_status_does_not_read_as_setting_it(lg: CliRun) -> None:
+    tid = make(lg, "A")
+    out, _ = ok(lg, "update", tid, "--priority", "1", "--by", "me")
+    assert out.startswith(f"{tid}: updated (status open, rev ") and "->" not in out
+    ok(lg, "claim", tid, "--by", "me")
+    out, _ = ok(lg, "heartbeat", tid, "--by", "me")
+    assert out.startswith(f"{tid}: claim renewed (status in_progress, rev ")
+    out, _ = ok(lg, "complete", tid, "--response", "did it", "--by", "me")
+    assert out.startswith(f"{tid}: complete -> done (rev ")
+    readout = ok(lg, "get", tid)[0]
+    assert "gate:" not in readout.split("UNKNOWN:")[-1]  # done: the gate is not asked for
+    tid = make(lg, "B")
+    assert "gate:          UNKNOWN (not set: no decision is recorded as blocking the next " \
+           "step (ledgit update ID --gate TEXT))" in ok(lg, "get", tid)[0]

@@ -247,10 +247,17 @@ def _mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool
         out(f"{record.id}: {result.op}: nothing changed (rev {record.revision[:12]})")
     elif show is not None:
         out(show(record, result))
+    elif result.op in KEEPS_STATUS:  # not "update -> open": the update did not set it
+        out(f"{record.id}: {KEEPS_STATUS[result.op]} (status {record.fields['status']}, "
+            f"rev {record.revision[:12]})")
     else:
         out(f"{record.id}: {result.op} -> {record.fields['status']} "
             f"(rev {record.revision[:12]})")
     return OK
+
+
+# Ops that leave the status as it was: their line says what they did, then the status.
+KEEPS_STATUS = {"update": "updated", "heartbeat": "claim renewed"}
 
 
 def resolve_ids(board: Board, texts: Iterable[str]) -> list[str]:
