@@ -27,7 +27,11 @@ def backlog_binary() -> str | None:
     npm = shutil.which("npm")
     if npm:
         try:
+            # at collection, before the session's hermetic environment (conftest.py): no
+            # debug log in the developer's ~/.npm/_logs
             prefix = subprocess.run([npm, "prefix", "-g"], capture_output=True, text=True,
+                                    env={**os.environ, "npm_config_logs_max": "0",
+                                         "npm_config_update_notifier": "false"},
                                     timeout=30, check=False).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             prefix = ""
