@@ -43,8 +43,6 @@ BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
 DEFAULT_DATA = BENCH.parent.parent / "shared" / "data" / "beads-issues.jsonl"
 PY = sys.executable
-DEFAULT_YYLO_VENV = Path("/tmp/yylo-venv")
-DEFAULT_BACKLOG_DIR = Path("/tmp/backlog-peer")
 ACTOR = "bench"
 SEARCH_TERM = "daemon"  # a word in ~5% of the real Beads titles/descriptions
 LIMIT = "20"
@@ -532,12 +530,13 @@ class Peer:
 
 
 def find_yylo(venv: Path, install: bool) -> Peer:
-    exe = venv / "bin" / "yylo-ledger"
-    if not exe.exists() and install:
+    """yylo-ledger: ``$YYLO_LEDGER``, else ``venv`` (pip-installed there when missing)."""
+    exe = Path(os.environ.get("YYLO_LEDGER") or venv / "bin" / "yylo-ledger")
+    if not exe.exists() and install and not os.environ.get("YYLO_LEDGER"):
         try:
             sh([sys.executable, "-m", "venv", str(venv)], Path.cwd(), dict(os.environ))
             sh([str(venv / "bin" / "pip"), "install", "-q", "yylo-ledger"], Path.cwd(),
-               dict(os.environ))
+               dict(os.environ, PIP_CACHE_DIR=str(venv.parent / "pip-cache")))
         except SetupError as exc:
             return Peer("yylo", [], skipped=f"pip install yylo-ledger failed: {exc}")
     if not exe.exists():
@@ -550,13 +549,16 @@ def find_yylo(venv: Path, install: bool) -> Peer:
 
 
 def find_backlog(directory: Path, install: bool) -> Peer:
-    exe = directory / "node_modules" / ".bin" / "backlog"
-    if not exe.exists() and install:
+    """Backlog.md: ``$BACKLOG_BIN``, else ``directory`` (npm-installed there when missing)."""
+    exe = Path(os.environ.get("BACKLOG_BIN") or directory / "node_modules" / ".bin" / "backlog")
+    if not exe.exists() and install and not os.environ.get("BACKLOG_BIN"):
         try:
             directory.mkdir(parents=True, exist_ok=True)
+            # npm's cache and logs beside the install, not in ~/.npm
+            npm_env = dict(os.environ, npm_config_cache=str(directory / "npm-cache"))
             if not (directory / "package.json").exists():
-                sh(["npm", "init", "-y"], directory, dict(os.environ))
-            sh(["npm", "install", "backlog.md"], directory, dict(os.environ))
+                sh(["npm", "init", "-y"], directory, npm_env)
+            sh(["npm", "install", "backlog.md"], directory, npm_env)
         except SetupError as exc:
             return Peer("backlog", [], skipped=f"npm install backlog.md failed: {exc}")
     if not exe.exists():
@@ -1061,8 +1063,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commits", type=int, default=50, help="commits per side of the rebase")
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--no-install", action="store_true", help="never install a missing peer")
-    ap.add_argument("--yylo-venv", type=Path, default=DEFAULT_YYLO_VENV)
-    ap.add_argument("--backlog-dir", type=Path, default=DEFAULT_BACKLOG_DIR)
+    ap.add_argument("--peers-dir", type=Path,
+                    help="where the peers are looked for and installed when missing "
+                         "(default: in this run's temp dir, removed with it)")
+    ap.add_argument("--yylo-venv", type=Path, help="yylo's venv (default: PEERS_DIR/yylo-venv)")
+    ap.add_argument("--backlog-dir", type=Path,
+                    help="Backlog.md's npm dir (default: PEERS_DIR/backlog)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
@@ -1080,17 +1086,20 @@ def main(argv: list[str] | None = None) -> int:
 
     shapes = load_shapes(args.data)
     print(f"{len(shapes)} task shapes from {args.data}", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="ledgit-bench-"))
+    peers_dir = args.peers_dir or tmp / "peers"
     peers: dict[str, Peer] = {}
     if args.no_peers:
         peers = {p: Peer(p, [], skipped="--no-peers") for p in ("yylo", "backlog")}
     else:
-        peers = {"yylo": find_yylo(args.yylo_venv, not args.no_install),
-                 "backlog": find_backlog(args.backlog_dir, not args.no_install)}
+        peers = {"yylo": find_yylo(args.yylo_venv or peers_dir / "yylo-venv",
+                                   not args.no_install),
+                 "backlog": find_backlog(args.backlog_dir or peers_dir / "backlog",
+                                         not args.no_install)}
     for p in peers.values():
         print(f"peer {p.name}: " + (f"SKIPPED: {p.skipped}" if p.skipped else p.version),
               flush=True)
 
-    tmp = Path(tempfile.mkdtemp(prefix="ledgit-bench-"))
     home = tmp / "home"
     home.mkdir()
     (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n")

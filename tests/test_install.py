@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gitflow import LEDGIT, commit_all, create, history_file, ledgit, task_file
+from gitflow import LEDGIT, PY, commit_all, create, history_file, ledgit, task_file
 from gitutil import git
 
 from ledgit.install import BEGIN, END, HOOKS
@@ -146,3 +146,35 @@ def test_hook_block_survives_reinstall_with_another_command(tmp_path: Path,
     assert "command -v ledgit" in text
     ledgit(repo, "uninstall")
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_install_says_the_next_step_and_shows_the_driver_as_typed(tmp_path: Path,
+                                                                  git_env: Path) -> None:
+    """Issue 18: before ``ledgit init``, install says there is no board and how to make one;
+    the driver is shown as a person would type it (``ledgit`` when PATH's ``ledgit`` is this
+    installation, else ``<python> -m ledgit``), while the config keeps the exact command."""
+    repo = tmp_path / "repo"
+    git("init", "-q", str(repo), cwd=tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "ledgit"
+    script.write_text(f"#!{PY}\nfrom ledgit.__main__ import main\nmain()\n")
+    script.chmod(0o755)
+    path = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    r = ledgit(repo, "install", env=path)
+    lines = r.out.splitlines()
+    assert lines[0].startswith("merge driver: configured in ")
+    assert lines[0].endswith(": ledgit merge-driver %O %A %B %L %P "
+                             "(exact command: git config merge.ledgit.driver)")
+    assert "board: none here yet; make one with: ledgit init (then commit .ledgit/ and " \
+           ".gitattributes)" in lines
+    assert "sys.path" not in r.out
+    assert "from ledgit.__main__ import main" in git("config", "merge.ledgit.driver", cwd=repo)
+    script.write_text("#!/bin/sh\necho another ledgit\n")  # not this installation
+    r = ledgit(repo, "install", env=path)
+    assert r.out.splitlines()[0] == (f"merge driver: already configured: {LEDGIT} "
+                                     "merge-driver %O %A %B %L %P")
+    ledgit(repo, "init")
+    r = ledgit(repo, "install", env=path)
+    assert not [line for line in r.out.splitlines() if line.startswith("board:")]
+    assert "index: 0 task(s) indexed" in r.out

@@ -1,9 +1,9 @@
 """``ledgit import backlog``: fixtures made by the real Backlog.md CLI in the test.
 
-The CLI is looked up, never downloaded: ``$BACKLOG_BIN``, ``backlog`` on PATH, the global npm
-prefix (``npm prefix -g``/bin) or the scratch install ``/tmp/backlog-peer``. It is a 101 MB
-prebuilt binary, too big to fetch in a test run: without it the CLI-backed tests skip, saying
-how to get it (``npm install backlog.md``).
+The CLI is looked up, never downloaded: ``$BACKLOG_BIN``, ``backlog`` on PATH or the global
+npm prefix (``npm prefix -g``/bin); no fixed path is searched. It is a 101 MB prebuilt binary,
+too big to fetch in a test run: without it the CLI-backed tests skip, saying how to get it
+(``npm install backlog.md``).
 """
 
 from __future__ import annotations
@@ -27,13 +27,16 @@ def backlog_binary() -> str | None:
     npm = shutil.which("npm")
     if npm:
         try:
+            # at collection, before the session's hermetic environment (conftest.py): no
+            # debug log in the developer's ~/.npm/_logs
             prefix = subprocess.run([npm, "prefix", "-g"], capture_output=True, text=True,
+                                    env={**os.environ, "npm_config_logs_max": "0",
+                                         "npm_config_update_notifier": "false"},
                                     timeout=30, check=False).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             prefix = ""
         if prefix:
             candidates.append(os.path.join(prefix, "bin", "backlog"))
-    candidates.append("/tmp/backlog-peer/node_modules/.bin/backlog")
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
             return candidate
@@ -42,8 +45,8 @@ def backlog_binary() -> str | None:
 
 BACKLOG = backlog_binary()
 needs_backlog = pytest.mark.skipif(
-    BACKLOG is None, reason="Backlog.md CLI not found ($BACKLOG_BIN, PATH, npm prefix -g, "
-                            "/tmp/backlog-peer); install it with: npm install backlog.md")
+    BACKLOG is None, reason="Backlog.md CLI not found ($BACKLOG_BIN, PATH, npm prefix -g); "
+                            "install it with: npm install backlog.md")
 
 
 class Backlog:

@@ -1,7 +1,7 @@
 """``ledgit import yylo``: fixtures made by the real ``yylo-ledger`` CLI in the test.
 
-The CLI is looked up, never downloaded: ``$YYLO_LEDGER``, ``yylo-ledger`` on PATH, or the
-scratch venv ``/tmp/yylo-venv/bin``. Without it the CLI-backed tests skip, saying how to get it
+The CLI is looked up, never downloaded: ``$YYLO_LEDGER`` or ``yylo-ledger`` on PATH (no fixed
+path is searched). Without it the CLI-backed tests skip, saying how to get it
 (``pip install yylo-ledger``: a 231 kB pure-Python wheel plus ruamel.yaml).
 """
 
@@ -23,8 +23,7 @@ from ledgit.interop.yylo import split_title, task_to_record
 
 
 def yylo_binary() -> str | None:
-    for candidate in (os.environ.get("YYLO_LEDGER"), shutil.which("yylo-ledger"),
-                      "/tmp/yylo-venv/bin/yylo-ledger"):
+    for candidate in (os.environ.get("YYLO_LEDGER"), shutil.which("yylo-ledger")):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -32,7 +31,7 @@ def yylo_binary() -> str | None:
 
 YYLO = yylo_binary()
 needs_yylo = pytest.mark.skipif(
-    YYLO is None, reason="yylo-ledger not found ($YYLO_LEDGER, PATH, /tmp/yylo-venv/bin); "
+    YYLO is None, reason="yylo-ledger not found ($YYLO_LEDGER, PATH); "
                          "install it with: pip install yylo-ledger")
 
 

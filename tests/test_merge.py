@@ -8,7 +8,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledgit.history import heads, new_event, parse_events, render_history, verify
-from ledgit.merge import merge_histories, merge_records, merge_set
+from ledgit.merge import (
+    RULE_EARLIER_CLAIM,
+    RULE_LATER,
+    RULE_SET,
+    RULE_TERMINAL,
+    RULE_TIE,
+    describe_provenance,
+    merge_histories,
+    merge_records,
+    merge_set,
+)
 from ledgit.record import Record, lifecycle_problems, make_record, parse_record, render_record
 
 T0 = "2026-01-01T00:00:00.000000Z"
@@ -76,6 +86,28 @@ def test_sets_honour_both_sides_adds_and_removes() -> None:
     t = rec(labels=["b", "theirs"], last_modified=ts(2))
     assert merge_records(b, o, t).record.fields["labels"] == ["b", "ours", "theirs"]
 
+
+
+def test_rules_name_what_decided_each_field_both_sides_changed() -> None:
+    """``MergeResult.rules`` (shown by the driver's log, ``resolve`` and ``ledgit demo``):
+    only fields both sides changed differently, each with its DESIGN §7 rule, either way
+    round."""
+    b = rec(title="base", labels=["a"], priority=2)
+    o = rec(title="ours", labels=["a", "x"], status="in_progress", priority=2,
+            claim={"by": "bob", "at": ts(2)}, last_modified=ts(5))
+    t = rec(title="theirs", labels=["y"], status="done", response="did it", priority=1,
+            claim={"by": "amy", "at": ts(1)}, last_modified=ts(3))
+    for x, y in ((o, t), (t, o)):
+        res = merge_records(b, x, y)
+        assert res.rules == {"title": RULE_LATER, "labels": RULE_SET, "status": RULE_TERMINAL,
+                             "claim": RULE_EARLIER_CLAIM}
+        assert "priority" in res.provenance and "priority" not in res.rules  # one side only
+    tie = merge_records(b, rec(title="aaa", last_modified=ts(5)),
+                        rec(title="zzz", last_modified=ts(5)))
+    assert tie.rules == {"title": RULE_TIE}
+    assert describe_provenance("title", "theirs", RULE_LATER) == (
+        "title from theirs (both changed it; the later change wins)")
+    assert describe_provenance("priority", "ours") == "priority from ours"
 
 def _item(iid: str, trust: str, text: str = "x") -> dict[str, Any]:
     return {"id": iid, "kind": "fact", "text": text, "trust": trust, "by": "a", "at": T0}

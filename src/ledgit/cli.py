@@ -16,6 +16,7 @@ code; click usage errors print one line and exit 2; anything unexpected prints o
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -79,7 +80,86 @@ COMMANDS: dict[str, str] = {
     "resolve": "ledgit.gitcli:resolve_cmd",
     "hook": "ledgit.gitcli:hook_cmd",
     "merge-driver": "ledgit.gitcli:merge_driver_cmd",
+    "help": "ledgit.cli:help_cmd",
     "mcp": "ledgit.cli:mcp_cmd",
+}
+
+# ``ledgit --help`` lists the commands in these sections, in this order (issue 18); a command
+# named in no section is listed under "Other commands", so a new one needs one line here.
+SECTIONS = ("Tasks", "Agent state", "Git integration", "Import / export", "Maintenance")
+SECTION: dict[str, str] = {
+    "init": "Tasks", "create": "Tasks", "get": "Tasks", "list": "Tasks", "search": "Tasks",
+    "ready": "Tasks", "update": "Tasks", "complete": "Tasks", "wait": "Tasks",
+    "monitor": "Tasks", "park": "Tasks", "drop": "Tasks", "archive": "Tasks",
+    "reopen": "Tasks", "history": "Tasks",
+    "claim": "Agent state", "heartbeat": "Agent state", "release": "Agent state",
+    "item": "Agent state", "accept": "Agent state", "revise": "Agent state",
+    "writeback": "Agent state", "handoff": "Agent state",
+    "install": "Git integration", "uninstall": "Git integration", "verify": "Git integration",
+    "resolve": "Git integration", "doctor": "Git integration",
+    "import": "Import / export", "export": "Import / export",
+    "check": "Maintenance", "record": "Maintenance", "cache": "Maintenance",
+    "demo": "Maintenance", "help": "Maintenance",
+    "project": "Tasks", "mcp": "Agent state",
+}
+# Run by Git, not by people: left out of the main list (still ``ledgit help hook``).
+PLUMBING = ("hook", "merge-driver")
+
+# One example per command, shown at the end of its --help (issue 18). Keyed by the command's
+# words after ``ledgit``; tests/test_help.py checks that every command has one.
+EXAMPLES: dict[str, str] = {
+    "init": "ledgit init",
+    "create": "ledgit create 'Make the export resumable' --priority 1 --goal 'Resumes "
+              "after a crash' --accept 'kill -9, restart: same output'",
+    "get": "ledgit get T-k3v --no-body",
+    "list": "ledgit list --status open --label ci --limit 20",
+    "search": "ledgit search 'cursor file' --field body",
+    "ready": "ledgit ready --limit 5",
+    "claim": "ledgit claim T-k3v --by agent-a --note 'cursor file first'",
+    "heartbeat": "ledgit heartbeat T-k3v --by agent-a",
+    "release": "ledgit release T-k3v --by agent-a --note 'blocked on review'",
+    "update": "ledgit update T-k3v --next-action 'write the detector' --label reliability",
+    "complete": "ledgit complete T-k3v --response 'resumable export in src/export.py'",
+    "wait": "ledgit wait T-k3v --on 'review by alice'",
+    "monitor": "ledgit monitor T-k3v --signal 'nightly export duration'",
+    "park": "ledgit park T-k3v --reason 'needs the new storage API' --reuse 'benchmark script'",
+    "drop": "ledgit drop T-k3v --reason 'upstream fixed it' --kind no_change",
+    "archive": "ledgit archive T-k3v",
+    "reopen": "ledgit reopen T-k3v --note 'the crash is back'",
+    "item": "ledgit item add T-k3v --kind decision --text 'fsync per batch'",
+    "item add": "ledgit item add T-k3v --kind decision --text 'fsync per batch' --why 'cheap'",
+    "item list": "ledgit item list T-k3v --trust locked",
+    "accept": "ledgit accept T-k3v i-o3xkqngt --by owner",
+    "revise": "ledgit revise T-k3v --supersedes i-o3xkqngt --text 'fsync every 100 rows'",
+    "writeback": "ledgit writeback T-k3v --evidence 'tests pass' --set response='done, see PR'",
+    "handoff": "ledgit handoff T-k3v --json",
+    "history": "ledgit history T-k3v",
+    "record": "ledgit record T-k3v --by alice",
+    "check": "ledgit check --fix",
+    "verify": "ledgit verify --range origin/main..HEAD --format github",
+    "cache": "ledgit cache rebuild",
+    "cache rebuild": "ledgit cache rebuild",
+    "cache status": "ledgit cache status --json",
+    "demo": "ledgit demo --keep",
+    "import": "ledgit import beads .beads/issues.jsonl",
+    "import beads": "ledgit import beads .beads/issues.jsonl",
+    "import stateframe": "ledgit import stateframe task.ledger.json",
+    "import yylo": "ledgit import yylo ../other-repo",
+    "import backlog": "ledgit import backlog ../other-repo",
+    "export": "ledgit export stateframe T-k3v -o task.ledger.json",
+    "export stateframe": "ledgit export stateframe T-k3v -o task.ledger.json",
+    "install": "ledgit install",
+    "uninstall": "ledgit uninstall",
+    "doctor": "ledgit doctor --fix",
+    "resolve": "ledgit resolve .ledgit/tasks/T-k3v9q2mz7a.md",
+    "hook": "ledgit hook pre-commit",
+    "merge-driver": "ledgit merge-driver %O %A %B %L %P",
+    "help": "ledgit help json",
+    "project": "ledgit project add lib ../lib",
+    "project add": "ledgit project add spec ../spec --ref v1.2",
+    "project list": "ledgit project list --json",
+    "project remove": "ledgit project remove lib",
+    "mcp": "ledgit mcp --http --port 8765",
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -105,19 +185,113 @@ class LazyGroup(click.Group):
         command = getattr(importlib.import_module(module_name), attr)
         if not isinstance(command, click.Command):
             raise TypeError(f"{spec} is not a click command")
+        _add_examples(command, cmd_name)
         return command
+
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """As click's, plus "Did you mean ...?" for a mistyped command (difflib)."""
+        name = args[0] if args else ""
+        if (not ctx.resilient_parsing and not name.startswith("-")
+                and self.get_command(ctx, name) is None):
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=3, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
+        return super().resolve_command(ctx, args)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands by :data:`SECTIONS`, each with its whole summary; plumbing left out."""
+        order = {name: i for i, name in enumerate(SECTION)}  # a section's own order
+        names = sorted((n for n in self.list_commands(ctx) if n not in PLUMBING),
+                       key=lambda n: (order.get(n, len(order)), n))
+        width = max(map(len, names), default=0)
+        rows: dict[str, list[tuple[str, str]]] = {}
+        for name in names:
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            rows.setdefault(SECTION.get(name, "Other commands"), []).append(
+                (name.ljust(width), summary(command)))  # one column across the sections
+        for section in (*SECTIONS, "Other commands"):
+            if rows.get(section):
+                with formatter.section(section):
+                    formatter.write_dl(rows[section])
+
+
+def summary(command: click.Command) -> str:
+    """A command's one-line summary: its ``short_help``, else the first sentence of its help,
+    whole (click's own short help cuts it at 45 characters)."""
+    if command.short_help:
+        return command.short_help
+    text = " ".join((command.help or "").split("\n\n")[0].split())
+    end = text.find(". ")
+    return text if end < 0 else text[:end + 1]
+
+
+def _add_examples(command: click.Command, path: str) -> None:
+    """Give ``command`` (and a group's subcommands) its :data:`EXAMPLES` line as epilog."""
+    example = EXAMPLES.get(path)
+    if example and not command.epilog:
+        command.epilog = f"Example:\n\n\b\n  {example}"
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            _add_examples(sub, f"{path} {name}")
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h",
-                                                                                    "--help"]})
+                                                                                    "--help"],
+                                                             "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="ledgit",
                       message="%(prog)s %(version)s")
 def cli() -> None:
     """ledgit: task state for coding agents, kept in the Git repository.
 
+    Start here: ledgit init, then ledgit install (in a Git repository), then ledgit create
+    TITLE. To see it work first: ledgit demo.
+
     Exit codes: 0 ok, 1 check failed / merge conflict, 2 usage or invalid input, 3 stale
     revision, 4 not found / ambiguous, 5 busy, 6 claim held or lost, 70 internal error.
     """
+
+
+cli.epilog = ("More: ledgit help COMMAND (each ends with an example); the JSON shapes of "
+              "--json: ledgit help json. Plumbing, run by Git: " + ", ".join(PLUMBING) + ".")
+
+
+@click.command("help")
+@click.argument("topic", nargs=-1)
+@click.pass_context
+def help_cmd(ctx: click.Context, topic: tuple[str, ...]) -> int:
+    """Help on ledgit, a command (ledgit help item add), or json: every --json shape."""
+    if list(topic) == ["json"]:
+        click.echo(json_shapes(), nl=False)
+        return OK
+    parent = ctx.parent or ctx
+    command: click.Command = cli
+    words: list[str] = []
+    for word in topic:
+        sub = (command.get_command(parent, word) if isinstance(command, click.Group)
+               else None)
+        if sub is None:
+            raise click.UsageError(f"no command {' '.join([*words, word])!r}; "
+                                   f"the commands: ledgit --help", ctx)
+        words.append(word)
+        if isinstance(command, LazyGroup):
+            _add_examples(sub, " ".join(words))
+        command = sub
+    name = " ".join(["ledgit", *words])
+    with click.Context(command, info_name=name) as sub_ctx:
+        click.echo(command.get_help(sub_ctx))
+    return OK
+
+
+def json_shapes() -> str:
+    """The JSON shapes of every ``--json``: the paragraphs and code blocks of the command
+    reference (docs/cli.md, shipped in the package as ``ledgit/data/cli.md``) that state
+    one, under their command's heading."""
+    from ledgit.helpdoc import cli_reference, json_sections
+
+    return json_sections(cli_reference())
 
 
 # --------------------------------------------------------------------------- running
@@ -201,7 +375,9 @@ def click_command(spec: Spec) -> click.Command:
 
     for param in reversed(spec.params):
         callback = click_param(param)(callback)
-    return click.command(spec.name[-1], help=spec.help)(callback)
+    command = click.command(spec.name[-1], help=spec.help)(callback)
+    _add_examples(command, " ".join(spec.name))
+    return command
 
 
 def json_option(f: F) -> F:

@@ -41,6 +41,7 @@ INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h): a bug, never a verdict of ledgi
 # (tests/test_cli.py checks that they agree).
 STATUSES = ("open", "in_progress", "waiting", "monitoring", "parked", "done", "dropped",
             "archived")
+FINISHED = ("done", "dropped", "archived")  # `list` shows them after the work in play
 OUTCOME_KINDS = ("drop", "watch", "park", "no_publish", "no_change", "blocked", "done")
 ITEM_KINDS = ("fact", "decision", "question", "blocker", "rejected", "artifact", "next_step")
 SEARCH_FIELDS = ("title", "body", "response", "items")
@@ -162,7 +163,7 @@ def out_json(value: Any) -> None:
 
 # --------------------------------------------------------------------------- shared params
 
-JSON = Param(FLAG, "--json", "as_json", help="Print JSON (shape: docs/cli.md).")
+JSON = Param(FLAG, "--json", "as_json", help="Print JSON (shapes: ledgit help json).")
 BY = Param(VALUE, "--by", metavar="WHO",
            help="Actor (default: $LEDGIT_ACTOR, else git user.name).")
 EXPECT = Param(VALUE, "--expect", metavar="REV",
@@ -269,6 +270,9 @@ def _mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool
         out(f"{record.id}: {result.op}: nothing changed (rev {record.revision[:12]})")
     elif show is not None:
         out(show(record, result))
+    elif result.op in KEEPS_STATUS:  # not "update -> open": the update did not set it
+        out(f"{record.id}: {KEEPS_STATUS[result.op]} (status {record.fields['status']}, "
+            f"rev {record.revision[:12]})")
     else:
         out(f"{record.id}: {result.op} -> {record.fields['status']} "
             f"(rev {record.revision[:12]})")
@@ -293,6 +297,10 @@ def resolve_dependencies(board: Board, texts: Iterable[str]) -> list[str]:
             if full not in found:
                 found.append(full)
     return found
+
+
+# Ops that leave the status as it was: their line says what they did, then the status.
+KEEPS_STATUS = {"update": "updated", "heartbeat": "claim renewed"}
 
 
 def resolve_ids(board: Board, texts: Iterable[str]) -> list[str]:
@@ -562,7 +570,8 @@ def _index(board: Board) -> Any:
 def list_cmd(status: tuple[str, ...], owner: str | None, worker: str | None,
              label: tuple[str, ...], outcome: str | None, include_all: bool, sort: str,
              limit: int | None, ready: bool, as_json: bool, projects: bool = False) -> int:
-    """List tasks (archived hidden unless --all), newest change first."""
+    """List tasks: the work in play first, then done and dropped (archived only with --all);
+    newest change first within each."""
     if projects:
         if ready:
             return _across_projects("ready", as_json, owner=owner, worker=worker,
@@ -573,7 +582,14 @@ def list_cmd(status: tuple[str, ...], owner: str | None, worker: str | None,
     board = _board()
     with _index(board) as index:
         filters = _filters(status, owner, worker, label, include_all, outcome)
-        rows = index.rows(ready=ready, sort=sort, limit=limit, **filters)
+        wanted = list(status) or [s for s in STATUSES if include_all or s != "archived"]
+        rows: list[dict[str, Any]] = []
+        for group in ([s for s in wanted if s not in FINISHED],
+                      [s for s in wanted if s in FINISHED]):
+            left = None if limit is None else limit - len(rows)
+            if group and left != 0:
+                rows += index.rows(ready=ready, sort=sort, limit=left,
+                                   **dict(filters, status=group))
         if ready:
             rows = [r for r in rows if not _negative(r)]
         errors = index.errors()
@@ -613,7 +629,13 @@ def ready_cmd(owner: str | None, worker: str | None, label: tuple[str, ...],
                                 limit=limit)
     board = _board()
     rows, errors = _ready_rows(board, owner, worker, label, limit)
+    why = None
+    if not rows and not as_json:
+        with _index(board) as index:
+            why = why_nothing_ready(index, _filters((), owner, worker, label, False, None))
     _print_rows(rows, as_json, board, errors)
+    if why is not None:
+        err(f"ledgit ready: {why}")
     return OK
 
 
@@ -687,6 +709,53 @@ def _across_projects(what: str, as_json: bool, **kw: Any) -> int:
                      f"{v['title']}{claim}\n")
     out("".join(lines), nl=False)
     return OK
+
+
+def why_nothing_ready(index: Any, filters: dict[str, Any]) -> str:
+    """Why ``ready`` offers nothing, in one line with the next step: how many tasks are open
+    and what keeps each from being ready (a dependency not done, named with its status; a
+    drop/no_change outcome; a claim), or, with none open, what the tasks are doing."""
+    from ledgit.readout import NOT_READY_OUTCOMES
+
+    scope = " with these filters" if set(filters) - {"include_archived"} else ""
+    status_of = {r["id"]: r.get("status") for r in index.rows(include_archived=True)}
+    rows = index.rows(sort="priority", **dict(filters, include_archived=False))
+    open_rows = [r for r in rows if r.get("status") == "open"]
+    if not open_rows:
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+        if not counts:
+            if scope:
+                return f"nothing is ready: no tasks{scope}"
+            return ("nothing is ready: no tasks yet (make one: ledgit create TITLE)"
+                    if not status_of else "nothing is ready: every task is archived")
+        doing = ", ".join(f"{n} {st}" for st, n in sorted(counts.items(),
+                                                          key=lambda kv: STATUSES.index(kv[0])
+                                                          if kv[0] in STATUSES else 99))
+        return (f"nothing is ready: no open task{scope} ({doing}; ledgit list shows them; "
+                f"make one: ledgit create TITLE)")
+    blocked: list[str] = []
+    negative = claimed = 0
+    for r in open_rows:
+        waiting = [d for d in r.get("depends_on") or [] if status_of.get(d) != "done"]
+        if waiting:
+            blocked.append(f"{r['id']} waits for " + ", ".join(
+                f"{d} [{status_of.get(d) or 'not on this board'}]" for d in waiting))
+        elif (r.get("outcome") or {}).get("kind") in NOT_READY_OUTCOMES:
+            negative += 1
+        elif r.get("claim"):
+            claimed += 1
+    parts = []
+    if blocked:
+        shown = "; ".join(blocked[:3]) + ("; ..." if len(blocked) > 3 else "")
+        parts.append(f"{len(blocked)} blocked by a dependency not done: {shown}")
+    if negative:
+        parts.append(f"{negative} with a drop/no_change outcome (ledgit reopen ID offers it "
+                     "again)")
+    if claimed:
+        parts.append(f"{claimed} claimed while open (ledgit check shows why)")
+    return f"nothing is ready: {len(open_rows)} open{scope}, " + ", ".join(parts)
 
 
 # --------------------------------------------------------------------------- claims

@@ -106,6 +106,25 @@ def driver_command(command: str | None = None) -> str:
     return f"{command or ledgit_command()} merge-driver %O %A %B %L %P"
 
 
+def readable_command(command: str | None = None) -> str:
+    """How a person would type what ``command`` (default: :func:`ledgit_command`) runs:
+    ``ledgit`` when ``ledgit`` on PATH is this installation's console script (its ``#!``
+    names this interpreter), else ``<this python> -m ledgit``; a given command as given."""
+    if command:
+        return command
+    found = shutil.which("ledgit")
+    if found:
+        try:
+            with open(found, "rb") as fh:
+                first = fh.readline(4096).decode("utf-8", "replace").strip()
+        except OSError:
+            first = ""
+        words = shlex.split(first[2:]) if first.startswith("#!") else []
+        if words and os.path.realpath(words[0]) == os.path.realpath(sys.executable):
+            return "ledgit"
+    return f"{shlex.quote(sys.executable)} -m ledgit"
+
+
 def attributes_file(cwd: Path) -> Path:
     """The ``.gitattributes`` beside the board (patterns there are relative to it); the work
     tree top when no board is checked out."""
@@ -340,12 +359,13 @@ def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> lis
     want = driver_command(command)
     if git.config_get(cwd, f"merge.{DRIVER}.name") != DRIVER_NAME:
         git.config_set(cwd, f"merge.{DRIVER}.name", DRIVER_NAME)
+    shown = f"{readable_command(command)} merge-driver %O %A %B %L %P"
     if git.config_get(cwd, f"merge.{DRIVER}.driver") != want:
         git.config_set(cwd, f"merge.{DRIVER}.driver", want)
-        done.append(f"merge driver: merge.{DRIVER}.driver = {want} "
-                    f"(in {git.common_dir(cwd) / 'config'})")
+        done.append(f"merge driver: configured in {git.common_dir(cwd) / 'config'}: {shown} "
+                    f"(exact command: git config merge.{DRIVER}.driver)")
     else:
-        done.append(f"merge driver: already configured ({want})")
+        done.append(f"merge driver: already configured: {shown}")
     done.append(install_attributes(attributes_file(cwd)))
     done += _warm_index(cwd)
     if not hooks:
@@ -369,7 +389,8 @@ def _warm_index(cwd: Path) -> list[str]:
     try:
         board = find_board(cwd)
     except LedgitError:
-        return []
+        return [f"board: none here yet; make one with: ledgit init (then commit .ledgit/ and "
+                f"{os.path.relpath(attributes_file(cwd), cwd)})"]
     with Index.open(board) as index:
         stats = index.refresh()
     return [f"index: {stats.files} task(s) indexed in {board.private_dir}"]

@@ -39,32 +39,51 @@ _ABSENT: Any = None
 
 
 class MergeResult:
-    """A merged record, the names of fields that conflicted, and where each changed field came
-    from (``ours``/``theirs``/``both``/``merged``: for display only, not part of the output)."""
+    """A merged record, the names of fields that conflicted, where each changed field came
+    from (``ours``/``theirs``/``both``/``merged``) and, for a field both sides changed
+    differently, the DESIGN §7 rule that decided it (``rules``; both for display only, not
+    part of the output)."""
 
-    __slots__ = ("record", "conflicts", "provenance", "notes")
+    __slots__ = ("record", "conflicts", "provenance", "notes", "rules")
 
     def __init__(self, record: Record, conflicts: list[str] | None = None,
                  provenance: dict[str, str] | None = None,
-                 notes: list[str] | None = None) -> None:
+                 notes: list[str] | None = None, rules: dict[str, str] | None = None) -> None:
         self.record = record
         self.conflicts = conflicts if conflicts is not None else []
         self.provenance = provenance if provenance is not None else {}
         self.notes = notes if notes is not None else []
+        self.rules = rules if rules is not None else {}
 
     def __repr__(self) -> str:
         return (f"MergeResult(record={self.record!r}, conflicts={self.conflicts!r}, "
-                f"provenance={self.provenance!r}, notes={self.notes!r})")
+                f"provenance={self.provenance!r}, notes={self.notes!r}, "
+                f"rules={self.rules!r})")
 
 
-def describe_provenance(field: str, source: str) -> str:
+# The DESIGN §7 rule that decides a field both sides changed differently, in words.
+RULE_LATER = "both changed it; the later change wins"
+RULE_TIE = "both changed it at the same instant; the greater value wins"
+RULE_TERMINAL = "both changed it; a terminal status wins"
+RULE_ACCOUNT = "both changed it; a real account beats none"
+RULE_EARLIER_CLAIM = "both claimed it; the earlier claim wins"
+RULE_SET = "both changed it; both sides' adds and removes apply"
+RULE_ITEMS = "both changed them; items are joined by id"
+RULE_MAP = "both changed it; merged key by key"
+RULE_LINES = "both changed it; merged line by line"
+
+
+def describe_provenance(field: str, source: str, rule: str | None = None) -> str:
     """One field's provenance in words: ``priority from theirs``, ``body: merged from both
-    sides``, ``status: the same change on both sides``."""
+    sides``, ``status: the same change on both sides``; with the ``rule`` that decided it,
+    ``next_action from theirs (both changed it; the later change wins)``."""
     if source == MERGED:
-        return f"{field}: merged from both sides"
-    if source == BOTH:
-        return f"{field}: the same change on both sides"
-    return f"{field} from {source}"
+        text = f"{field}: merged from both sides"
+    elif source == BOTH:
+        text = f"{field}: the same change on both sides"
+    else:
+        text = f"{field} from {source}"
+    return f"{text} ({rule})" if rule else text
 
 
 def _key(value: Any) -> bytes:
@@ -271,23 +290,29 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
             continue
         if k == "contested":
             continue  # merged after claims, below
+        both_changed = _three_way(vb, va, vbb)[1] is None and _key(va) != _key(vbb)
         if k == "claim":
             value, src = _merge_claims(sides, vb, va, vbb, contested)
+            if both_changed and src != MERGED:
+                result.rules[k] = RULE_EARLIER_CLAIM if va and vbb else RULE_LATER
         elif k in SET_FIELDS:
             value, src3 = _three_way(vb, va, vbb)
             src = src3 or BOTH
             if src3 is None and _key(va) != _key(vbb):
                 value, src = merge_set(vb, va, vbb), MERGED
+                result.rules[k] = RULE_SET
         elif k == "x":
             value, src3 = _three_way(vb, va, vbb)
             src = src3 or BOTH
             if src3 is None and _key(va) != _key(vbb):
                 value, src = _merge_map(sides, vb, va, vbb), MERGED
+                result.rules[k] = RULE_MAP
         elif k == "items":
             value, src3 = _three_way(vb, va, vbb)
             src = src3 or BOTH
             if src3 is None and _key(va) != _key(vbb):
                 value, src = _merge_items(sides, vb, va, vbb), MERGED
+                result.rules[k] = RULE_ITEMS
         else:
             value, src3 = _three_way(vb, va, vbb)
             src = src3 or BOTH
@@ -296,10 +321,13 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
                         str(vbb), 0):
                     value = max(va, vbb, key=lambda s: TERMINAL_RANK.get(str(s), 0))
                     src = "a" if value == va else "b"
+                    result.rules[k] = RULE_TERMINAL
                 elif k == "response" and (va == NO_ACCOUNT) != (vbb == NO_ACCOUNT):
                     value, src = (vbb, "b") if va == NO_ACCOUNT else (va, "a")
+                    result.rules[k] = RULE_ACCOUNT
                 else:
                     value, src = sides.later(va, vbb)
+                    result.rules[k] = RULE_LATER if sides.lm_a != sides.lm_b else RULE_TIE
         if value not in (None, "", [], {}):
             out[k] = value
         if _key(value) != _key(vb):
@@ -325,6 +353,8 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
                                        sides.b.body, marker_size)
     if base is None or body != base.body:
         result.provenance["body"] = sides.label(bsrc)
+    if bsrc == MERGED:
+        result.rules["body"] = RULE_LINES
     if conflict:
         result.conflicts.append("body")
     _reestablish_lifecycle(out, bf, af, bbf)

@@ -81,7 +81,7 @@ def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
     rec_o = parse_record(ours, f"{path} (ours)")
     rec_t = parse_record(theirs, f"{path} (theirs)")
     result = merge_records(rec_b, rec_o, rec_t, marker_size)
-    notes = [f"{path}: {describe_provenance(k, v)}"
+    notes = [f"{path}: {describe_provenance(k, v, result.rules.get(k))}"
              for k, v in sorted(result.provenance.items())]
     notes += [f"{path}: {n}" for n in result.notes]
     return render_record(result.record).encode(), bool(result.conflicts), notes

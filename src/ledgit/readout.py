@@ -58,7 +58,8 @@ def build_readout(fields: Mapping[str, Any], body: str, *, path: str, revision: 
         if not f.get("next_action"):
             missing("next_action", "not set")
         if not f.get("gate"):
-            missing("gate", "not set")
+            missing("gate", "not set: no decision is recorded as blocking the next step "
+                            "(ledgit update ID --gate TEXT)")
     if status == "monitoring" and not f.get("signal"):
         missing("signal", "status monitoring but no signal recorded")
     candidates = [i for i in items if i["trust"] == "candidate"]

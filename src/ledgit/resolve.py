@@ -258,7 +258,7 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
                     base_from = "the histories' common ancestor"
         result = merge_records(base, ours, theirs, marker_size)
         _write(top / md_path, render_record(result.record).encode("utf-8"))
-        changed = "; ".join(describe_provenance(k, v)
+        changed = "; ".join(describe_provenance(k, v, result.rules.get(k))
                             for k, v in sorted(result.provenance.items()))
         lines.append(f"{md_path}: re-merged from {_source(msides)} (base: {base_from})"
                      + (f": {changed}" if changed else ""))
