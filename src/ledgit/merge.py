@@ -132,11 +132,23 @@ def merge_set(base: Sequence[str] | None, a: Sequence[str] | None,
     return kept + added
 
 
+def _renews(base: Any, claim: Any) -> bool:
+    """Whether ``claim`` is the base's claim renewed (same claimant and ``at``: a heartbeat
+    or a note), not a new one."""
+    return bool(base and claim and claim["by"] == base["by"] and claim["at"] == base["at"])
+
+
 def _merge_claims(sides: _Sides, base: Any, a: Any, b: Any,
                   contested: list[dict[str, Any]]) -> tuple[Any, str]:
     value, src = _three_way(base, a, b)
     if src is not None or _key(a) == _key(b):
         return value, src or BOTH
+    # One side ended the base's claim (release, wait, monitor, complete, ...), the other only
+    # renewed it: the end is a decision, the heartbeat only a lease kept alive (docs/merge.md).
+    if base and not a and _renews(base, b):
+        return None, "a"
+    if base and not b and _renews(base, a):
+        return None, "b"
     if a and b:
         if a["by"] == b["by"]:
             merged = dict(a)
@@ -261,6 +273,7 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
     out: dict[str, Any] = {}
     contested: list[dict[str, Any]] = []
     keys = [k for k in FIELD_ORDER if k in bf or k in af or k in bbf]
+    claim_src = BASE
     for k in keys:
         vb, va, vbb = bf.get(k), af.get(k), bbf.get(k)
         if k == "last_modified":
@@ -273,6 +286,7 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
             continue  # merged after claims, below
         if k == "claim":
             value, src = _merge_claims(sides, vb, va, vbb, contested)
+            claim_src = src
         elif k in SET_FIELDS:
             value, src3 = _three_way(vb, va, vbb)
             src = src3 or BOTH
@@ -327,9 +341,27 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
         result.provenance["body"] = sides.label(bsrc)
     if conflict:
         result.conflicts.append("body")
+    _claim_needs_in_progress(sides, out, claim_src)
     _reestablish_lifecycle(out, bf, af, bbf)
     result.record = make_record(out, body)
     return result
+
+
+def _claim_needs_in_progress(sides: _Sides, out: dict[str, Any], claim_src: str) -> None:
+    """A claim is held only in status in_progress (DESIGN §4). A merged claim beside an open,
+    waiting or monitoring status means one side claimed while the other moved the status:
+    the later side decides (``b``: later ``last_modified``, tie → greater canonical JSON; so
+    symmetric). A later claiming side keeps its claim and sets in_progress (clearing
+    ``waiting_on`` and ``signal``, as ``claim`` would); otherwise the claim is dropped."""
+    if not out.get("claim") or out.get("status") not in ("open", "waiting", "monitoring"):
+        return
+    if claim_src == "b" and sides.b.fields.get("status") == "in_progress":
+        out["status"] = "in_progress"
+        out.pop("waiting_on", None)
+        out.pop("signal", None)
+        return
+    out.pop("claim", None)
+    out.pop("contested", None)
 
 
 def _reestablish_lifecycle(out: dict[str, Any], *sources: Mapping[str, Any]) -> None:
