@@ -104,6 +104,50 @@ def merge_history_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: in
     return res.text.encode(), False, notes
 
 
+def is_binary(data: bytes) -> bool:
+    """Git's rule for binary content (xdiff ``buffer_is_binary``): a NUL byte in the first
+    8,000 bytes."""
+    return b"\0" in data[:8000]
+
+
+def side_names() -> tuple[str, str]:
+    """Names for the two sides' conflict markers: ``HEAD`` for ours (%A is always the side
+    being built on) and, for theirs, the branch name ``git merge`` exports to merge drivers as
+    ``GITHEAD_<commit>=<name>`` (git-merge(1) sets one per merged head); ``theirs`` when
+    there is not exactly one (rebase, cherry-pick, revert and stash set none)."""
+    names = [v for k, v in os.environ.items() if k.startswith("GITHEAD_") and v]
+    return "HEAD", (names[0] if len(names) == 1 else "theirs")
+
+
+def _merge_as_git(data: tuple[bytes, bytes, bytes], paths: tuple[str, str, str],
+                  marker_size: int, path: str) -> int:
+    """A file that is neither a task file nor a history (``* merge=ledgit``) gets Git's own
+    merge: text through ``git merge-file`` (bytes kept as they are, CRLF included;
+    ``merge.conflictStyle`` honoured), binary left as ours with exit 1, as Git's binary
+    driver does (gitattributes(5) "Built-in merge drivers"). ``data``/``paths``: base, ours,
+    theirs."""
+    import subprocess
+
+    if any(is_binary(side) for side in data):
+        print(f"ledgit merge-driver: {path}: binary file changed on both sides; left as "
+              f"ours (keep it, or: git checkout --theirs -- {path}; then git add {path})",
+              file=sys.stderr)
+        return 1
+    base_path, ours_path, theirs_path = paths
+    ours_name, theirs_name = side_names()
+    proc = subprocess.run(
+        ["git", "merge-file", "-p", f"--marker-size={marker_size}", "-L", ours_name,
+         "-L", "base", "-L", theirs_name, ours_path, base_path, theirs_path],
+        capture_output=True, check=False)
+    if proc.returncode > 127:  # -1 (an error) as an exit status; 1..127 count conflicts
+        error = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        print(f"ledgit merge-driver: {path}: git merge-file failed"
+              f"{': ' + error[-1] if error else ''}; left as ours", file=sys.stderr)
+        return 1
+    _write(ours_path, proc.stdout)
+    return 1 if proc.returncode else 0
+
+
 def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
         path: str) -> int:
     """Merge the files Git names; write %A; return 0 clean, 1 conflicted, 2 when a file
@@ -115,7 +159,8 @@ def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
               f"{exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
-        return _merge(base, ours, theirs, ours_path, marker_size, path)
+        return _merge(base, ours, theirs, ours_path, marker_size, path,
+                      (base_path, theirs_path))
     except OSError as exc:
         print(f"ledgit merge-driver: {path}: cannot write {exc.filename or ours_path}: "
               f"{exc.strerror or exc}", file=sys.stderr)
@@ -123,7 +168,7 @@ def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
 
 
 def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size: int,
-           path: str) -> int:
+           path: str, others: tuple[str, str]) -> int:
     posix = path.replace(os.sep, "/")
     try:
         if f"/{TASKS_PREFIX}" in f"/{posix}" and posix.endswith(".md"):
@@ -131,8 +176,8 @@ def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size:
         elif f"/{HISTORY_PREFIX}" in f"/{posix}" and posix.endswith(".jsonl"):
             out, conflict, notes = merge_history_bytes(base, ours, theirs, marker_size, path)
         else:
-            out, conflict = line_merge(base, ours, theirs, marker_size, symmetric=False)
-            notes = []
+            return _merge_as_git((base, ours, theirs), (others[0], ours_path, others[1]),
+                                 marker_size, path)
     except Exception as exc:  # noqa: BLE001 - any failure falls back to a marked line merge
         if os.environ.get("LEDGIT_DEBUG") == "1":
             import traceback
