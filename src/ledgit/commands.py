@@ -845,12 +845,17 @@ def record_cmd(task: str, by: str | None, as_json: bool) -> int:
     board = _board()
     tid = board.resolve_id(task)
     event = board.record_edit(tid, actor_or_warn(by, board.root_str))
+    from ledgit.resolve import stage_if_unmerged
+
+    staged = stage_if_unmerged(board.root, [board.task_path(tid), board.history_path(tid)])
     if as_json:
         out_json({"id": tid, "event": event})
     elif event is None:
         out(f"{tid}: the record matches its history head; nothing to record")
     else:
         out(f"{tid}: recorded {event.get('op', 'edit')} event {event['id'][:12]}")
+    if staged and not as_json:
+        out(f"{tid}: staged {' '.join(board.rel(p) for p in staged)} (the file was unmerged)")
     return OK
 
 

@@ -225,19 +225,22 @@ def _merge_map(sides: _Sides, base: Any, a: Any, b: Any) -> Any:
     return out
 
 
-def _marker_label(last_modified: str, body: str) -> str:
-    """A conflict-marker label naming one side by its ``last_modified`` and the first 8 hex
-    of its body's sha256: distinct even when both sides have the same ``last_modified``, and
-    independent of which side Git calls ours. Only a conflicting body needs it, so hashlib
-    (avoided on the driver's usual path, DESIGN §7) is imported here."""
+def _marker_label(last_modified: str, body: str, name: str | None = None) -> str:
+    """A conflict-marker label naming one side: ``<name> (<last_modified>)`` when Git named
+    the side (the branch ``git merge`` merges, ``HEAD``), else ``ledgit: <last_modified>
+    <first 8 hex of its body's sha256>``: distinct even when both sides have the same
+    ``last_modified``, and independent of which side Git calls ours. Only a conflicting body
+    needs it, so hashlib (avoided on the driver's usual path, DESIGN §7) is imported here."""
+    if name:
+        return f"{name} ({last_modified})"
     import hashlib
 
     digest = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"ledgit: {last_modified} {digest}"
 
 
-def _merge_body(sides: _Sides, base: str, a: str, b: str,
-                marker_size: int) -> tuple[str, bool, str]:
+def _merge_body(sides: _Sides, base: str, a: str, b: str, marker_size: int,
+                names: tuple[str, str] | None = None) -> tuple[str, bool, str]:
     value, src = _three_way(base, a, b)
     if src is not None or a == b:
         return value, False, src or BOTH
@@ -245,8 +248,11 @@ def _merge_body(sides: _Sides, base: str, a: str, b: str,
 
     m = merge3.Merge3(_split_lines(base), _split_lines(a), _split_lines(b))
     conflict = any(region[0] == "conflict" for region in m.merge_regions())
+    name_a = name_b = None
+    if names is not None and names[0] != names[1]:
+        name_a, name_b = names[::-1] if sides.swapped else names
     lines = m.merge_lines(
-        name_a=_marker_label(sides.lm_a, a), name_b=_marker_label(sides.lm_b, b),
+        name_a=_marker_label(sides.lm_a, a, name_a), name_b=_marker_label(sides.lm_b, b, name_b),
         start_marker="<" * marker_size, mid_marker="=" * marker_size,
         end_marker=">" * marker_size)
     text = "".join(lines)
@@ -256,10 +262,12 @@ def _merge_body(sides: _Sides, base: str, a: str, b: str,
 
 
 def merge_records(base: Record | None, ours: Record, theirs: Record,
-                  marker_size: int = 7) -> MergeResult:
+                  marker_size: int = 7, names: tuple[str, str] | None = None) -> MergeResult:
     """3-way merge of one task, field by field (DESIGN §7 table); symmetric in ours/theirs.
 
     ``base`` is None for add/add (then a field present on one side only counts as added).
+    ``names`` (ours, theirs), e.g. ``("HEAD", "feature")``, label a conflicting body's markers
+    (each name stays with its side, so the bytes follow the names); None: content labels.
     Raises ValueError when the ids differ. A body conflict leaves markers in the body and
     ``"body"`` in ``conflicts``; every other disagreement is resolved by rule.
     """
@@ -336,11 +344,11 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
         result.notes.append(f"claim contested: {out['claim']['by']} (earlier) keeps it; "
                             f"{loser} lost it")
     body, conflict, bsrc = _merge_body(sides, base.body if base else "", sides.a.body,
-                                       sides.b.body, marker_size)
-    if base is None or body != base.body:
-        result.provenance["body"] = sides.label(bsrc)
+                                       sides.b.body, marker_size, names)
     if conflict:
-        result.conflicts.append("body")
+        result.conflicts.append("body")  # said once, by the caller: not also "merged"
+    elif base is None or body != base.body:
+        result.provenance["body"] = sides.label(bsrc)
     _claim_needs_in_progress(sides, out, claim_src)
     _reestablish_lifecycle(out, bf, af, bbf)
     result.record = make_record(out, body)
@@ -468,12 +476,13 @@ def _checked_events(text: str, task: str) -> list[dict[str, Any]]:
 
 
 def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
-                    marker_size: int = 7) -> HistoryMerge:
+                    marker_size: int = 7, names: tuple[str, str] | None = None) -> HistoryMerge:
     """Merge two histories of one task (DESIGN §7): the union of both sides' events by id, in
     a deterministic topological order, plus one ``merge`` event whose parents are the sorted
     heads, ``at`` the latest parent's, actor ``ledgit``, and state
     ``merge_records(state at the common ancestor, state at one head, state at the other)``.
 
+    ``names``: as for :func:`merge_records` (used when each side has one head).
     Symmetric in ours/theirs. Raises HistoryError when a side cannot be parsed or replayed;
     returns ``conflict=True`` (text = None-free marker text is the caller's job) only when the
     two sides share no genesis.
@@ -512,7 +521,8 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
     if base_head in states and len(ours_head) == 1 and len(theirs_head) == 1:
         result = merge_records(record_from_state(states[base_head]),
                                record_from_state(states[ours_head[0]]),
-                               record_from_state(states[theirs_head[0]]), marker_size)
+                               record_from_state(states[theirs_head[0]]), marker_size,
+                               names)
         rec = result.record
         if len(hs) == 1 and rec.revision == revision_of(states[hs[0]]):
             # The union's one head is the merge: a side holding every event of the other is

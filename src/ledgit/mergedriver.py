@@ -75,12 +75,11 @@ def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
             return render_record(rec_o).encode(), False, []
         out, _ = line_merge(b"", render_record(rec_o).encode(), render_record(rec_t).encode(),
                             marker_size)
-        return out, True, [f"{path}: added on both sides with different content; "
-                           "not fused (see: ledgit resolve)"]
+        return out, True, [f"{path}: added on both sides with different content, not fused"]
     rec_b = parse_record(base, f"{path} (base)")
     rec_o = parse_record(ours, f"{path} (ours)")
     rec_t = parse_record(theirs, f"{path} (theirs)")
-    result = merge_records(rec_b, rec_o, rec_t, marker_size)
+    result = merge_records(rec_b, rec_o, rec_t, marker_size, record_names())
     notes = [f"{path}: {describe_provenance(k, v)}"
              for k, v in sorted(result.provenance.items())]
     notes += [f"{path}: {n}" for n in result.notes]
@@ -93,7 +92,8 @@ def merge_history_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: in
     from ledgit.merge import merge_histories
 
     task = os.path.splitext(os.path.basename(path))[0]
-    res = merge_histories(base.decode(), ours.decode(), theirs.decode(), task, marker_size)
+    res = merge_histories(base.decode(), ours.decode(), theirs.decode(), task, marker_size,
+                          record_names())
     if res.conflict:
         out, _ = line_merge(base, ours, theirs, marker_size)
         return out, True, [f"{path}: {res.problem}"]
@@ -110,13 +110,26 @@ def is_binary(data: bytes) -> bool:
     return b"\0" in data[:8000]
 
 
-def side_names() -> tuple[str, str]:
-    """Names for the two sides' conflict markers: ``HEAD`` for ours (%A is always the side
-    being built on) and, for theirs, the branch name ``git merge`` exports to merge drivers as
-    ``GITHEAD_<commit>=<name>`` (git-merge(1) sets one per merged head); ``theirs`` when
-    there is not exactly one (rebase, cherry-pick, revert and stash set none)."""
+def merged_branch() -> str | None:
+    """The name of the branch being merged: ``git merge`` exports ``GITHEAD_<commit>=<name>``
+    to merge drivers, one per merged head (Git 2.39 passes no %X/%Y); None when there is not
+    exactly one (rebase, cherry-pick, revert and stash set none)."""
     names = [v for k, v in os.environ.items() if k.startswith("GITHEAD_") and v]
-    return "HEAD", (names[0] if len(names) == 1 else "theirs")
+    return names[0] if len(names) == 1 else None
+
+
+def side_names() -> tuple[str, str]:
+    """Names for the two sides' conflict markers as Git writes them: ``HEAD`` for ours (%A is
+    always the side being built on) and the merged branch (:func:`merged_branch`) for
+    theirs, else ``theirs``."""
+    return "HEAD", merged_branch() or "theirs"
+
+
+def record_names() -> tuple[str, str] | None:
+    """Names for a task body's conflict markers: Git's, during a ``git merge``; else None
+    (each side is then labelled by its time and body hash, the same whichever side is ours)."""
+    branch = merged_branch()
+    return ("HEAD", branch) if branch else None
 
 
 def _merge_as_git(data: tuple[bytes, bytes, bytes], paths: tuple[str, str, str],
@@ -194,8 +207,15 @@ def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size:
             for n in notes:
                 log.write(n + "\n")
     if conflict:
-        print(f"ledgit merge-driver: {path}: conflict left with markers "
-              "(edit, then: ledgit record ID)", file=sys.stderr)
+        task = os.path.splitext(os.path.basename(posix))[0]
+        if posix.endswith(".md") and base.strip():
+            print(f"ledgit merge-driver: {path}: overlapping edits of the body left with "
+                  f"conflict markers; edit the file, then run: ledgit record {task} (it "
+                  f"adds the task file and its history to the index)", file=sys.stderr)
+        else:
+            why = notes[-1].split(": ", 1)[-1] if notes else "conflict"
+            print(f"ledgit merge-driver: {path}: {why}; left with conflict markers (run: "
+                  f"ledgit resolve {task})", file=sys.stderr)
     return 1 if conflict else 0
 
 
