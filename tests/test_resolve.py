@@ -254,15 +254,16 @@ def _keep_both(clone: Path, tid: str) -> None:
     git("commit", "-q", "--no-edit", cwd=clone)
 
 
+@pytest.mark.parametrize("named", [False, True])
 def test_two_heads_without_markers_are_found_and_the_task_file_follows(
-        tmp_path: Path, git_env: Path) -> None:
+        tmp_path: Path, git_env: Path, named: bool) -> None:
     _, clone, tid = _clone_without_install(tmp_path)
     main_ids, side_ids = _diverge(clone, tid)
     assert git_rc(clone, "merge", "--no-edit", "side").returncode == 1
     _keep_both(clone, tid)
     assert not has_markers(history_file(clone, tid).read_text())
     ledgit(clone, "verify", code=1)
-    r = ledgit(clone, "resolve")  # no path: it finds the task itself
+    r = ledgit(clone, "resolve", *([tid] if named else []))  # no path: it finds the task
     assert "heads joined by merge event" in r.out
     assert "rewritten from the merged history's head" in r.out
     md = task_file(clone, tid).relative_to(clone).as_posix()
