@@ -212,7 +212,7 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
     resolved: list[str] = []
     written: list[str] = []
     person = False
-    head_revisions: set[str] = set()
+    known_revisions: set[str] = set()
 
     # 1. the history: the union of both sides' events plus one merge event
     merged_text: str | None = None
@@ -242,7 +242,7 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
                 res = merge_histories("", halves[0], halves[1], task, marker_size)
                 if not res.conflict and res.event is not None:
                     merged_text = res.text
-                    head_revisions = {str(e["after"]) for e in parse_events(text, task)}
+                    known_revisions = {str(e["after"]) for e in parse_events(text, task)}
                     lines.append(f"{hist_path}: {len(res.event['parents'])} heads joined by "
                                  f"merge event {res.event['id'][:12]}")
             if merged_text is None:
@@ -274,11 +274,11 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
         if len(hs) == 1:
             history_head = record_from_state(states[hs[0]])
     if msides is None:
-        if (hsides is not None or head_revisions) and history_head is not None:
+        if (hsides is not None or known_revisions) and history_head is not None:
             current = (top / md_path).read_bytes() if (top / md_path).is_file() else None
             parsed = _parses_to(current, md_path) if current is not None else None
-            if (head_revisions and isinstance(parsed, Record)
-                    and parsed.revision not in head_revisions | {history_head.revision}):
+            if (known_revisions and isinstance(parsed, Record)
+                    and parsed.revision not in known_revisions | {history_head.revision}):
                 person = True
                 lines.append(f"{md_path}: holds a state none of the history's events has "
                              f"(an unrecorded hand edit?); left as it is: put the edit into "
