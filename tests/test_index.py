@@ -94,7 +94,8 @@ def test_ready(board: Board) -> None:
     after_archived = add(board, "archived is not done", depends_on=[archived.id])
     blocked = add(board, "blocked", depends_on=[todo.id])
     missing = add(board, "missing dep", depends_on=["T-nosuchtask"])
-    claimed = add(board, "claimed", claim={"by": "x", "at": "2026-01-01T00:00:00Z"})
+    claimed = add(board, "claimed", status="in_progress",
+                  claim={"by": "x", "at": "2026-01-01T00:00:00Z"})
     dropped = add(board, "no change", outcome={"kind": "no_change", "reason": "none"})
     ready = set(ids(fresh(board).rows(ready=True)))
     assert ready == {todo.id, ok.id}

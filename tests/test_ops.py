@@ -440,6 +440,7 @@ def test_epoch_seconds_accepts_canonical_and_other_forms() -> None:
       ("next_action", "an archived task holds no next_action"),
       ("claim", "a archived task holds no claim")]),
     ({"status": "in_progress", "claim": {"by": "a"}}, []),
+    ({"status": "open", "claim": {"by": "a"}}, [("claim", "a claim is held but status is open")]),
 ])
 def test_lifecycle_rules(fields: dict[str, Any], expected: list[tuple[str, str]]) -> None:
     assert lifecycle.lifecycle_problems(fields) == expected

@@ -170,3 +170,112 @@ def test_resolve_with_nothing_to_do(tmp_path: Path, git_env: Path) -> None:
     repo = new_repo(tmp_path / "r")
     assert "nothing to resolve" in ledgit(repo, "resolve").out
     ledgit(repo, "resolve", "README.md", code=2)
+
+
+# ---------------------------------------------------------------- issue 12 item 9
+
+
+def _settle_markers(path: Path, keep: str) -> None:
+    """Do what a person does with a conflicted body: replace each marked region by ``keep``."""
+    import re
+
+    text = path.read_text()
+    settled = re.sub(r"(?ms)^<{7} .*?^>{7} [^\n]*\n", keep, text)
+    assert settled != text and not has_markers(settled)
+    path.write_text(settled)
+
+
+def _overlap(repo: Path, tid: str) -> None:
+    git("checkout", "-q", "-b", "side", cwd=repo)
+    edit_body(repo, tid, "Middle paragraph that separates the two.", "Middle: side.",
+              by="agent-s")
+    commit_all(repo, "side")
+    git("checkout", "-q", "main", cwd=repo)
+    edit_body(repo, tid, "Middle paragraph that separates the two.", "Middle: main.",
+              by="agent-m")
+    commit_all(repo, "main")
+
+
+def test_a_body_conflict_resolved_as_the_driver_says_ends_in_a_commit(
+        tmp_path: Path, git_env: Path) -> None:
+    repo = new_repo(tmp_path / "r")  # driver and hooks installed
+    tid = create(repo, "Shared", "--body", BODY, "--by", "lead")
+    commit_all(repo, "task")
+    _overlap(repo, tid)
+    proc = git_rc(repo, "merge", "--no-edit", "side")
+    assert proc.returncode == 1
+    said = [line for line in proc.stderr.splitlines() if "ledgit merge-driver" in line]
+    assert len(said) == 1 and f"then run: ledgit record {tid} " in said[0]
+    assert " ID" not in said[0]
+    text = task_file(repo, tid).read_text()
+    assert "<<<<<<< HEAD (" in text and ">>>>>>> side (" in text  # the sides, as Git names them
+    _settle_markers(task_file(repo, tid), "Middle: main and side.\n")
+    r = ledgit(repo, "record", tid, "--by", "ada")
+    assert "staged" in r.out
+    git("commit", "-q", "--no-edit", cwd=repo)  # the pre-commit hook accepts it
+    assert git("status", "--porcelain", cwd=repo) == ""
+    ledgit(repo, "verify")
+    ledgit(repo, "verify", "--rev", "HEAD")
+    assert "Middle: main and side." in task_file(repo, tid).read_text()
+
+
+def test_a_body_conflict_resolved_as_resolve_says_ends_in_a_commit(
+        tmp_path: Path, git_env: Path) -> None:
+    _, clone, tid = _clone_without_install(tmp_path)
+    _overlap(clone, tid)
+    assert git_rc(clone, "merge", "--no-edit", "side").returncode == 1
+    r = ledgit(clone, "resolve", code=1)
+    body_lines = [line for line in r.out.splitlines() if "body" in line]
+    assert len(body_lines) == 1, r.out  # one message for one outcome
+    assert "merged from both sides" not in r.out
+    assert f"ledgit record {tid} (it adds" in body_lines[0]
+    text = task_file(clone, tid).read_text()
+    assert "<<<<<<< HEAD (" in text and ">>>>>>> side (" in text
+    ledgit(clone, "install")  # the hooks now check the commit
+    _settle_markers(task_file(clone, tid), "Middle: settled.\n")
+    ledgit(clone, "record", tid, "--by", "ada")
+    git("commit", "-q", "--no-edit", cwd=clone)
+    assert git("status", "--porcelain", cwd=clone) == ""
+    ledgit(clone, "verify")
+    ledgit(clone, "verify", "--rev", "HEAD")
+
+
+def _keep_both(clone: Path, tid: str) -> None:
+    """Settle a line-merge conflict as a web editor's "keep both" does: every line of both
+    histories, no markers; the task file as ours had it."""
+    hist = history_file(clone, tid).relative_to(clone).as_posix()
+    md = task_file(clone, tid).relative_to(clone).as_posix()
+    ours = git("show", f":2:{hist}", cwd=clone).splitlines()
+    theirs = git("show", f":3:{hist}", cwd=clone).splitlines()
+    history_file(clone, tid).write_text(
+        "\n".join([*ours, *[line for line in theirs if line not in ours]]) + "\n")
+    git("checkout", "--ours", "--", md, cwd=clone)
+    git("add", "--", md, hist, cwd=clone)
+    git("commit", "-q", "--no-edit", cwd=clone)
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_two_heads_without_markers_are_found_and_the_task_file_follows(
+        tmp_path: Path, git_env: Path, named: bool) -> None:
+    _, clone, tid = _clone_without_install(tmp_path)
+    main_ids, side_ids = _diverge(clone, tid)
+    assert git_rc(clone, "merge", "--no-edit", "side").returncode == 1
+    _keep_both(clone, tid)
+    assert not has_markers(history_file(clone, tid).read_text())
+    ledgit(clone, "verify", code=1)
+    r = ledgit(clone, "resolve", *([tid] if named else []))  # no path: it finds the task
+    assert "heads joined by merge event" in r.out
+    assert "rewritten from the merged history's head" in r.out
+    md = task_file(clone, tid).relative_to(clone).as_posix()
+    hist = history_file(clone, tid).relative_to(clone).as_posix()
+    assert f"git add {hist} {md}" in r.out
+    f = fields(clone, tid)
+    assert f["priority"] == 1 and "side" in f["labels"] and f["response"] == "main's account"
+    ids = event_ids(history_file(clone, tid).read_text())
+    assert main_ids | side_ids <= set(ids)
+    ledgit(clone, "verify")
+    ledgit(clone, "install")
+    git("add", "--", md, hist, cwd=clone)
+    git("commit", "-q", "-m", "resolved", cwd=clone)
+    ledgit(clone, "verify", "--rev", "HEAD")
+    assert "nothing to resolve" in ledgit(clone, "resolve").out

@@ -244,17 +244,47 @@ def _write(task: str, by: str | None, expect: str | None,
     ttl = int(board.config.claim_ttl)
     done: list[tuple[Record, Change]] = []
 
+    ended: list[str] = []
+
     def change(record: Record) -> Change:
-        result = op(record, actor, _now(), ttl)
+        ended[:] = _claim_ended(board, record, actor)
+        try:
+            result = op(record, actor, _now(), ttl)
+        except LedgitError as exc:
+            if ended:  # the loser of a claim learns who ended it (docs/merge.md)
+                raise LedgitError(f"{record.id}: {ended[0]}; {exc.message}", exc.code) from None
+            raise
         done.append((record, result))
         return result
 
     record = board.mutate(tid, change, actor, expect=expect)
+    if ended:
+        sys.stderr.write(f"ledgit: note: {tid}: {ended[0]}\n")
     before, result = done[-1]
     return record.revision != before.revision, record, result, actor
 
 
 write_task = _write  # the public name, for other faces (ledgit mcp)
+
+
+def _claim_ended(board: Board, record: Record, actor: str) -> list[str]:
+    """``["completed by B at T; a merge ended A's claim"]`` when ``actor`` lost a claim to
+    someone else's completion (or drop, park, archive) in a merge and has not heard of it
+    (:func:`ledgit.ops.claim_ended_by`); [] otherwise. Reads the history only for an ended
+    task the actor holds no claim on."""
+    claim = record.fields.get("claim")
+    if record.fields["status"] not in ("done", "dropped", "parked", "archived") or (
+            claim and claim.get("by") == actor):
+        return []
+    from ledgit import ops
+    from ledgit.history import HistoryError, parse_events
+
+    text = board.read_history_text(record.id)
+    try:
+        what = ops.claim_ended_by(parse_events(text or "", record.id), actor)
+    except HistoryError:
+        return []
+    return [f"{what}; a merge ended {actor}'s claim"] if what else []
 
 
 def _mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,
@@ -1074,12 +1104,17 @@ def record_cmd(task: str, by: str | None, as_json: bool) -> int:
     board = _board()
     tid = board.resolve_id(task)
     event = board.record_edit(tid, actor_or_warn(by, board.root_str))
+    from ledgit.resolve import stage_if_unmerged
+
+    staged = stage_if_unmerged(board.root, [board.task_path(tid), board.history_path(tid)])
     if as_json:
         out_json({"id": tid, "event": event})
     elif event is None:
         out(f"{tid}: the record matches its history head; nothing to record")
     else:
         out(f"{tid}: recorded {event.get('op', 'edit')} event {event['id'][:12]}")
+    if staged and not as_json:
+        out(f"{tid}: staged {' '.join(board.rel(p) for p in staged)} (the file was unmerged)")
     return OK
 
 

@@ -25,4 +25,7 @@ def lifecycle_problems(fields: Mapping[str, Any]) -> list[tuple[str, str]]:
                 problems.append((k, f"an archived task holds no {k}"))
     if fields.get("claim") and status in ("done", "dropped", "archived", "parked"):
         problems.append(("claim", f"a {status} task holds no claim"))
+    elif fields.get("claim") and status in ("open", "waiting", "monitoring"):
+        # Only ``claim`` sets a claim, and it sets in_progress; every way out clears it.
+        problems.append(("claim", f"a claim is held but status is {status}"))
     return problems

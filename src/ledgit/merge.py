@@ -151,11 +151,23 @@ def merge_set(base: Sequence[str] | None, a: Sequence[str] | None,
     return kept + added
 
 
+def _renews(base: Any, claim: Any) -> bool:
+    """Whether ``claim`` is the base's claim renewed (same claimant and ``at``: a heartbeat
+    or a note), not a new one."""
+    return bool(base and claim and claim["by"] == base["by"] and claim["at"] == base["at"])
+
+
 def _merge_claims(sides: _Sides, base: Any, a: Any, b: Any,
                   contested: list[dict[str, Any]]) -> tuple[Any, str]:
     value, src = _three_way(base, a, b)
     if src is not None or _key(a) == _key(b):
         return value, src or BOTH
+    # One side ended the base's claim (release, wait, monitor, complete, ...), the other only
+    # renewed it: the end is a decision, the heartbeat only a lease kept alive (docs/merge.md).
+    if base and not a and _renews(base, b):
+        return None, "a"
+    if base and not b and _renews(base, a):
+        return None, "b"
     if a and b:
         if a["by"] == b["by"]:
             merged = dict(a)
@@ -232,19 +244,22 @@ def _merge_map(sides: _Sides, base: Any, a: Any, b: Any) -> Any:
     return out
 
 
-def _marker_label(last_modified: str, body: str) -> str:
-    """A conflict-marker label naming one side by its ``last_modified`` and the first 8 hex
-    of its body's sha256: distinct even when both sides have the same ``last_modified``, and
-    independent of which side Git calls ours. Only a conflicting body needs it, so hashlib
-    (avoided on the driver's usual path, DESIGN §7) is imported here."""
+def _marker_label(last_modified: str, body: str, name: str | None = None) -> str:
+    """A conflict-marker label naming one side: ``<name> (<last_modified>)`` when Git named
+    the side (the branch ``git merge`` merges, ``HEAD``), else ``ledgit: <last_modified>
+    <first 8 hex of its body's sha256>``: distinct even when both sides have the same
+    ``last_modified``, and independent of which side Git calls ours. Only a conflicting body
+    needs it, so hashlib (avoided on the driver's usual path, DESIGN §7) is imported here."""
+    if name:
+        return f"{name} ({last_modified})"
     import hashlib
 
     digest = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"ledgit: {last_modified} {digest}"
 
 
-def _merge_body(sides: _Sides, base: str, a: str, b: str,
-                marker_size: int) -> tuple[str, bool, str]:
+def _merge_body(sides: _Sides, base: str, a: str, b: str, marker_size: int,
+                names: tuple[str, str] | None = None) -> tuple[str, bool, str]:
     value, src = _three_way(base, a, b)
     if src is not None or a == b:
         return value, False, src or BOTH
@@ -252,8 +267,11 @@ def _merge_body(sides: _Sides, base: str, a: str, b: str,
 
     m = merge3.Merge3(_split_lines(base), _split_lines(a), _split_lines(b))
     conflict = any(region[0] == "conflict" for region in m.merge_regions())
+    name_a = name_b = None
+    if names is not None and names[0] != names[1]:
+        name_a, name_b = names[::-1] if sides.swapped else names
     lines = m.merge_lines(
-        name_a=_marker_label(sides.lm_a, a), name_b=_marker_label(sides.lm_b, b),
+        name_a=_marker_label(sides.lm_a, a, name_a), name_b=_marker_label(sides.lm_b, b, name_b),
         start_marker="<" * marker_size, mid_marker="=" * marker_size,
         end_marker=">" * marker_size)
     text = "".join(lines)
@@ -263,10 +281,12 @@ def _merge_body(sides: _Sides, base: str, a: str, b: str,
 
 
 def merge_records(base: Record | None, ours: Record, theirs: Record,
-                  marker_size: int = 7) -> MergeResult:
+                  marker_size: int = 7, names: tuple[str, str] | None = None) -> MergeResult:
     """3-way merge of one task, field by field (DESIGN §7 table); symmetric in ours/theirs.
 
     ``base`` is None for add/add (then a field present on one side only counts as added).
+    ``names`` (ours, theirs), e.g. ``("HEAD", "feature")``, label a conflicting body's markers
+    (each name stays with its side, so the bytes follow the names); None: content labels.
     Raises ValueError when the ids differ. A body conflict leaves markers in the body and
     ``"body"`` in ``conflicts``; every other disagreement is resolved by rule.
     """
@@ -280,6 +300,7 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
     out: dict[str, Any] = {}
     contested: list[dict[str, Any]] = []
     keys = [k for k in FIELD_ORDER if k in bf or k in af or k in bbf]
+    claim_src = BASE
     for k in keys:
         vb, va, vbb = bf.get(k), af.get(k), bbf.get(k)
         if k == "last_modified":
@@ -295,6 +316,7 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
             value, src = _merge_claims(sides, vb, va, vbb, contested)
             if both_changed and src != MERGED:
                 result.rules[k] = RULE_EARLIER_CLAIM if va and vbb else RULE_LATER
+            claim_src = src
         elif k in SET_FIELDS:
             value, src3 = _three_way(vb, va, vbb)
             src = src3 or BOTH
@@ -350,16 +372,34 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
         result.notes.append(f"claim contested: {out['claim']['by']} (earlier) keeps it; "
                             f"{loser} lost it")
     body, conflict, bsrc = _merge_body(sides, base.body if base else "", sides.a.body,
-                                       sides.b.body, marker_size)
-    if base is None or body != base.body:
-        result.provenance["body"] = sides.label(bsrc)
+                                       sides.b.body, marker_size, names)
     if bsrc == MERGED:
         result.rules["body"] = RULE_LINES
     if conflict:
-        result.conflicts.append("body")
+        result.conflicts.append("body")  # said once, by the caller: not also "merged"
+    elif base is None or body != base.body:
+        result.provenance["body"] = sides.label(bsrc)
+    _claim_needs_in_progress(sides, out, claim_src)
     _reestablish_lifecycle(out, bf, af, bbf)
     result.record = make_record(out, body)
     return result
+
+
+def _claim_needs_in_progress(sides: _Sides, out: dict[str, Any], claim_src: str) -> None:
+    """A claim is held only in status in_progress (DESIGN §4). A merged claim beside an open,
+    waiting or monitoring status means one side claimed while the other moved the status:
+    the later side decides (``b``: later ``last_modified``, tie → greater canonical JSON; so
+    symmetric). A later claiming side keeps its claim and sets in_progress (clearing
+    ``waiting_on`` and ``signal``, as ``claim`` would); otherwise the claim is dropped."""
+    if not out.get("claim") or out.get("status") not in ("open", "waiting", "monitoring"):
+        return
+    if claim_src == "b" and sides.b.fields.get("status") == "in_progress":
+        out["status"] = "in_progress"
+        out.pop("waiting_on", None)
+        out.pop("signal", None)
+        return
+    out.pop("claim", None)
+    out.pop("contested", None)
 
 
 def _reestablish_lifecycle(out: dict[str, Any], *sources: Mapping[str, Any]) -> None:
@@ -466,12 +506,13 @@ def _checked_events(text: str, task: str) -> list[dict[str, Any]]:
 
 
 def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
-                    marker_size: int = 7) -> HistoryMerge:
+                    marker_size: int = 7, names: tuple[str, str] | None = None) -> HistoryMerge:
     """Merge two histories of one task (DESIGN §7): the union of both sides' events by id, in
     a deterministic topological order, plus one ``merge`` event whose parents are the sorted
     heads, ``at`` the latest parent's, actor ``ledgit``, and state
     ``merge_records(state at the common ancestor, state at one head, state at the other)``.
 
+    ``names``: as for :func:`merge_records` (used when each side has one head).
     Symmetric in ours/theirs. Raises HistoryError when a side cannot be parsed or replayed;
     returns ``conflict=True`` (text = None-free marker text is the caller's job) only when the
     two sides share no genesis.
@@ -510,7 +551,8 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
     if base_head in states and len(ours_head) == 1 and len(theirs_head) == 1:
         result = merge_records(record_from_state(states[base_head]),
                                record_from_state(states[ours_head[0]]),
-                               record_from_state(states[theirs_head[0]]), marker_size)
+                               record_from_state(states[theirs_head[0]]), marker_size,
+                               names)
         rec = result.record
         if len(hs) == 1 and rec.revision == revision_of(states[hs[0]]):
             # The union's one head is the merge: a side holding every event of the other is

@@ -75,12 +75,11 @@ def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
             return render_record(rec_o).encode(), False, []
         out, _ = line_merge(b"", render_record(rec_o).encode(), render_record(rec_t).encode(),
                             marker_size)
-        return out, True, [f"{path}: added on both sides with different content; "
-                           "not fused (see: ledgit resolve)"]
+        return out, True, [f"{path}: added on both sides with different content, not fused"]
     rec_b = parse_record(base, f"{path} (base)")
     rec_o = parse_record(ours, f"{path} (ours)")
     rec_t = parse_record(theirs, f"{path} (theirs)")
-    result = merge_records(rec_b, rec_o, rec_t, marker_size)
+    result = merge_records(rec_b, rec_o, rec_t, marker_size, record_names())
     notes = [f"{path}: {describe_provenance(k, v, result.rules.get(k))}"
              for k, v in sorted(result.provenance.items())]
     notes += [f"{path}: {n}" for n in result.notes]
@@ -93,7 +92,8 @@ def merge_history_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: in
     from ledgit.merge import merge_histories
 
     task = os.path.splitext(os.path.basename(path))[0]
-    res = merge_histories(base.decode(), ours.decode(), theirs.decode(), task, marker_size)
+    res = merge_histories(base.decode(), ours.decode(), theirs.decode(), task, marker_size,
+                          record_names())
     if res.conflict:
         out, _ = line_merge(base, ours, theirs, marker_size)
         return out, True, [f"{path}: {res.problem}"]
@@ -102,6 +102,63 @@ def merge_history_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: in
         notes.append(f"{path}: merge event {res.event['id'][:12]} joins "
                      f"{len(res.event['parents'])} heads")
     return res.text.encode(), False, notes
+
+
+def is_binary(data: bytes) -> bool:
+    """Git's rule for binary content (xdiff ``buffer_is_binary``): a NUL byte in the first
+    8,000 bytes."""
+    return b"\0" in data[:8000]
+
+
+def merged_branch() -> str | None:
+    """The name of the branch being merged: ``git merge`` exports ``GITHEAD_<commit>=<name>``
+    to merge drivers, one per merged head (Git 2.39 passes no %X/%Y); None when there is not
+    exactly one (rebase, cherry-pick, revert and stash set none)."""
+    names = [v for k, v in os.environ.items() if k.startswith("GITHEAD_") and v]
+    return names[0] if len(names) == 1 else None
+
+
+def side_names() -> tuple[str, str]:
+    """Names for the two sides' conflict markers as Git writes them: ``HEAD`` for ours (%A is
+    always the side being built on) and the merged branch (:func:`merged_branch`) for
+    theirs, else ``theirs``."""
+    return "HEAD", merged_branch() or "theirs"
+
+
+def record_names() -> tuple[str, str] | None:
+    """Names for a task body's conflict markers: Git's, during a ``git merge``; else None
+    (each side is then labelled by its time and body hash, the same whichever side is ours)."""
+    branch = merged_branch()
+    return ("HEAD", branch) if branch else None
+
+
+def _merge_as_git(data: tuple[bytes, bytes, bytes], paths: tuple[str, str, str],
+                  marker_size: int, path: str) -> int:
+    """A file that is neither a task file nor a history (``* merge=ledgit``) gets Git's own
+    merge: text through ``git merge-file`` (bytes kept as they are, CRLF included;
+    ``merge.conflictStyle`` honoured), binary left as ours with exit 1, as Git's binary
+    driver does (gitattributes(5) "Built-in merge drivers"). ``data``/``paths``: base, ours,
+    theirs."""
+    import subprocess
+
+    if any(is_binary(side) for side in data):
+        print(f"ledgit merge-driver: {path}: binary file changed on both sides; left as "
+              f"ours (keep it, or: git checkout --theirs -- {path}; then git add {path})",
+              file=sys.stderr)
+        return 1
+    base_path, ours_path, theirs_path = paths
+    ours_name, theirs_name = side_names()
+    proc = subprocess.run(
+        ["git", "merge-file", "-p", f"--marker-size={marker_size}", "-L", ours_name,
+         "-L", "base", "-L", theirs_name, ours_path, base_path, theirs_path],
+        capture_output=True, check=False)
+    if proc.returncode > 127:  # -1 (an error) as an exit status; 1..127 count conflicts
+        error = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        print(f"ledgit merge-driver: {path}: git merge-file failed"
+              f"{': ' + error[-1] if error else ''}; left as ours", file=sys.stderr)
+        return 1
+    _write(ours_path, proc.stdout)
+    return 1 if proc.returncode else 0
 
 
 def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
@@ -115,7 +172,8 @@ def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
               f"{exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
-        return _merge(base, ours, theirs, ours_path, marker_size, path)
+        return _merge(base, ours, theirs, ours_path, marker_size, path,
+                      (base_path, theirs_path))
     except OSError as exc:
         print(f"ledgit merge-driver: {path}: cannot write {exc.filename or ours_path}: "
               f"{exc.strerror or exc}", file=sys.stderr)
@@ -123,7 +181,7 @@ def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
 
 
 def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size: int,
-           path: str) -> int:
+           path: str, others: tuple[str, str]) -> int:
     posix = path.replace(os.sep, "/")
     try:
         if f"/{TASKS_PREFIX}" in f"/{posix}" and posix.endswith(".md"):
@@ -131,8 +189,8 @@ def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size:
         elif f"/{HISTORY_PREFIX}" in f"/{posix}" and posix.endswith(".jsonl"):
             out, conflict, notes = merge_history_bytes(base, ours, theirs, marker_size, path)
         else:
-            out, conflict = line_merge(base, ours, theirs, marker_size, symmetric=False)
-            notes = []
+            return _merge_as_git((base, ours, theirs), (others[0], ours_path, others[1]),
+                                 marker_size, path)
     except Exception as exc:  # noqa: BLE001 - any failure falls back to a marked line merge
         if os.environ.get("LEDGIT_DEBUG") == "1":
             import traceback
@@ -149,8 +207,15 @@ def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size:
             for n in notes:
                 log.write(n + "\n")
     if conflict:
-        print(f"ledgit merge-driver: {path}: conflict left with markers "
-              "(edit, then: ledgit record ID)", file=sys.stderr)
+        task = os.path.splitext(os.path.basename(posix))[0]
+        if posix.endswith(".md") and base.strip():
+            print(f"ledgit merge-driver: {path}: overlapping edits of the body left with "
+                  f"conflict markers; edit the file, then run: ledgit record {task} (it "
+                  f"adds the task file and its history to the index)", file=sys.stderr)
+        else:
+            why = notes[-1].split(": ", 1)[-1] if notes else "conflict"
+            print(f"ledgit merge-driver: {path}: {why}; left with conflict markers (run: "
+                  f"ledgit resolve {task})", file=sys.stderr)
     return 1 if conflict else 0
 
 

@@ -235,6 +235,35 @@ def lost_to(record: Record, by: str) -> str | None:
     return None
 
 
+_ENDED_BY = {"complete": "completed", "drop": "dropped", "park": "parked",
+             "archive": "archived"}
+
+
+def claim_ended_by(events: Sequence[Mapping[str, Any]], by: str) -> str | None:
+    """``"completed by bob at <time>"`` when a merge ended ``by``'s claim: ``by``'s last claim
+    or heartbeat is concurrent with someone else's ``complete`` (or drop, park, archive) --
+    neither is an ancestor of the other -- and ``by`` has written nothing after that end.
+    None otherwise. ``events``: the task's history (DESIGN §6), in file order."""
+    from ledgit.history import ancestors
+
+    mine = [e for e in events if e.get("actor") == by and e.get("op") in ("claim",
+                                                                         "heartbeat")]
+    ends = [e for e in events if e.get("op") in _ENDED_BY and e.get("actor") != by]
+    if not mine or not ends:
+        return None
+    claim_event = max(mine, key=lambda e: (e["at"], e["id"]))
+    end = max(ends, key=lambda e: (e["at"], e["id"]))
+    if claim_event["id"] in ancestors(events, end["id"]):
+        return None  # the end came after the claim: nothing was lost in a merge
+    if end["id"] in ancestors(events, claim_event["id"]):
+        return None
+    for e in events:
+        if e.get("actor") == by and end["id"] in ancestors(events, e["id"]) \
+                and e["id"] != end["id"]:
+            return None  # by has written since: this was said already
+    return f"{_ENDED_BY[end['op']]} by {end['actor']} at {end['at']}"
+
+
 def _guard_holder(record: Record, by: str, now: str, ttl: int, action: str) -> None:
     """Refuse (exit 6) when ``by`` lost a contested claim or someone else holds the claim."""
     winner = lost_to(record, by)
@@ -864,4 +893,4 @@ __all__ = ["CLAIMABLE", "Change", "Freshness", "NOT_READY_OUTCOMES", "SETTABLE",
            "format_ttl", "goal_of", "handoff_packet", "heartbeat", "is_ready", "item_add",
            "item_id", "lost_to", "may_lock", "monitor", "park", "parse_assignment", "release",
            "render_handoff", "reopen", "resolve_item", "revise", "update", "wait",
-           "writeback"]
+           "writeback", "claim_ended_by"]

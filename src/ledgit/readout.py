@@ -66,8 +66,6 @@ def build_readout(fields: Mapping[str, Any], body: str, *, path: str, revision: 
     if candidates and not f.get("owner"):
         missing("owner", f"not set: {len(candidates)} candidate item(s) wait for an owner "
                          "to accept them")
-    if f.get("claim") and status in ("open", "waiting", "monitoring"):
-        missing("claim", f"contradictory: a claim is held but status is {status}")
     return {
         "readout": READOUT_VERSION,
         "id": f["id"],

@@ -141,12 +141,63 @@ def _close_heads(text: str, task: str) -> tuple[str, str] | None:
             render_history(e for e in events if e["id"] != hs[0]))
 
 
+def merge_names(cwd: Path) -> tuple[str, str] | None:
+    """(``HEAD``, the merged branch's name) while a ``git merge`` is stopped (``MERGE_HEAD``,
+    named by ``git name-rev``), for conflict-marker labels as the driver writes them; None
+    otherwise (content labels)."""
+    proc = git.run_git(["name-rev", "--name-only", "--no-undefined", "MERGE_HEAD"], cwd,
+                       check=False)
+    name = proc.stdout.decode("utf-8", "replace").strip()
+    return ("HEAD", name) if proc.returncode == 0 and name else None
+
+
+def stage_if_unmerged(cwd: Path, files: Sequence[str | Path]) -> list[str]:
+    """``git add`` ``files`` (a task file and its history) when any of them is unmerged in
+    the index, as ``git mergetool`` does once a file is resolved; returns the files staged
+    ([] when none was unmerged, or outside Git)."""
+    if git.toplevel(cwd) is None:
+        return []
+    names = [os.fspath(f) for f in files]
+    unmerged = git.run_git(["ls-files", "-u", "-z", "--", *names], cwd, check=False)
+    if unmerged.returncode != 0 or not unmerged.stdout:
+        return []
+    present = [n for n in names if os.path.lexists(os.path.join(cwd, n))]
+    git.run_git(["add", "--", *present], cwd)
+    return present
+
+
+def multi_head_tasks(top: Path, prefix: str) -> list[str]:
+    """Tasks whose history has more than one head and no conflict markers (what a web
+    editor's "keep both", a ``merge=union`` attribute or a hand edit leaves): every event
+    not named as a parent is a head. Reads each history once, without hashing."""
+    import json
+
+    found = []
+    folder = top / f"{prefix}{LEDGIT_DIR}" / "history"
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        ids: set[str] = set()
+        parents: set[str] = set()
+        try:
+            for line in path.read_bytes().splitlines():
+                event = json.loads(line) if line.strip() else None
+                if isinstance(event, dict) and isinstance(event.get("id"), str):
+                    ids.add(event["id"])
+                    parents.update(p for p in event.get("parents") or [] if isinstance(p, str))
+        except (OSError, ValueError):
+            continue  # unreadable or line-merged: verify names it; markers are found by grep
+        if len(ids - parents) > 1:
+            found.append(path.stem)
+    return found
+
+
 # --------------------------------------------------------------------------- one task
 
 
 def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
-                 marker_size: int = 7) -> Outcome:
-    """Re-merge one task's history and file; write them, ``git add`` what is resolved."""
+                 marker_size: int = 7, names: tuple[str, str] | None = None) -> Outcome:
+    """Re-merge one task's history and file; write them, ``git add`` what was unmerged in
+    the index and is now resolved, and name every other file it wrote to be staged.
+    ``names``: conflict-marker labels (:func:`merge_names`)."""
     from ledgit.history import HistoryError, parse_events, replay
     from ledgit.merge import (
         best_common_ancestor,
@@ -159,7 +210,9 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
     md_path, hist_path = task_paths(prefix, task)
     lines: list[str] = []
     resolved: list[str] = []
+    written: list[str] = []
     person = False
+    known_revisions: set[str] = set()
 
     # 1. the history: the union of both sides' events plus one merge event
     merged_text: str | None = None
@@ -173,7 +226,7 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
             assert hsides.ours is not None and hsides.theirs is not None
             res = merge_histories("", hsides.ours.decode("utf-8", errors="replace"),
                                   hsides.theirs.decode("utf-8", errors="replace"), task,
-                                  marker_size)
+                                  marker_size, names if hsides.source == "stages" else None)
             if res.conflict:
                 lines.append(f"{hist_path}: {res.problem}; not fused (two different tasks "
                              f"under one id?)")
@@ -189,6 +242,7 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
                 res = merge_histories("", halves[0], halves[1], task, marker_size)
                 if not res.conflict and res.event is not None:
                     merged_text = res.text
+                    known_revisions = {str(e["after"]) for e in parse_events(text, task)}
                     lines.append(f"{hist_path}: {len(res.event['parents'])} heads joined by "
                                  f"merge event {res.event['id'][:12]}")
             if merged_text is None:
@@ -198,7 +252,8 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
         return Outcome(task, lines, True)
     if merged_text is not None and merged_text != _read(top, hist_path):
         _write(top / hist_path, merged_text.encode("utf-8"))
-    if hsides is not None:
+        written.append(hist_path)
+    if hsides is not None and hsides.source == "stages":
         resolved.append(hist_path)
 
     # 2. the task file: field by field, with the base from the stages or the merged DAG
@@ -219,12 +274,21 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
         if len(hs) == 1:
             history_head = record_from_state(states[hs[0]])
     if msides is None:
-        if hsides is not None and history_head is not None:
+        if (hsides is not None or known_revisions) and history_head is not None:
             current = (top / md_path).read_bytes() if (top / md_path).is_file() else None
-            if current is None or _parses_to(current, md_path) != history_head:
+            parsed = _parses_to(current, md_path) if current is not None else None
+            if (known_revisions and isinstance(parsed, Record)
+                    and parsed.revision not in known_revisions | {history_head.revision}):
+                person = True
+                lines.append(f"{md_path}: holds a state none of the history's events has "
+                             f"(an unrecorded hand edit?); left as it is: put the edit into "
+                             f"the merged state by hand, then run: ledgit record {task}")
+            elif parsed != history_head:
                 lines.append(f"{md_path}: rewritten from the merged history's head")
                 _write(top / md_path, render_record(history_head).encode("utf-8"))
-            resolved.append(md_path)
+                written.append(md_path)
+            if hsides is not None and hsides.source == "stages":
+                resolved.append(md_path)
     else:
         if msides.ours is None or msides.theirs is None:
             lines.append(f"{md_path}: deleted on one side and changed on the other; "
@@ -256,7 +320,8 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
                 if lca is not None:
                     base = record_from_state(states[lca])
                     base_from = "the histories' common ancestor"
-        result = merge_records(base, ours, theirs, marker_size)
+        result = merge_records(base, ours, theirs, marker_size,
+                               names if msides.source == "stages" else None)
         _write(top / md_path, render_record(result.record).encode("utf-8"))
         changed = "; ".join(describe_provenance(k, v, result.rules.get(k))
                             for k, v in sorted(result.provenance.items()))
@@ -265,17 +330,24 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
         lines += [f"{md_path}: {n}" for n in result.notes]
         if result.conflicts:
             person = True
-            lines.append(f"{md_path}: overlapping edits in {', '.join(result.conflicts)} left "
-                         f"with markers; edit the file, then: ledgit record {task} && "
-                         f"git add {md_path}")
-        else:
+            then = (f"ledgit record {task} (it adds {md_path} and {hist_path} to the index)"
+                    if msides.source == "stages" else
+                    f"ledgit record {task} && git add {md_path} {hist_path}")
+            lines.append(f"{md_path}: overlapping edits of the {', '.join(result.conflicts)} "
+                         f"left with conflict markers; edit the file, then run: {then}")
+        elif msides.source == "stages":
             resolved.append(md_path)
+        else:
+            written.append(md_path)
         if history_head is not None and result.record != history_head and not result.conflicts:
             person = True
             lines.append(f"{md_path}: the merged file differs from its merged history "
                          f"(a side holds unrecorded hand edits); run: ledgit record {task}")
     if resolved:
         git.run_git(["add", "--", *resolved], top)
+    unstaged = [p for p in dict.fromkeys(written) if p not in resolved]
+    if unstaged and not person:
+        lines.append(f"{task}: stage the result: git add {' '.join(unstaged)}")
     return Outcome(task, lines, person)
 
 
@@ -316,13 +388,15 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def conflicted_tasks(cwd: Path, top: Path, prefix: str) -> list[str]:
-    """Tasks with an unmerged file in the index or conflict markers in the work tree."""
+    """Tasks with an unmerged file in the index, conflict markers in the work tree, or a
+    history with more than one head (:func:`multi_head_tasks`)."""
     board = f"{prefix}{LEDGIT_DIR}/"
     paths = set(git.conflicted_paths(cwd, board))
     grep = git.run_git(["grep", "-l", "-z", "-E", "-e", "^<{7,}( |$)", "--", f"{board}tasks",
                         f"{board}history"], top, check=False)
     paths.update(os.fsdecode(p) for p in grep.stdout.split(b"\0") if p)
-    return sorted({t for t in (task_of(p, prefix) for p in paths) if t is not None})
+    found = {t for t in (task_of(p, prefix) for p in paths) if t is not None}
+    return sorted(found | set(multi_head_tasks(top, prefix)))
 
 
 def resolve(cwd: Path, paths: Sequence[str] = ()) -> tuple[int, list[str]]:
@@ -338,11 +412,13 @@ def resolve(cwd: Path, paths: Sequence[str] = ()) -> tuple[int, list[str]]:
     else:
         tasks = conflicted_tasks(cwd, top, prefix)
     if not tasks:
-        return OK, ["nothing to resolve: no conflicted task files or histories"]
+        return OK, ["nothing to resolve: no conflicted task files, no conflict markers and "
+                    "no history with more than one head"]
     report: list[str] = []
     code = OK
+    names = merge_names(top)
     for task in tasks:
-        outcome = resolve_task(cwd, top, prefix, task)
+        outcome = resolve_task(cwd, top, prefix, task, names=names)
         if not outcome.lines:
             outcome.lines.append(f"{task}: nothing to resolve")
         report += outcome.lines

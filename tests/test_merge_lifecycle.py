@@ -1,0 +1,188 @@
+"""Merges keep the lifecycle (issue 12 item 6): every record ``merge_records`` produces from
+sides built by the real lifecycle operations passes ``lifecycle_problems`` (what ``verify``
+and the pre-commit hook apply), whichever side is ours."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledgit import ops
+from ledgit.errors import LedgitError
+from ledgit.history import heads, new_event, parse_events, render_history, verify
+from ledgit.merge import merge_histories, merge_records
+from ledgit.readout import build_readout
+from ledgit.record import Record, lifecycle_problems, make_record, render_record
+
+T0 = "2026-01-01T00:00:00.000000Z"
+HOUR = 3600
+
+
+def ts(sec: int) -> str:
+    return f"2026-01-01T{sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}.000000Z"
+
+
+def start() -> Record:
+    return make_record({"id": "T-abc", "title": "t", "status": "open", "created": T0,
+                        "last_modified": T0}, "## Goal\ng\n\n## Acceptance\n- a\n")
+
+
+Step = tuple[str, str, int]  # (operation, actor, ttl)
+OPERATIONS = ["claim", "take_over", "heartbeat", "release", "wait", "monitor", "complete",
+              "park", "drop", "reopen", "update"]
+
+
+def apply(record: Record, step: Step, now: str) -> Record:
+    """``record`` after one real lifecycle operation at ``now``; unchanged when ops refuses it
+    (as the CLI would: nothing written)."""
+    name, by, ttl = step
+    calls: dict[str, Callable[[], ops.Change]] = {
+        "claim": lambda: ops.claim(record, by=by, now=now, ttl=ttl),
+        "take_over": lambda: ops.claim(record, by=by, now=now, ttl=ttl, take_over=True),
+        "heartbeat": lambda: ops.heartbeat(record, by=by, now=now, ttl=ttl),
+        "release": lambda: ops.release(record, by=by, now=now, ttl=ttl),
+        "wait": lambda: ops.wait(record, by=by, on="review", now=now, ttl=ttl),
+        "monitor": lambda: ops.monitor(record, by=by, signal="ci", now=now, ttl=ttl),
+        "complete": lambda: ops.complete(record, by=by, response=f"{by} did it", now=now,
+                                         ttl=ttl),
+        "park": lambda: ops.park(record, by=by, reason="later", now=now, ttl=ttl),
+        "drop": lambda: ops.drop(record, by=by, reason="no", now=now, ttl=ttl),
+        "reopen": lambda: ops.reopen(record, by=by, now=now),
+        "update": lambda: ops.update(record, priority=len(by) % 5, next_action=f"{by} next"),
+    }
+    try:
+        change = calls[name]()
+    except LedgitError:
+        return record
+    fields = dict(change[0].fields, last_modified=now)
+    return make_record(fields, change[0].body)
+
+
+steps = st.lists(st.tuples(st.sampled_from(OPERATIONS), st.sampled_from(["amy", "bob"]),
+                           st.sampled_from([1, HOUR])), min_size=1, max_size=5)
+
+
+def run(record: Record, plan: list[Step], clock: int, gaps: list[int]) -> list[Record]:
+    """The records after each step of ``plan`` (unchanged steps left out)."""
+    out: list[Record] = []
+    for step, gap in zip(plan, gaps, strict=False):
+        clock += gap
+        new = apply(record, step, ts(clock))
+        if new != record:
+            out.append(new)
+            record = new
+    return out
+
+
+@st.composite
+def triples(draw: st.DrawFn) -> tuple[Record, list[Record], list[Record]]:
+    """(base, ours' records, theirs' records) from real operations; the sides start at the
+    same time so equal ``last_modified`` (the tie rule) comes up too."""
+    base_plan = draw(st.lists(st.tuples(st.sampled_from(["claim", "heartbeat", "update"]),
+                                        st.sampled_from(["amy", "bob"]), st.just(HOUR)),
+                              max_size=3))
+    base_steps = run(start(), base_plan, 0, [1] * len(base_plan))
+    base = base_steps[-1] if base_steps else start()
+    gaps = st.lists(st.integers(0, 3), min_size=5, max_size=5)
+    ours = run(base, draw(steps), 100, draw(gaps))
+    theirs = run(base, draw(steps), 100, draw(gaps))
+    return base, ours, theirs
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(triples())
+def test_merged_records_keep_the_lifecycle_and_are_symmetric(
+        t: tuple[Record, list[Record], list[Record]]) -> None:
+    base, ours_steps, theirs_steps = t
+    ours = ours_steps[-1] if ours_steps else base
+    theirs = theirs_steps[-1] if theirs_steps else base
+    for side in (base, ours, theirs):
+        assert not lifecycle_problems(side.fields)  # the operations keep it on each side
+    one = merge_records(base, ours, theirs)
+    other = merge_records(base, theirs, ours)
+    assert render_record(one.record) == render_record(other.record)
+    assert lifecycle_problems(one.record.fields) == [], render_record(one.record)
+    f = one.record.fields
+    assert bool(f.get("claim")) == (f["status"] == "in_progress") or (
+        f["status"] == "in_progress" and not f.get("claim")
+        and not (ours.fields.get("claim") or theirs.fields.get("claim")))
+    unknown = build_readout(f, one.record.body, path="tasks/T-abc.md",
+                            revision=one.record.revision, now=ts(200), ttl=HOUR)["unknown"]
+    assert not [u for u in unknown if u["reason"].startswith("contradictory")], unknown
+
+
+def _history(base: Record, steps_: list[Record], actor: str) -> str:
+    events: list[dict[str, Any]] = []
+    prev: dict[str, Any] = {}
+    shared = [start(), *([] if base == start() else [base])]
+    for r in [*shared, *steps_]:
+        e = new_event(parents=[events[-1]["id"]] if events else [],
+                      at=r.fields["last_modified"],
+                      actor="lead" if len(events) < len(shared) else actor,
+                      op="create" if not events else "update", before_state=prev,
+                      after_state=r.state())
+        events.append(e)
+        prev = r.state()
+    return render_history(events)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(triples())
+def test_merged_histories_keep_the_lifecycle_and_agree_with_the_task_merge(
+        t: tuple[Record, list[Record], list[Record]]) -> None:
+    base, ours_steps, theirs_steps = t
+    btext = _history(base, [], "x")
+    otext, ttext = _history(base, ours_steps, "o"), _history(base, theirs_steps, "t")
+    one = merge_histories(btext, otext, ttext, "T-abc")
+    assert one.text == merge_histories(btext, ttext, otext, "T-abc").text
+    events = parse_events(one.text, "T-abc")
+    assert len(heads(events)) == 1
+    task = merge_records(base, ours_steps[-1] if ours_steps else base,
+                         theirs_steps[-1] if theirs_steps else base).record
+    assert verify("T-abc", one.text, task) == []
+    assert not lifecycle_problems(task.fields)
+
+
+def _claimed_by_amy() -> Record:
+    return apply(start(), ("claim", "amy", HOUR), ts(1))
+
+
+@pytest.mark.parametrize("end", ["release", "wait", "monitor"])
+def test_ending_a_claim_wins_over_a_later_heartbeat_of_it(end: str) -> None:
+    """The claim's end is a decision, a heartbeat only renews the lease: whichever is later,
+    the merge keeps the end and no claim (the issue's case: a fresh claim was left on an
+    open, waiting or monitoring task)."""
+    base = _claimed_by_amy()
+    ended = apply(base, (end, "amy", HOUR), ts(10))
+    renewed = apply(base, ("heartbeat", "amy", HOUR), ts(20))
+    want = {"release": "open", "wait": "waiting", "monitor": "monitoring"}[end]
+    for ours, theirs in ((ended, renewed), (renewed, ended)):
+        merged = merge_records(base, ours, theirs).record.fields
+        assert merged["status"] == want and "claim" not in merged
+        assert merged["last_modified"] == ts(20)
+
+
+def test_a_later_takeover_beats_an_earlier_release_and_sets_in_progress() -> None:
+    base = _claimed_by_amy()
+    released = apply(base, ("release", "amy", HOUR), ts(3000))
+    taken = apply(base, ("take_over", "bob", 1), ts(4000))  # amy's claim is stale for ttl 1
+    assert taken.fields["claim"]["by"] == "bob"
+    for ours, theirs in ((released, taken), (taken, released)):
+        merged = merge_records(base, ours, theirs).record.fields
+        assert merged["status"] == "in_progress" and merged["claim"]["by"] == "bob"
+    earlier_take = apply(base, ("take_over", "bob", 1), ts(2000))
+    merged = merge_records(base, released, earlier_take).record.fields
+    assert merged["status"] == "open" and "claim" not in merged
+
+
+def test_a_claim_beside_a_held_status_is_a_lifecycle_problem() -> None:
+    """What verify and the hook now refuse (they accepted it before)."""
+    for status in ("open", "waiting", "monitoring"):
+        fields = {"status": status, "claim": {"by": "amy", "at": T0}, "waiting_on": "x"}
+        assert ("claim", f"a claim is held but status is {status}") in \
+            lifecycle_problems(fields)
+    assert lifecycle_problems({"status": "in_progress", "claim": {"by": "amy", "at": T0}}) == []
