@@ -26,8 +26,8 @@ A daemon started with ``--serve-reads`` (as :func:`spawn` starts it) also takes 
 import json
 import os
 import socket
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
