@@ -252,7 +252,7 @@ def test_fast_board_prefix_agrees_with_find_board(tmp_path: Path, git_env: Path,
 def test_the_hook_reads_the_unstaged_half_of_a_task_from_head(
         tmp_path: Path, git_env: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from ledgit.hooks import run_hook
+    from ledgit.hooks import pre_commit, run_hook
 
     repo = new_repo(tmp_path / "hooked")
     tid = create(repo, "Half staged", "--by", "a")
@@ -263,11 +263,15 @@ def test_the_hook_reads_the_unstaged_half_of_a_task_from_head(
     monkeypatch.chdir(repo)
     assert run_hook("pre-commit", []) == 1
     assert f".ledgit/tasks/{tid}.md: record-head:" in capsys.readouterr().err
+    # the path with discovery (unborn branches, boards found from the index) says the same
+    assert pre_commit(repo) == 1
+    assert f".ledgit/tasks/{tid}.md: record-head:" in capsys.readouterr().err
     git("reset", "-q", cwd=repo)
     history = history_file(repo, tid)
     history.write_text(history.read_text() + "\n")  # the history alone: the file from HEAD
     git("add", str(history), cwd=repo)
     assert run_hook("pre-commit", []) == 0, capsys.readouterr().err
+    assert pre_commit(repo) == 0, capsys.readouterr().err
 
 
 def _git_processes(repo: Path, trace: Path) -> list[str]:
@@ -286,8 +290,8 @@ def _git_processes(repo: Path, trace: Path) -> list[str]:
 
 
 def test_pre_commit_asks_git_a_fixed_number_of_times(tmp_path: Path, git_env: Path) -> None:
-    """O(staged tasks) work, but not O(staged tasks) processes: one discovery, one
-    diff-index, one cat-file --batch for every blob, whether 1 or 12 tasks are staged."""
+    """O(staged tasks) work, but not O(staged tasks) processes: one diff-index, one
+    cat-file --batch for every blob, whether 1 or 12 tasks are staged."""
     repo = new_repo(tmp_path / "repo")
     ids = [create(repo, f"Task {n}", "--by", "a") for n in range(12)]
     commit_all(repo, "tasks")
@@ -299,4 +303,33 @@ def test_pre_commit_asks_git_a_fixed_number_of_times(tmp_path: Path, git_env: Pa
         git("add", "-A", cwd=repo)
         seen.append(_git_processes(repo, trace))
     assert seen[0] == seen[1]
-    assert sorted(seen[0]) == ["cat-file", "diff-index", "rev-parse"]
+    assert sorted(seen[0]) == ["cat-file", "diff-index"]
+
+
+def test_pre_commit_on_a_board_in_a_subdirectory(
+        tmp_path: Path, git_env: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The board's repository path comes from git's answer: findings name sub/.ledgit/...,
+    from the subdirectory and (through the index) from the top, as the discovery path does."""
+    from ledgit.hooks import pre_commit, run_hook
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", str(repo), cwd=tmp_path)
+    ledgit(repo, "init", "sub")
+    sub = repo / "sub"
+    tid = create(sub, "Nested", "--by", "a")
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "--no-verify", "-m", "board", cwd=repo)
+    _break(sub, tid)
+    git("add", "-A", cwd=repo)
+    for where in (sub, repo):
+        monkeypatch.chdir(where)
+        assert run_hook("pre-commit", []) == 1
+        assert f"sub/.ledgit/tasks/{tid}.md:4: schema:" in capsys.readouterr().err
+        assert pre_commit(where) == 1
+        assert f"sub/.ledgit/tasks/{tid}.md:4: schema:" in capsys.readouterr().err
+    _fix(sub, tid)
+    git("add", "-A", cwd=repo)
+    monkeypatch.chdir(sub)
+    assert run_hook("pre-commit", []) == 0, capsys.readouterr().err

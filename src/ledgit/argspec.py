@@ -20,8 +20,8 @@ converted and checked); a repeatable option collects a tuple in command-line ord
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing is not imported at run time (startup budget)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ledgit.argspec import ARG, FLAG, MULTI, VALUE, Param, Spec
 from ledgit.errors import BUSY, CHECK_FAILED, OK, USAGE, LedgitError, located
 
-TYPE_CHECKING = False  # typing is not imported at run time (startup budget)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
     from pathlib import Path
@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from ledgit.board import Board
     from ledgit.ops import Change
     from ledgit.record import Record
+
+# lazy: each command imports the board, index, ops, readout, record, history or git it uses:
+# `--version` (the unit of every read budget in bench/) imports this module's top only, and a
+# read imports no write-path code (tests/test_cli.py, tests/test_startup.py check both).
 
     Op = Callable[[Record, str, str, int], Change]
 

@@ -15,10 +15,10 @@ PyYAML (nor re, dataclasses or pathlib: every command reads this file); anything
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledgit.errors import USAGE, LedgitError, located
 
-TYPE_CHECKING = False  # typing, pathlib, dataclasses and re are not imported on this path
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

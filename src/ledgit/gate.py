@@ -23,35 +23,17 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
+from ledgit import git
 from ledgit.errors import USAGE, LedgitError
+from ledgit.history import HistoryError, heads, parse_events, verify
 from ledgit.markers import RULE as MARKER_RULE
 from ledgit.markers import marker_problem
+from ledgit.record import Record, lifecycle_problems, parse_record
 
-TYPE_CHECKING = False  # typing is not imported at run time (the pre-commit budget, DESIGN §10)
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import NamedTuple
-
-    class _Finding(NamedTuple):
-        path: str
-        line: int
-        rule: str
-        message: str
-        commit: str | None = None
-
-    class _GateReport(NamedTuple):
-        commits: list[str]
-        checked: int
-        findings: list[Finding]
-else:
-    from collections import namedtuple
-
-    _Finding = namedtuple("_Finding", "path line rule message commit", defaults=(None,))
-    _GateReport = namedtuple("_GateReport", "commits checked findings")
-
-# ledgit.git (and with it pathlib and subprocess) is imported by the functions that ask Git:
-# the pre-commit hook needs only check_task here (DESIGN §10).
 
 LEDGIT_DIR = ".ledgit"
 TASKS = "tasks"
@@ -62,12 +44,16 @@ FORMATS = ("text", "json", "github")
 _LOCATED = re.compile(r"^(?P<path>.*?):(?P<line>\d+): (?P<rest>.*)$", re.DOTALL)
 
 
-class Finding(_Finding):
+class Finding(NamedTuple):
     """One problem: the repository-relative ``path`` of the file, a 1-based ``line`` (0 = the
     whole file), the broken ``rule``, a one-line ``message`` and the ``commit`` it was seen
-    at (None for the index or the working tree). A named tuple."""
+    at (None for the index or the working tree)."""
 
-    __slots__ = ()
+    path: str
+    line: int
+    rule: str
+    message: str
+    commit: str | None = None
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
@@ -75,11 +61,13 @@ class Finding(_Finding):
         return f"{head}{where}: {self.rule}: {self.message}"
 
 
-class GateReport(_GateReport):
+class GateReport(NamedTuple):
     """What the gate checked: the ``commits`` (oldest first), how many task checks ran
-    (``checked``), and every finding (``findings``; empty = pass). A named tuple."""
+    (``checked``), and every finding (``findings``; empty = pass)."""
 
-    __slots__ = ()
+    commits: list[str]
+    checked: int
+    findings: list[Finding]
 
     @property
     def ok(self) -> bool:
@@ -102,12 +90,11 @@ def board_prefix(cwd: Path) -> str:
 def _found_prefix(cwd: Path) -> str | None:
     """:func:`board_prefix` of the board found from ``cwd``; None when no board is found
     there inside the work tree."""
-    from ledgit import git
-
     top = git.toplevel(cwd)
     if top is None:
         raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
     try:
+        # lazy: the board module (~1 ms) is not needed by the pre-commit hook (bench precommit)
         from ledgit.board import find_board
 
         root = find_board(cwd).root
@@ -128,8 +115,6 @@ def board_prefixes(cwd: Path, revs: Iterable[str] = ()) -> list[str]:
     where walking up never finds a board kept in a subdirectory (``ledgit init sub``).
     ``[""]`` when there is none (nothing to check).
     """
-    from ledgit import git
-
     found = _found_prefix(cwd)
     if found is not None:
         return [found]
@@ -206,8 +191,6 @@ def check_task(task_id: str, record_path: str, record_data: bytes | None, histor
     and the continuity rules of :func:`ledgit.history.verify` (``missing``, ``parse``,
     ``hash``, ``heads``, ``record-head``, ...).
     """
-    from ledgit.history import verify
-    from ledgit.record import Record, lifecycle_problems, parse_record
 
     found: list[Finding] = []
 
@@ -259,7 +242,6 @@ def check_heads_and_markers(task_id: str, record_path: str, record_data: bytes |
                             commit: str | None = None) -> list[Finding]:
     """The cheap checks that must pass for every task everywhere: no conflict markers in
     either file and a history with exactly one head (DESIGN §6)."""
-    from ledgit.history import HistoryError, heads, parse_events
 
     found: list[Finding] = []
     for path, data in ((record_path, record_data), (history_path, history_data)):
@@ -317,8 +299,6 @@ def check_files(files: Mapping[str, bytes], prefix: str, ids: Iterable[str] | No
 
 def verify_rev(cwd: Path, rev: str, prefix: str | None = None) -> GateReport:
     """Every task and history at commit ``rev``, fully checked."""
-    from ledgit import git
-
     prefix = board_prefix(cwd) if prefix is None else prefix
     commit = git.rev_list(cwd, rev)[0]
     files = git.tree_files(cwd, commit, f"{prefix}{LEDGIT_DIR}/")
@@ -333,8 +313,6 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
     check on every task; each commit then gets the full checks on the tasks it changes
     against its first parent (so a merge commit is checked for everything it brought in).
     """
-    from ledgit import git
-
     if ".." not in spec:
         raise LedgitError(f"--range {spec}: give a range A..B (a single commit: --rev)", USAGE)
     prefix = board_prefix(cwd) if prefix is None else prefix
@@ -365,8 +343,6 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
 
 def _first_parents(cwd: Path, commits: list[str]) -> dict[str, str | None]:
     """commit -> its first parent (None for a root commit), one ``git rev-list`` call."""
-    from ledgit import git
-
     if not commits:
         return {}
     out = git.run_git(["rev-list", "--no-walk=unsorted", "--parents", "--stdin"], cwd,
@@ -386,8 +362,6 @@ def driver_gap(cwd: Path, rev: str | None = None, prefix: str = "") -> Finding |
     The attributes are read from the work tree (git-check-attr(1)) and, with ``rev``, from
     the ``.gitattributes`` files committed there (top and board directory).
     """
-    from ledgit import git
-
     if git.config_get(cwd, "merge.ledgit.driver"):
         return None
     named = attributes_name_driver(cwd, prefix)
@@ -408,8 +382,6 @@ def driver_gap(cwd: Path, rev: str | None = None, prefix: str = "") -> Finding |
 def attributes_name_driver(cwd: Path, prefix: str = "") -> bool:
     """True when the work tree's attributes give task files ``merge=ledgit``
     (``git check-attr merge``, which follows every .gitattributes and info/attributes)."""
-    from ledgit import git
-
     probe = f"{prefix}{LEDGIT_DIR}/{TASKS}/T-probe{TASK_SUFFIX}"
     top = git.toplevel(cwd)
     if top is None:

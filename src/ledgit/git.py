@@ -20,15 +20,15 @@ The CLI paths need git >= 2.36.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ledgit.errors import USAGE, LedgitError
 
 if TYPE_CHECKING:
-    import subprocess
+    from pathlib import Path
 
     import pygit2
 
@@ -71,15 +71,13 @@ def no_git_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in source.items() if k not in _REPO_ENV}
 
 
-def run_git(args: Sequence[str], cwd: Path, *, env: Mapping[str, str] | None = None,
+def run_git(args: Sequence[str], cwd: str | Path, *, env: Mapping[str, str] | None = None,
             check: bool = True, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     """Run ``git ARGS`` in ``cwd`` with stdout/stderr captured as bytes.
 
     ``env`` defaults to :func:`no_git_env`. With ``check``, a non-zero exit raises
     LedgitError (code 2) quoting git's last stderr line; a missing ``git`` always does.
     """
-    import subprocess  # here, not at the top: discovery alone never needs it (~7 ms)
-
     argv = ["git", *args]
     try:
         proc = subprocess.run(argv, cwd=cwd, env=no_git_env() if env is None else dict(env),
@@ -111,6 +109,8 @@ def discover(cwd: Path) -> GitPaths | None:
 
     Raises LedgitError when Git refuses the repository (e.g. "detected dubious ownership").
     """
+    from pathlib import Path  # lazy: pathlib costs the pre-commit hook ~2.5 ms (bench precommit)
+
     args = ["rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir",
             "--is-inside-work-tree", "--show-cdup"]
     proc = run_git(args, Path(cwd), env=_c_locale(), check=False)
@@ -146,6 +146,8 @@ def git_path(cwd: Path, name: str) -> Path:
     Names Git gives no meaning to (e.g. ``ledgit``) are per worktree: in a linked worktree
     ``<common>/worktrees/<id>/NAME``. Git's own names (``hooks``, ``refs/...``) go to git.
     """
+    from pathlib import Path  # lazy: pathlib costs the pre-commit hook ~2.5 ms (bench precommit)
+
     paths = _require(cwd)
     parts = name.split("/")
     if not name or os.path.isabs(name) or ".." in parts or parts[0].startswith(_GIT_PATH_SPECIAL):
@@ -219,6 +221,8 @@ def hooks_dir(cwd: Path) -> Path:
     """The directory Git runs hooks from: ``core.hooksPath`` (``~`` expanded; a relative value
     is relative to where hooks run, the work tree top or a bare repo's git dir, githooks(5)),
     else ``<common_dir>/hooks``."""
+    from pathlib import Path  # lazy: pathlib costs the pre-commit hook ~2.5 ms (bench precommit)
+
     paths = _require(cwd)
     value = _config_get(cwd, "core.hooksPath", "--type=path")
     if not value:
@@ -231,6 +235,8 @@ def hooks_dir(cwd: Path) -> Path:
 def list_worktrees(cwd: Path) -> list[Path]:
     """The work trees of the repository, main first (``git worktree list --porcelain``),
     leaving out a bare main repository and prunable entries (their directory is gone)."""
+    from pathlib import Path  # lazy: pathlib costs the pre-commit hook ~2.5 ms (bench precommit)
+
     out = run_git(["worktree", "list", "--porcelain", "-z"], cwd).stdout
     found: list[Path] = []
     path: str | None = None
@@ -283,6 +289,8 @@ def index_path(cwd: Path, paths: GitPaths | None = None) -> Path:
     """The index file git would use: ``$GIT_INDEX_FILE`` (a relative value is taken from the
     work tree top, where git resolves it and where hooks run) or ``<git_dir>/index``.
     ``paths``: the repository already discovered from ``cwd`` (saves a ``git rev-parse``)."""
+    from pathlib import Path  # lazy: pathlib costs the pre-commit hook ~2.5 ms (bench precommit)
+
     paths = paths or _require(cwd)
     named = os.environ.get("GIT_INDEX_FILE")
     if named:
@@ -323,7 +331,11 @@ def staged_changes(cwd: Path, prefix: str, *,
         proc = run_git(args, root, env=env, check=False)
     if proc.returncode != 0:
         raise LedgitError(f"git diff-index: {_last_line(proc.stderr)}", USAGE)
-    fields = proc.stdout.split(b"\0")[:-1]
+    return _diff_index_changes(proc.stdout)
+
+
+def _diff_index_changes(out: bytes) -> dict[str, str | None]:
+    fields = out.split(b"\0")[:-1]
     staged: dict[str, str | None] = {}
     # -z raw records: ":<mode> <mode> <oid> <oid> <status>" NUL <path> NUL (git-diff-index(1))
     for meta, raw_path in zip(fields[0::2], fields[1::2], strict=True):
@@ -336,6 +348,28 @@ def staged_changes(cwd: Path, prefix: str, *,
         elif _is_blob_mode(int(old_mode, 8)):
             staged[path] = None
     return staged
+
+
+def staged_changes_in_hook(cwd: str, pathspec: str) -> dict[str, str | None] | None:
+    """:func:`staged_changes` as a hook of this repository asks it: one
+    ``git diff-index --cached`` run in ``cwd`` with the environment Git gave the hook
+    (``GIT_INDEX_FILE``, ``GIT_DIR``...: the same repository, so nothing is stripped) and no
+    discovery. ``pathspec`` is relative to ``cwd``; the paths answered are repository-relative.
+    None where git cannot answer so (an unborn branch, a pathspec outside the work tree):
+    then :func:`staged_changes` answers."""
+    args = ["git", "--literal-pathspecs", "diff-index", "--cached", "--raw", "-z",
+            "--no-renames", "--no-abbrev", "HEAD", "--", pathspec]
+    try:
+        proc = subprocess.run(args, cwd=cwd, capture_output=True, check=False)
+    except OSError:
+        return None
+    return _diff_index_changes(proc.stdout) if proc.returncode == 0 else None
+
+
+def cat_blobs_in_hook(cwd: str, names: Sequence[str]) -> dict[str, bytes | None]:
+    """:func:`cat_blobs` as a hook of this repository asks it (see
+    :func:`staged_changes_in_hook`): one ``git cat-file --batch`` in ``cwd``."""
+    return _cat_batch(cwd, names, None)
 
 
 def conflicted_paths(cwd: Path, prefix: str) -> list[str]:
@@ -411,7 +445,7 @@ def blob_at(cwd: Path, rev: str, path: str) -> bytes | None:
     paths = _require(cwd)
     repo = _open_repo(paths)
     if repo is not None:
-        import pygit2
+        import pygit2  # lazy: ~40 ms to import (see _open_repo)
 
         try:
             obj = _tree_pygit2(repo, rev)[path.strip("/")]
@@ -468,7 +502,7 @@ def _resolve_cli(cwd: Path, rev: str, kind: str) -> str:
 
 
 def _commit_pygit2(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
-    import pygit2
+    import pygit2  # lazy: ~40 ms to import; the pre-commit hook (bench precommit) never needs it
 
     try:
         return repo.revparse_single(rev).peel(pygit2.Commit)
@@ -477,7 +511,7 @@ def _commit_pygit2(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
 
 
 def _tree_pygit2(repo: pygit2.Repository, rev: str) -> pygit2.Tree:
-    import pygit2
+    import pygit2  # lazy: ~40 ms to import; the pre-commit hook (bench precommit) never needs it
 
     try:
         return repo.revparse_single(rev).peel(pygit2.Tree)
@@ -486,7 +520,7 @@ def _tree_pygit2(repo: pygit2.Repository, rev: str) -> pygit2.Tree:
 
 
 def _tree_files_pygit2(repo: pygit2.Repository, rev: str, prefix: str) -> dict[str, bytes]:
-    import pygit2
+    import pygit2  # lazy: ~40 ms to import; the pre-commit hook (bench precommit) never needs it
 
     top = prefix.strip("/")
     tree = _tree_pygit2(repo, rev)
@@ -542,10 +576,17 @@ def cat_blobs(cwd: Path, names: Sequence[str], *,
     if not names:
         return {}
     paths = paths or _require(cwd)
+    return _cat_batch(paths.toplevel or paths.git_dir, names, no_git_env())
+
+
+def _cat_batch(cwd: str | Path, names: Sequence[str],
+               env: Mapping[str, str] | None) -> dict[str, bytes | None]:
+    """``git cat-file --batch`` for ``names`` in ``cwd`` (``env`` None: this process's)."""
+    if not names:
+        return {}
     if any("\n" in name for name in names):
         raise LedgitError("git cat-file: an object name holds a newline", USAGE)
-    root = paths.toplevel or paths.git_dir
-    out = run_git(["cat-file", "--batch"], root,
+    out = run_git(["cat-file", "--batch"], cwd, env=os.environ if env is None else env,
                   input="\n".join(names).encode() + b"\n").stdout
     found: dict[str, bytes | None] = {}
     pos = 0
@@ -568,7 +609,7 @@ def _open_repo(paths: GitPaths) -> pygit2.Repository | None:
     """pygit2's view of the repository, or None when the git CLI must answer instead."""
     if not _use_pygit2:
         return None
-    import pygit2
+    import pygit2  # lazy: ~40 ms to import; the pre-commit hook (bench precommit) never needs it
 
     try:
         return pygit2.Repository(str(paths.toplevel or paths.git_dir))

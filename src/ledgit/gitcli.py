@@ -12,7 +12,14 @@ from pathlib import Path
 
 import click
 
+from ledgit.board import find_board
+from ledgit.cli import verify_cmd as worktree_verify
 from ledgit.errors import OK, USAGE, LedgitError
+from ledgit.gate import Finding, github_line, render_report, run_gate
+from ledgit.hooks import run_hook
+from ledgit.install import doctor, install, uninstall
+from ledgit.mergedriver import main as merge_driver_main
+from ledgit.resolve import resolve
 
 
 def _cwd() -> Path:
@@ -30,8 +37,6 @@ def _print(lines: list[str]) -> None:
               help="How hooks and the driver run ledgit (default: this Python, -m ledgit).")
 def install_cmd(no_hooks: bool, command: str | None) -> int:
     """Configure the merge driver, the attributes and the hooks (idempotent)."""
-    from ledgit.install import install
-
     _print(install(_cwd(), hooks=not no_hooks, command=command))
     return OK
 
@@ -39,8 +44,6 @@ def install_cmd(no_hooks: bool, command: str | None) -> int:
 @click.command("uninstall")
 def uninstall_cmd() -> int:
     """Remove exactly what `ledgit install` added."""
-    from ledgit.install import uninstall
-
     _print(uninstall(_cwd()))
     return OK
 
@@ -50,8 +53,6 @@ def uninstall_cmd() -> int:
 @click.option("--repair", is_flag=True, help="Roll interrupted writes forward from the history.")
 def doctor_cmd(fix: bool, repair: bool) -> int:
     """Check every worktree: driver, attributes, hooks, index, interrupted writes."""
-    from ledgit.install import doctor
-
     code, lines = doctor(_cwd(), fix=fix, repair=repair)
     _print(lines)
     return code
@@ -61,8 +62,6 @@ def doctor_cmd(fix: bool, repair: bool) -> int:
 @click.argument("paths", nargs=-1)
 def resolve_cmd(paths: tuple[str, ...]) -> int:
     """Re-merge conflicted task files and histories (index stages or conflict markers)."""
-    from ledgit.resolve import resolve
-
     code, lines = resolve(_cwd(), list(paths))
     _print(lines)
     return code
@@ -73,8 +72,6 @@ def resolve_cmd(paths: tuple[str, ...]) -> int:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def hook_cmd(name: str, args: tuple[str, ...]) -> int:
     """Run a Git hook: pre-commit, post-checkout, post-merge, post-rewrite (or index)."""
-    from ledgit.hooks import run_hook
-
     return run_hook(name, list(args))
 
 
@@ -82,9 +79,7 @@ def hook_cmd(name: str, args: tuple[str, ...]) -> int:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def merge_driver_cmd(args: tuple[str, ...]) -> int:
     """Git's merge driver: %O %A %B %L %P (see docs/merge.md)."""
-    from ledgit.mergedriver import main
-
-    return main(list(args))
+    return merge_driver_main(list(args))
 
 
 @click.command("verify")
@@ -107,15 +102,11 @@ def verify_cmd(ctx: click.Context, tasks: tuple[str, ...], check_all: bool, as_j
     if rev is None and spec is None:
         if fmt == "github":
             return _verify_worktree_github(tasks)
-        from ledgit.cli import verify_cmd as worktree_verify
-
         result = ctx.invoke(worktree_verify, tasks=tasks, check_all=check_all,
                             as_json=fmt == "json")
         return int(result or 0)
     if tasks or check_all:
         raise LedgitError("--rev/--range check every task; give no task ids or --all", USAGE)
-    from ledgit.gate import render_report, run_gate
-
     report = run_gate(_cwd(), rev=rev, spec=spec)
     text = render_report(report, fmt)
     if text:
@@ -129,8 +120,6 @@ def verify_cmd(ctx: click.Context, tasks: tuple[str, ...], check_all: bool, as_j
 
 def _verify_worktree_github(tasks: tuple[str, ...]) -> int:
     """The working-tree check printed as GitHub annotations."""
-    from ledgit.board import find_board
-    from ledgit.gate import Finding, github_line
 
     board = find_board()
     ids = [board.resolve_id(t) for t in tasks] if tasks else None

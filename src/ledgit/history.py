@@ -12,6 +12,7 @@ the new state ``{"fields": ..., "body": ...}``; ``before``/``after`` are record 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from ledgit.canonjson import plain_encoder
 from ledgit.record import (
@@ -28,7 +29,6 @@ EVENT_KEYS = frozenset(("id", "parents", "at", "actor", "op", "patch", "before",
 GENESIS_OP = "create"
 MERGE_OP = "merge"
 
-TYPE_CHECKING = False  # typing/dataclasses are not imported at run time (DESIGN §10)
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from typing import Any

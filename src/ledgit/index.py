@@ -30,13 +30,13 @@ from __future__ import annotations
 import functools
 import marshal
 import os
+import sqlite3
 import time
+from typing import TYPE_CHECKING
 
 from ledgit.errors import BUSY, USAGE, LedgitError, located
 
-TYPE_CHECKING = False  # typing and pathlib are not imported on the read path (DESIGN §10)
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from pathlib import Path
     from typing import Any, TypeVar
@@ -49,11 +49,10 @@ if TYPE_CHECKING:
     # What a writer knows of a task file it has just written (Index.rebuild_written):
     # (record, bytes, (mtime_ns, size, inode) or None, revision or None).
     Written = tuple[Record, bytes, tuple[int, int, int] | None, str | None]
-else:
-    try:  # the C module itself: sqlite3.dbapi2 adds only datetime adapters (~1 ms of imports)
-        import _sqlite3 as sqlite3
-    except ImportError:  # pragma: no cover - an interpreter without it
-        import sqlite3
+
+# lazy: ledgit.record (PyYAML behind it) only where a file must be parsed, hashlib only where
+# a changed file needs a digest, ledgit.watch on first use: a read that finds nothing changed
+# (bench list, <= 1.5x `ledgit --version`) imports none of them.
 
 SCHEMA_VERSION = 10  # PRAGMA user_version; another value means: rebuild
 INDEX_NAME = "index.sqlite3"
@@ -999,7 +998,7 @@ class Index:
     def _build(self, name: str, st: Stat, checked_ns: int, data: bytes,
                record: Record | None = None) -> _Row:
         """Rows for one task file (parsed from ``data`` unless ``record`` is given)."""
-        from ledgit.record import sha256_function  # OpenSSL once hashlib is loaded
+        from ledgit.record import sha256_function
 
         sha256 = sha256_function()
         rel = self._rel_dir + name + ".md"
@@ -1276,20 +1275,11 @@ def _unlisted(tasks_dir: Path | str, exc: OSError) -> LedgitError:
 
 def _digest(data: bytes) -> bytes:
     """BLAKE2b-128 of a task file's bytes: what a row was built from."""
-    value: bytes = _blake2b()(data, digest_size=16).digest()
-    return value
+    # lazy: hashlib loads OpenSSL (~2 ms of a ~20 ms `ledgit list`, bench list); only a
+    # changed file needs a digest
+    from hashlib import blake2b
 
-
-@functools.lru_cache(maxsize=1)
-def _blake2b() -> Any:
-    """hashlib.blake2b without importing hashlib: hashlib loads OpenSSL (~2-3 ms) and its
-    blake2b is the built-in ``_blake2.blake2b`` anyway. Re-checking a file that did not
-    change (the read path after a write) needs only this digest."""
-    try:
-        from _blake2 import blake2b
-    except ImportError:  # pragma: no cover - an interpreter built without _blake2
-        from hashlib import blake2b
-    return blake2b
+    return blake2b(data, digest_size=16).digest()
 
 
 @functools.lru_cache(maxsize=1)

@@ -30,13 +30,13 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from ledgit import git
+from ledgit.board import Board, find_board
 from ledgit.errors import USAGE, LedgitError
-
-if TYPE_CHECKING:
-    from ledgit.board import Board
+from ledgit.gate import attributes_name_driver, board_prefix
+from ledgit.index import Index
 
 DRIVER = "ledgit"
 DRIVER_NAME = "ledgit task merge"
@@ -128,7 +128,6 @@ def readable_command(command: str | None = None) -> str:
 def attributes_file(cwd: Path) -> Path:
     """The ``.gitattributes`` beside the board (patterns there are relative to it); the work
     tree top when no board is checked out."""
-    from ledgit.gate import board_prefix
 
     top = _top(cwd)
     return top / board_prefix(cwd) / ".gitattributes"
@@ -383,8 +382,6 @@ def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> lis
 
 def _warm_index(cwd: Path) -> list[str]:
     """Build or refresh this worktree's index (what the post-checkout hook would have done)."""
-    from ledgit.board import find_board
-    from ledgit.index import Index
 
     try:
         board = find_board(cwd)
@@ -431,7 +428,6 @@ def _driver_runs(value: str) -> bool:
 def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
     """Gaps of one worktree: driver, attributes, hooks, index freshness, interrupted writes,
     unresolved task conflicts. With ``fix``, the index is refreshed on the way."""
-    from ledgit.gate import attributes_name_driver
 
     gaps: list[Gap] = []
     driver = git.config_get(wt, f"merge.{DRIVER}.driver")
@@ -466,7 +462,6 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
 
 
 def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
-    from ledgit.board import Board
 
     board = Board(root)
     gaps: list[Gap] = []
@@ -507,7 +502,6 @@ def _index_stale(board: Board, *, fix: bool) -> str | None:
     differ from the file's now, or a row has no file. Reads refresh the index themselves; a
     stale index only costs the next read, so ``fix`` just refreshes it.
     """
-    from ledgit.index import Index
 
     state: str | None = None
     index = Index.open_existing(board)
@@ -534,7 +528,6 @@ def doctor(cwd: Path, *, fix: bool = False, repair: bool = False) -> tuple[int, 
     ``fix`` runs ``ledgit install`` (when a gap calls for it) and refreshes stale indexes;
     ``repair`` rolls interrupted writes forward (:meth:`Board.repair`) in every worktree.
     """
-    from ledgit.gate import board_prefix
 
     _top(cwd, "doctor")
     board_rel = board_prefix(cwd)
@@ -560,7 +553,6 @@ def _apply(wt: Path, board_rel: str, *, fix: bool, repair: bool) -> list[str]:
         lines += [f"fixed: {line}" for line in install(wt)
                   if "already" not in line]
     if repair and any(g.fix == "ledgit doctor --repair" for g in gaps):
-        from ledgit.board import Board
 
         top = git.toplevel(wt) or wt
         lines += [f"repaired: {line}" for line in Board(top / board_rel).repair()]

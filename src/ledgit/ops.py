@@ -12,6 +12,8 @@ Times are RFC 3339 UTC text (``now``); claim TTLs are seconds (``ttl``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, NamedTuple
+
 from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
 from ledgit.readout import (
     NOT_READY_OUTCOMES,
@@ -35,10 +37,8 @@ from ledgit.record import (
     sha256_hex,
 )
 
-TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
-    from typing import Any
 
 # Statuses a task can be claimed from, and the statuses each transition may start from.
 CLAIMABLE = ("open", "in_progress")
@@ -58,42 +58,14 @@ _LIFECYCLE_HINT = {
 }
 
 
-if TYPE_CHECKING:
-    _ChangeTuple = tuple[Record, str, "str | None", "dict[str, Any] | None"]
-else:
-    _ChangeTuple = tuple
+class Change(NamedTuple):
+    """What an operation did: the new record, the event's op name, its note and its
+    JSON-ready meta (None when absent). A tuple, as the board's write path reads it."""
 
-
-class Change(_ChangeTuple):
-    """What an operation did: (``record``, ``op``, ``note``, ``meta``) -- the new record, the
-    event's op name, its note and its JSON-ready meta (None when absent). A tuple, as the
-    board's write path reads it (a hand-written NamedTuple: typing is not imported)."""
-
-    __slots__ = ()
-
-    def __new__(cls, record: Record, op: str, note: str | None = None,
-                meta: dict[str, Any] | None = None) -> Change:
-        return tuple.__new__(cls, (record, op, note, meta))
-
-    @property
-    def record(self) -> Record:
-        return self[0]
-
-    @property
-    def op(self) -> str:
-        return self[1]
-
-    @property
-    def note(self) -> str | None:
-        return self[2]
-
-    @property
-    def meta(self) -> dict[str, Any] | None:
-        return self[3]
-
-    def __repr__(self) -> str:
-        return (f"Change(record={self.record!r}, op={self.op!r}, note={self.note!r}, "
-                f"meta={self.meta!r})")
+    record: Record
+    op: str
+    note: str | None = None
+    meta: dict[str, Any] | None = None
 
 
 # --------------------------------------------------------------------------- helpers

@@ -1,5 +1,5 @@
 """Ordered work over slices of a list in forked worker processes (DESIGN §10). Pure
-standard library, import-light (no typing, threading, pickle or multiprocessing at run time).
+standard library, import-light (no threading, pickle or multiprocessing at run time).
 
 :func:`map_slices` cuts a list into contiguous slices, runs ``work(slice)`` for every slice
 but the first in a child made by :func:`os.fork` and the first in the calling process, and
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any

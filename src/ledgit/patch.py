@@ -16,7 +16,8 @@ Pure; standard library only.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any

@@ -10,10 +10,10 @@ standard library at the top. Anything missing, contradictory or stale is listed 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ledgit.lifecycle import lifecycle_problems
 
-TYPE_CHECKING = False  # typing and datetime are not imported on the read path (DESIGN §10)
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import TYPE_CHECKING
 
 from ledgit.errors import LedgitError, located
 from ledgit.lifecycle import lifecycle_problems as lifecycle_problems
 
-TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from datetime import datetime
@@ -150,31 +150,17 @@ def revision_of(state: Mapping[str, Any]) -> str:
 
 
 def sha256_hex(data: bytes) -> str:
-    """The sha256 of ``data`` as 64 lower-case hex digits (FIPS 180-4), from hashlib's OpenSSL
-    when hashlib is already loaded (fast for bulk work: verify, rebuild, import), else from
-    CPython's built-in ``_sha256``/``_sha2`` module: a single write hashes a few hundred bytes
-    and does not pay ~2 ms for loading OpenSSL (DESIGN §10)."""
+    """The sha256 of ``data`` as 64 lower-case hex digits (FIPS 180-4)."""
     digest: str = sha256_function()(data).hexdigest()
     return digest
 
 
 def sha256_function() -> Callable[[bytes], Any]:
-    """The sha256 constructor :func:`sha256_hex` uses (``f(data).hexdigest()``): hashlib's
-    when hashlib is already loaded, else CPython's built-in one. A caller hashing many
-    values imports hashlib first."""
-    import sys
+    """``hashlib.sha256`` (``f(data).hexdigest()``), for a caller hashing many values."""
+    # lazy: hashlib loads OpenSSL (~2 ms of a ~20 ms `ledgit get`, bench get), needed by writes only
+    import hashlib
 
-    hashlib = sys.modules.get("hashlib")
-    if hashlib is not None:
-        return hashlib.sha256  # type: ignore[no-any-return]
-    try:  # a private module of CPython (hashlib's own fallback), tried before OpenSSL
-        from _sha2 import sha256  # type: ignore[import-not-found]  # CPython >= 3.12
-    except ImportError:
-        try:
-            from _sha256 import sha256  # type: ignore[import-not-found]  # <= 3.11
-        except ImportError:  # pragma: no cover - another interpreter
-            from hashlib import sha256
-    return sha256  # type: ignore[no-any-return]
+    return hashlib.sha256
 
 
 # --------------------------------------------------------------------------- timestamps

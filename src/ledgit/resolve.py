@@ -29,6 +29,24 @@ from typing import NamedTuple
 from ledgit import git
 from ledgit.errors import CHECK_FAILED, OK, USAGE, LedgitError
 from ledgit.gate import LEDGIT_DIR, board_prefix, task_of, task_paths
+from ledgit.history import (
+    HistoryError,
+    ancestors,
+    heads,
+    parse_events,
+    render_history,
+    replay,
+    strip_lines,
+)
+from ledgit.merge import best_common_ancestor, describe_provenance, merge_histories, merge_records
+from ledgit.record import (
+    Record,
+    is_valid_id,
+    parse_record,
+    record_from_state,
+    render_record,
+    revision_of,
+)
 
 _START = re.compile(rb"^(<{7,})(?: |$)")
 
@@ -130,7 +148,6 @@ def _close_heads(text: str, task: str) -> tuple[str, str] | None:
     """Two overlapping halves of a history with several heads -- what the first head reaches,
     and every event but that head -- whose merge adds the missing merge event; None when the
     history has one head."""
-    from ledgit.history import ancestors, heads, parse_events, render_history, strip_lines
 
     events = strip_lines(parse_events(text, task))
     hs = heads(events)
@@ -198,14 +215,6 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
     """Re-merge one task's history and file; write them, ``git add`` what was unmerged in
     the index and is now resolved, and name every other file it wrote to be staged.
     ``names``: conflict-marker labels (:func:`merge_names`)."""
-    from ledgit.history import HistoryError, parse_events, replay
-    from ledgit.merge import (
-        best_common_ancestor,
-        describe_provenance,
-        merge_histories,
-        merge_records,
-    )
-    from ledgit.record import Record, parse_record, record_from_state, render_record
 
     md_path, hist_path = task_paths(prefix, task)
     lines: list[str] = []
@@ -268,7 +277,6 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
         except HistoryError:
             events, states = [], {}
     if states:
-        from ledgit.history import heads
 
         hs = heads(events)
         if len(hs) == 1:
@@ -352,13 +360,11 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
 
 
 def _rev(state: dict[str, object]) -> str:
-    from ledgit.record import revision_of
 
     return revision_of(state)
 
 
 def _parses_to(data: bytes, path: str) -> object:
-    from ledgit.record import parse_record
 
     try:
         return parse_record(data, path)
@@ -433,7 +439,6 @@ def _task_named(cwd: Path, top: Path, prefix: str, text: str) -> str:
     task = task_of(rel, prefix)
     if task is not None:
         return task
-    from ledgit.record import is_valid_id
 
     if is_valid_id(text) and any((top / p).exists() for p in task_paths(prefix, text)):
         return text

@@ -1018,13 +1018,6 @@ def read_jsonl(path: str, parse: Callable[[Any, str], Record],
     incoming: list[Incoming] = []
     skips: list[Skip] = []
     name = os.path.basename(path)
-    # json.loads' own C scanner, called directly: a line that is one JSON value (and at
-    # most whitespace after it) decodes without loads' per-call Python layers; any other
-    # line goes to json.loads for its value or its error message.
-    from json.scanner import make_scanner
-
-    scan: Callable[[str, int], tuple[Any, int]] = make_scanner(
-        json.JSONDecoder())  # type: ignore[arg-type]  # typeshed: the context's type
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors first
     except OSError as exc:
@@ -1040,15 +1033,10 @@ def read_jsonl(path: str, parse: Callable[[Any, str], Record],
             if not line.strip():
                 continue
             try:
-                obj, end = scan(line, 0)
-                if end != len(line) and line[end:].strip(" \t\n\r"):
-                    raise StopIteration  # extra data: json.loads says so
-            except (StopIteration, ValueError, RecursionError):
-                try:
-                    obj = json.loads(line)
-                except (ValueError, RecursionError) as exc:  # RecursionError: too deep
-                    skips.append(Skip(where, f"not JSON: {exc}"))
-                    continue
+                obj = json.loads(line)
+            except (ValueError, RecursionError) as exc:  # RecursionError: too deep
+                skips.append(Skip(where, f"not JSON: {exc}"))
+                continue
             try:
                 record = parse(obj, where)
             except LedgitError as exc:
