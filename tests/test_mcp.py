@@ -137,10 +137,12 @@ async def agent_loop(client: Client, root: Path) -> None:
     assert done["status"] == "done" and updated["revision"] != done["revision"]
     missing = await fail(client, "get", {"task": "T-zzzzzzzz"})
     assert missing["kind"] == "not_found" and missing["candidates"] == []
-    common = os.path.commonprefix([first, tid])
-    if len(common) >= 3:
-        ambiguous = await fail(client, "get", {"task": common})
-        assert ambiguous["code"] == 4
+    ambiguous = await fail(client, "get", {"task": "T-"})  # a prefix of both tasks
+    assert ambiguous["kind"] == "not_found" and sorted(ambiguous["candidates"]) == sorted(
+        [first, tid])
+    no_item = await fail(client, "item", {"task": first, "action": "accept", "items": ["I-x"],
+                                          "trusted": True, "by": "bob"})
+    assert no_item["code"] == 4 and "candidates" not in no_item  # the task was found
     assert (await call(client, "list", {"status": ["done"]}))["count"] == 1
 
 

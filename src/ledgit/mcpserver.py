@@ -200,9 +200,9 @@ def failure(exc: LedgitError, board: Board | None, task: str | None) -> CallTool
                              "message": str(exc)}
     if board is not None and task:
         with contextlib.suppress(LedgitError, OSError):
-            if exc.code == NOT_FOUND and "no item" not in str(exc) \
-                    and "ambiguous: " not in str(exc).split(":", 1)[0]:
-                error["candidates"] = candidates(board, task)
+            if exc.code == NOT_FOUND:
+                if not _resolves(board, task):  # else: an item or dependency was not found
+                    error["candidates"] = candidates(board, task)
             elif exc.code in (STALE, CLAIM):
                 record = board.read(board.resolve_id(task))
                 error["current_revision"] = record.revision
@@ -212,6 +212,14 @@ def failure(exc: LedgitError, board: Board | None, task: str | None) -> CallTool
                     error["claim"] = claim
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(error))],
                           structured_content={"error": error}, is_error=True)
+
+
+def _resolves(board: Board, text: str) -> bool:
+    try:
+        board.resolve_id(text)
+    except LedgitError:
+        return False
+    return True
 
 
 def candidates(board: Board, text: str, limit: int = 10) -> list[str]:
