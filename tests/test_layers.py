@@ -29,15 +29,16 @@ LAYERS: dict[str, tuple[str, ...]] = {
              "ledgit.history", "ledgit.merge", "ledgit.ops"),
     # a board on disk, its index, its watcher, its config, Git
     "storage": ("ledgit.locate", "ledgit.locks", "ledgit.parallel", "ledgit.config",
-                "ledgit.git", "ledgit.watch", "ledgit.index", "ledgit.board"),
+                "ledgit.git", "ledgit.watch", "ledgit.index", "ledgit.board", "ledgit.live"),
     # what the commands and hooks run: the gate, resolve, install/doctor, import/export
-    "operations": ("ledgit.gate", "ledgit.resolve", "ledgit.install", "ledgit.interop",
+    "operations": ("ledgit.gate", "ledgit.resolve", "ledgit.install", "ledgit.projects",
+                   "ledgit.interop",
                    "ledgit.interop.common", "ledgit.interop.beads", "ledgit.interop.backlog",
                    "ledgit.interop.yylo", "ledgit.interop.stateframe"),
     # the command table and its functions, read by both parsers
     "commands": ("ledgit.argspec", "ledgit.commands"),
     # thin: parse, call, print
-    "faces": ("ledgit.cli", "ledgit.check", "ledgit.gitcli", "ledgit.interop.cli",
+    "faces": ("ledgit.cli", "ledgit.helpdoc", "ledgit.mcpserver", "ledgit.check", "ledgit.gitcli", "ledgit.interop.cli",
               "ledgit.hooks", "ledgit.mergedriver", "ledgit.demo", "ledgit.__main__"),
 }
 # ledgit.readserver is being deleted (the read daemon, issue "mcp"); it is left out of the
