@@ -38,12 +38,12 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the command table and its functions, read by both parsers
     "commands": ("ledgit.argspec", "ledgit.commands"),
     # thin: parse, call, print
-    "faces": ("ledgit.cli", "ledgit.helpdoc", "ledgit.mcpserver", "ledgit.check", "ledgit.gitcli", "ledgit.interop.cli",
+    "faces": ("ledgit.cli", "ledgit.helpdoc", "ledgit.mcpserver", "ledgit.check",
+              "ledgit.gitcli", "ledgit.interop.cli",
               "ledgit.hooks", "ledgit.mergedriver", "ledgit.demo", "ledgit.__main__"),
 }
-# ledgit.readserver is being deleted (the read daemon, issue "mcp"); it is left out of the
-# graph, and so are the imports of it.
-LEFT_OUT = ("ledgit.readserver",)
+# Modules left out of the graph (none: the read server that once was is deleted).
+LEFT_OUT: tuple[str, ...] = ()
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
 LAYER_OF = {module: layer for layer, modules in LAYERS.items() for module in modules}
 
