@@ -485,7 +485,6 @@ class Board:
             hdata = None
         except OSError as exc:
             return [Problem(tid, 0, "schema", located(f"cannot read: {exc.strerror}", hrel))]
-        text = None if hdata is None else hdata.decode("utf-8", errors="replace")
         read_error: str | None = None
         try:
             data: bytes | None = path.read_bytes()
@@ -505,8 +504,8 @@ class Board:
         record: Record | None = None
         error: str | None = None
         if data is None and read_error is None:
-            rule = "orphan" if text is not None else "missing"
-            what = ("a history without a task file" if text is not None
+            rule = "orphan" if hdata is not None else "missing"
+            what = ("a history without a task file" if hdata is not None
                     else "no such task")
             return [Problem(tid, 0, rule, what)]
         try:
@@ -520,7 +519,8 @@ class Board:
         try:
             # A parsed record is a valid one: history.verify need not validate the head
             # state again when it has the record's revision.
-            found = verify(tid, text, record, error,
+            # Bytes, not decoded text: a line that is not UTF-8 is rule parse (docs/history.md).
+            found = verify(tid, hdata, record, error,
                            revision=record.revision if record is not None else None)
         except Exception as exc:  # noqa: BLE001 - one bad task never stops the check
             found = [Problem(tid, 0, "internal", f"{type(exc).__name__}: {exc}")]
@@ -706,23 +706,23 @@ class Board:
         from the head otherwise (a hand edit) → an ``edit`` event. Raises LedgitError exit 1
         for a history that does not parse or replay, or that has more than one head.
         """
-        from ledgit.history import HistoryError, heads, new_event, parse_events, replay
+        from ledgit.history import HistoryError, heads, new_event, parse_checked, replay
         from ledgit.record import record_from_state
 
         refuse_link(self, self.task_file(task_id))
         current = self.read(task_id)
         data, _ = self._read_history_healed(task_id)
-        text = None if data is None else data.decode("utf-8", errors="replace")
-        if text is None or not text.strip():
+        if data is None or not data.strip():
             genesis = new_event(parents=[], at=now, actor=actor, op="create", before_state={},
                                 after_state=current.state(),
                                 note="history started from the existing task file")
             return current, [genesis], [genesis["id"]]
         try:
-            events = parse_events(text, task_id)
+            # The line rules of verify (parse, hash, ...): no event on a damaged history.
+            events = parse_checked(data, task_id)
             hs = heads(events)
         except HistoryError as exc:
-            raise _damaged(self, task_id, str(exc.problem)) from None
+            raise damaged_history(self, task_id, exc.problem, data) from None
         except (KeyError, TypeError) as exc:
             raise _damaged(self, task_id, f"malformed event ({exc})") from None
         if len(hs) != 1:
@@ -737,7 +737,7 @@ class Board:
             state = replay(events, task_id)[hs[0]]
             head_record = record_from_state(state, self.rel(self.task_file(task_id)))
         except HistoryError as exc:
-            raise _damaged(self, task_id, str(exc.problem)) from None
+            raise damaged_history(self, task_id, exc.problem, data) from None
         except LedgitError as exc:
             raise _damaged(self, task_id, f"head state is invalid: {exc}") from None
         if head.get("before") == revision and head["parents"] and self._history_newer(task_id):
@@ -1138,6 +1138,25 @@ def _refuse_lifecycle(after: list[tuple[str, str]], before: list[tuple[str, str]
     if new:
         name, message = new[0]
         raise LedgitError(located(message, rel, None, name), USAGE)
+
+
+def damaged_history(board: Board, task_id: str, problem: Problem,
+                    data: bytes | None = None) -> LedgitError:
+    """The refusal of a write on a history that breaks ``problem``'s rule (exit 1): one line
+    naming the file, the line, the rule (docs/history.md) and the command that repairs it --
+    ``ledgit resolve`` for a line merge left in the file, else restoring the committed copy
+    from Git (no ledgit command can rebuild an event whose bytes were changed)."""
+    from ledgit.markers import marker_lines
+
+    rel = board.rel(board.history_path(task_id))
+    where = f"line {problem.line}" if problem.line else "history"
+    if data is not None and marker_lines(data):
+        fix = f"ledgit resolve {rel}"
+    else:
+        fix = f"git restore --source=HEAD -- {rel}, its last committed copy"
+    return LedgitError(f"{rel}: {where}: {problem.rule}: {problem.message}; the history is "
+                       f"damaged, nothing written (repair: {fix}; then: ledgit verify "
+                       f"{task_id})", CHECK_FAILED)
 
 
 def _damaged(board: Board, task_id: str, detail: str) -> LedgitError:

@@ -164,9 +164,12 @@ def sha256_function() -> Callable[[bytes], Any]:
     values imports hashlib first."""
     import sys
 
+    global _builtin_sha256
     hashlib = sys.modules.get("hashlib")
     if hashlib is not None:
         return hashlib.sha256  # type: ignore[no-any-return]
+    if _builtin_sha256 is not None:  # a failed import is not cached: ~0.2 ms per call
+        return _builtin_sha256
     try:  # a private module of CPython (hashlib's own fallback), tried before OpenSSL
         from _sha2 import sha256  # type: ignore[import-not-found]  # CPython >= 3.12
     except ImportError:
@@ -174,7 +177,11 @@ def sha256_function() -> Callable[[bytes], Any]:
             from _sha256 import sha256  # type: ignore[import-not-found]  # <= 3.11
         except ImportError:  # pragma: no cover - another interpreter
             from hashlib import sha256
+    _builtin_sha256 = sha256
     return sha256  # type: ignore[no-any-return]
+
+
+_builtin_sha256: Callable[[bytes], Any] | None = None
 
 
 # --------------------------------------------------------------------------- timestamps
