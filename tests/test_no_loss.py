@@ -128,3 +128,108 @@ def test_the_write_check_refuses_every_single_byte_change_verify_refuses(
         assert refused == bool(found), at
         checked += 1
     assert checked > 100
+
+
+# --------------------------------------------------------------------------- item 3
+
+
+def _events(lg: CliRun, tid: str) -> list[dict[str, object]]:
+    code, out, err = lg("history", tid, "--json")
+    assert code == 0, err
+    return list(json.loads(out)["events"])
+
+
+def _get(lg: CliRun, tid: str) -> dict[str, object]:
+    code, out, err = lg("get", tid, "--json")
+    assert code == 0, err
+    return dict(json.loads(out)["fields"])
+
+
+def test_revert_undoes_one_event_with_a_new_one_and_keeps_later_changes(lg: CliRun) -> None:
+    tid = _create(lg)
+    assert lg("update", tid, "--title", "Renamed", "--priority", "1", "--label", "b")[0] == 0
+    assert lg("update", tid, "--label", "c", "--owner", "eve")[0] == 0
+    target = str(_events(lg, tid)[1]["id"])
+    before = _history(lg, tid).read_bytes()
+
+    code, out, err = lg("revert", tid, target[:8], "--by", "bob", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["op"] == "revert" and doc["written"] is True
+    assert doc["meta"] == {"reverts": target, "fields": ["labels", "priority", "title"]}
+    fields = _get(lg, tid)
+    assert fields["title"] == "A task" and "priority" not in fields
+    assert fields["labels"] == ["c"] and fields["owner"] == "eve"  # later changes stay
+    # Append-only: the old lines are untouched, one event was added.
+    after = _history(lg, tid).read_bytes()
+    assert after.startswith(before) and after.count(b"\n") == before.count(b"\n") + 1
+    last = _events(lg, tid)[-1]
+    assert last["op"] == "revert" and last["actor"] == "bob"
+    assert str(last["note"]).startswith(f"revert {target[:12]} (update by ")
+    assert lg("verify", tid)[0] == 0
+
+    # Reverting the revert brings the change back (like git revert of a revert).
+    assert lg("revert", tid, str(last["id"])[:6])[0] == 0
+    fields = _get(lg, tid)
+    assert fields["title"] == "Renamed" and fields["priority"] == 1
+    assert fields["labels"] == ["b", "c"]
+
+
+def test_revert_refuses_a_field_changed_again_since_naming_it(lg: CliRun) -> None:
+    tid = _create(lg)
+    assert lg("update", tid, "--title", "Second", "--priority", "2")[0] == 0
+    target = str(_events(lg, tid)[1]["id"])
+    assert lg("update", tid, "--title", "Third", "--by", "carol")[0] == 0
+    before = _history(lg, tid).read_bytes()
+    code, out, err = lg("revert", tid, target[:10])
+    assert code == CHECK_FAILED and out == ""
+    assert "changed again since: title (update by carol at " in err
+    assert "priority" not in err and "nothing written" in err
+    assert _history(lg, tid).read_bytes() == before
+
+
+def test_revert_names_what_it_cannot_find_or_undo(lg: CliRun) -> None:
+    tid = _create(lg)
+    assert lg("claim", tid, "--by", "ada")[0] == 0
+    events = _events(lg, tid)
+    assert lg("revert", tid, "abc")[0] == 2  # too short
+    assert lg("revert", tid, "xyz1")[0] == 2  # not hex
+    code, _, err = lg("revert", tid, "0000")
+    assert code == 4 and "no event '0000'" in err
+    code, _, err = lg("revert", tid, str(events[0]["id"])[:12])
+    assert code == 2 and "cannot revert the create event" in err
+    # Reverting the claim puts the task back to open without a claim.
+    assert lg("revert", tid, str(events[1]["id"])[:12])[0] == 0
+    fields = _get(lg, tid)
+    assert fields["status"] == "open" and "claim" not in fields
+    assert lg("verify", tid)[0] == 0
+
+
+def test_the_way_back_from_a_git_revert_that_drops_an_event_is_ledgit_revert(
+        lg: CliRun) -> None:
+    """A clone without ``ledgit install`` (no merge driver): ``git revert`` of an update
+    line-merges the history and removes the event line. The way back keeps every event."""
+    tid = _create(lg)
+    _commit_all(lg.root, "create")
+    assert lg("update", tid, "--title", "Wrong title", "--priority", "3")[0] == 0
+    _commit_all(lg.root, "update")
+    events = _events(lg, tid)
+    lines = _history(lg, tid).read_bytes().count(b"\n")
+
+    git("revert", "--no-commit", "HEAD", cwd=lg.root)  # what Git alone does
+    assert _history(lg, tid).read_bytes().count(b"\n") == lines - 1  # the event is gone
+    git("revert", "--abort", cwd=lg.root)
+    assert lg("update", tid, "--label", "keep")[0] == 0
+    _commit_all(lg.root, "label")
+    events = _events(lg, tid)
+
+    code, _, err = lg("revert", tid, str(events[1]["id"])[:7])
+    assert code == 0, err
+    _commit_all(lg.root, "revert the update, as a new event")
+    fields = _get(lg, tid)
+    assert fields["title"] == "A task" and "priority" not in fields
+    assert fields["labels"] == ["keep"]
+    kept = [e["id"] for e in _events(lg, tid)]
+    assert kept[:len(events)] == [e["id"] for e in events] and len(kept) == len(events) + 1
+    code, out, err = lg("verify", "--range", "HEAD~3..HEAD")  # every commit after create
+    assert code == 0, out + err

@@ -66,6 +66,7 @@ COMMANDS: dict[str, str] = {
     "handoff": "ledgit.cli:handoff_cmd",
     "history": "ledgit.cli:history_cmd",
     "record": "ledgit.cli:record_cmd",
+    "revert": "ledgit.cli:revert_cmd",
     "check": "ledgit.check:check_cmd",
     "verify": "ledgit.gitcli:verify_cmd",  # cli.verify_cmd + the CI gate options
     "cache": "ledgit.cli:cache_group",
@@ -250,6 +251,7 @@ writeback_cmd = _command("writeback")
 handoff_cmd = _command("handoff")
 history_cmd = _command("history")
 record_cmd = _command("record")
+revert_cmd = _command("revert")
 verify_cmd = _command("verify")
 cache_group = _group("cache")
 
