@@ -233,3 +233,14 @@ def test_the_way_back_from_a_git_revert_that_drops_an_event_is_ledgit_revert(
     assert kept[:len(events)] == [e["id"] for e in events] and len(kept) == len(events) + 1
     code, out, err = lg("verify", "--range", "HEAD~3..HEAD")  # every commit after create
     assert code == 0, out + err
+
+
+def test_revert_removes_the_item_an_event_added_and_keeps_later_items(lg: CliRun) -> None:
+    tid = _create(lg)
+    assert lg("item", "add", tid, "--kind", "fact", "--text", "wrong fact")[0] == 0
+    assert lg("item", "add", tid, "--kind", "fact", "--text", "right fact")[0] == 0
+    added = _events(lg, tid)[1]
+    assert lg("revert", tid, str(added["id"])[:12])[0] == 0
+    texts = [i["text"] for i in _get(lg, tid)["items"]]  # type: ignore[union-attr]
+    assert texts == ["right fact"]
+    assert lg("verify", tid)[0] == 0

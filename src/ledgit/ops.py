@@ -943,17 +943,26 @@ def revert(record: Record, *, event: Mapping[str, Any], before: Record, after: R
     found = clashes(after, record, before)
     if "body" in merged.conflicts:
         found.append("body")
+    fields = dict(merged.record.fields)
+    # A merge never deletes an item (DESIGN §5); a revert removes the items the event added,
+    # unless they changed since.
+    had = {i["id"] for i in before.fields.get("items", [])}
+    now_items = {i["id"]: i for i in record.fields.get("items", [])}
+    added = {i["id"]: i for i in after.fields.get("items", []) if i["id"] not in had}
+    for iid, item in added.items():
+        if iid in now_items and now_items[iid] != item:
+            found.append(f"items.{iid}")
+    if added:
+        fields["items"] = [i for i in fields.get("items", []) if i["id"] not in added]
     if found:
         since = "; ".join(f"{p} ({(later or {}).get(p.split('.')[0], 'a later event')})"
                           for p in found)
         raise fail(f"{record.id}: cannot revert {what}: changed again since: {since}; revert "
                    f"the later event(s) first, or edit by hand; nothing written", CHECK_FAILED)
-    restored = sorted(k for k in set(merged.record.fields) | set(record.fields)
-                      if k not in _STAMPS
-                      and merged.record.fields.get(k) != record.fields.get(k))
+    restored = sorted(k for k in set(fields) | set(record.fields)
+                      if k not in _STAMPS and fields.get(k) != record.fields.get(k))
     if merged.record.body != record.body:
         restored.append("body")
-    fields = dict(merged.record.fields)
     fields["last_modified"] = record.fields["last_modified"]
     return finish(record, fields, "revert", f"revert {what} of {event['at']}",
                   {"reverts": eid, "fields": restored}, body=merged.record.body)
