@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from gitutil import CliRun, git
 
 from ledgit.errors import CHECK_FAILED
@@ -241,6 +242,153 @@ def test_revert_removes_the_item_an_event_added_and_keeps_later_items(lg: CliRun
     assert lg("item", "add", tid, "--kind", "fact", "--text", "right fact")[0] == 0
     added = _events(lg, tid)[1]
     assert lg("revert", tid, str(added["id"])[:12])[0] == 0
-    texts = [i["text"] for i in _get(lg, tid)["items"]]  # type: ignore[union-attr]
+    texts = [i["text"] for i in _get(lg, tid)["items"]]
     assert texts == ["right fact"]
     assert lg("verify", tid)[0] == 0
+
+
+# --------------------------------------------------------------------------- item 5
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beads-issues.jsonl"
+
+
+def _issue(n: int, **extra: object) -> dict[str, object]:
+    issue: dict[str, object] = {
+        "id": f"bd-t{n:03d}", "title": f"Issue {n}", "description": f"What {n} is about.",
+        "status": "open", "priority": 2, "issue_type": "task",
+        "created_at": "2026-01-01T10:00:00Z", "updated_at": "2026-01-02T10:00:00Z"}
+    issue.update(extra)
+    return issue
+
+
+def _write_issues(path: Path, issues: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(i) + "\n" for i in issues), encoding="utf-8")
+    return path
+
+
+def _import(lg: CliRun, src: Path) -> tuple[int, dict[str, object], str]:
+    code, out, err = lg("import", "beads", str(src), "--by", "importer", "--json")
+    return code, dict(json.loads(out)), err
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    board = root / ".ledgit"
+    return {str(p.relative_to(board)): p.read_bytes()
+            for d in ("tasks", "history") for p in sorted((board / d).iterdir())}
+
+
+def test_reimporting_an_unchanged_source_keeps_the_local_edits(lg: CliRun,
+                                                               tmp_path: Path) -> None:
+    src = _write_issues(tmp_path / "issues.jsonl", [_issue(n) for n in range(3)])
+    assert _import(lg, src)[0] == 0
+    _commit_all(lg.root, "import")
+    assert lg("update", "bd-t001", "--title", "Fixed locally", "--label", "triaged")[0] == 0
+    _commit_all(lg.root, "local edit")
+    before = _snapshot(lg.root)
+
+    code, summary, err = _import(lg, src)
+    assert code == 0, err
+    assert (summary["imported"], summary["updated"], summary["merged"], summary["unchanged"],
+            summary["conflicts"]) == (0, 0, 0, 3, [])
+    assert _snapshot(lg.root) == before  # no event, no byte changed
+    fields = _get(lg, "bd-t001")
+    assert fields["title"] == "Fixed locally" and fields["labels"] == ["triaged"]
+    assert git("status", "--porcelain", cwd=lg.root) == ""
+
+
+def test_a_change_at_the_source_only_is_one_import_event(lg: CliRun, tmp_path: Path) -> None:
+    issues = [_issue(n) for n in range(3)]
+    src = _write_issues(tmp_path / "issues.jsonl", issues)
+    assert _import(lg, src)[0] == 0
+    issues[2] = _issue(2, title="Retitled upstream", updated_at="2026-02-01T00:00:00Z")
+    _write_issues(src, issues)
+    code, summary, err = _import(lg, src)
+    assert code == 0, err
+    assert (summary["updated"], summary["merged"], summary["unchanged"]) == (1, 0, 2)
+    assert [e["op"] for e in _events(lg, "bd-t002")] == ["create", "import"]
+    assert _get(lg, "bd-t002")["title"] == "Retitled upstream"
+
+
+def test_changes_on_both_sides_merge_and_the_next_import_is_unchanged(
+        lg: CliRun, tmp_path: Path) -> None:
+    issues = [_issue(n) for n in range(2)]
+    src = _write_issues(tmp_path / "issues.jsonl", issues)
+    assert _import(lg, src)[0] == 0
+    _commit_all(lg.root, "import")
+    assert lg("update", "bd-t000", "--title", "Local title", "--label", "mine")[0] == 0
+    issues[0] = _issue(0, priority=0, labels=["upstream"],
+                       description="What 0 is about.\n\nMore upstream.",
+                       updated_at="2030-01-01T00:00:00Z")
+    _write_issues(src, issues)
+    code, summary, err = _import(lg, src)
+    assert code == 0, err
+    assert (summary["updated"], summary["merged"], summary["conflicts"]) == (0, 1, [])
+    fields = _get(lg, "bd-t000")
+    assert fields["title"] == "Local title"  # ours, though the source is later
+    assert fields["priority"] == 0  # theirs
+    assert sorted(fields["labels"]) == ["mine", "upstream"]  # both
+    code, out, _ = lg("get", "bd-t000", "--json")
+    assert "More upstream." in json.loads(out)["body"]
+    events = _events(lg, "bd-t000")
+    assert [e["op"] for e in events] == ["create", "update", "import", "merge"]
+    # The import event branches from the last import: its state is the source's record,
+    # so the history alone gives the next re-import its base.
+    assert events[2]["parents"] == [events[0]["id"]]
+    assert sorted(events[3]["parents"]) == sorted([events[1]["id"], events[2]["id"]])
+    assert lg("verify", "--all")[0] == 0
+    _commit_all(lg.root, "re-import")
+    code, out, err = lg("verify", "--range", "HEAD~1..HEAD")
+    assert code == 0, out + err
+
+    before = _snapshot(lg.root)
+    code, summary, _ = _import(lg, src)
+    assert code == 0 and summary["unchanged"] == 2 and summary["merged"] == 0
+    assert _snapshot(lg.root) == before
+
+
+def test_the_same_field_changed_on_both_sides_is_a_conflict_and_the_board_keeps_its_value(
+        lg: CliRun, tmp_path: Path) -> None:
+    issues = [_issue(n) for n in range(2)]
+    src = _write_issues(tmp_path / "issues.jsonl", issues)
+    assert _import(lg, src)[0] == 0
+    assert lg("update", "bd-t001", "--title", "Ours", "--priority", "4")[0] == 0
+    issues[1] = _issue(1, title="Theirs", issue_type="bug", updated_at="2030-01-01T00:00:00Z")
+    _write_issues(src, issues)
+
+    code, out, err = lg("import", "beads", str(src), "--by", "importer")
+    assert code == CHECK_FAILED
+    assert out.strip() == ("import beads: imported 0, updated 0, merged 0, conflicts 1, "
+                           "unchanged 1, skipped 0")
+    assert ("ledgit: conflict: issues.jsonl:2: bd-t001: changed on the board and at the "
+            "source: title (kept the board's)") in err
+    fields = _get(lg, "bd-t001")
+    assert fields["title"] == "Ours" and fields["priority"] == 4  # nothing local overwritten
+    assert fields["x"]["beads"]["issue_type"] == "bug"  # theirs
+    merge = _events(lg, "bd-t001")[-1]
+    assert merge["op"] == "merge" and merge["meta"]["conflicts"] == ["title"]
+    assert lg("verify", "--all")[0] == 0
+    # Reported once: the source's title is now the base, the board's stays.
+    code, summary, _ = _import(lg, src)
+    assert code == 0 and summary["conflicts"] == [] and summary["unchanged"] == 2
+    assert _get(lg, "bd-t001")["title"] == "Ours"
+
+
+@pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} not present")
+def test_a_second_import_of_the_real_snapshot_keeps_101_local_edits(lg: CliRun) -> None:
+    from ledgit import ops
+
+    assert lg("import", "beads", str(DATA), "--by", "importer")[0] == 0
+    board = lg.board()
+    ids = sorted(board.list_ids())[::56][:101]
+    assert len(ids) == 101
+    for n, tid in enumerate(ids):  # the board's own write path, as `ledgit update` does
+        board.mutate(tid, lambda r, n=n: ops.update(r, title=f"local {n}",
+                                                    labels_add=["local"]), "ada")
+    before = _snapshot(lg.root)
+    code, out, err = lg("import", "beads", str(DATA), "--by", "importer")
+    assert code == 0, err
+    assert out.strip().endswith("updated 0, merged 0, conflicts 0, unchanged 5722, skipped 0")
+    assert _snapshot(lg.root) == before
+    for n, tid in enumerate(ids):
+        fields = board.read(tid).fields
+        assert fields["title"] == f"local {n}" and "local" in fields["labels"]
