@@ -392,3 +392,113 @@ def test_a_second_import_of_the_real_snapshot_keeps_101_local_edits(lg: CliRun) 
     for n, tid in enumerate(ids):
         fields = board.read(tid).fields
         assert fields["title"] == f"local {n}" and "local" in fields["labels"]
+
+
+# --------------------------------------------------------------------------- item 11
+
+
+def _task_file(lg: CliRun, tid: str) -> Path:
+    return lg.root / ".ledgit" / "tasks" / f"{tid}.md"
+
+
+def test_a_yaml_comment_in_a_hand_edit_is_refused_at_record_time_never_dropped_later(
+        lg: CliRun) -> None:
+    tid = _create(lg, "Ship it")
+    _commit_all(lg.root, "create")
+    path = _task_file(lg, tid)
+    text = path.read_text()
+    edited = text.replace("title: Ship it\n",
+                          "title: Ship it now  # wording agreed with the customer\n")
+    path.write_text(edited)
+    history = _history(lg, tid).read_bytes()
+
+    code, out, err = lg("record", tid)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert (f".ledgit/tasks/{tid}.md:3: a YAML comment ('# wording agreed with the "
+            f"customer') would not be kept") in err
+    assert f"ledgit record {tid} --normalize" in err
+    assert _history(lg, tid).read_bytes() == history
+
+    # What was seen: the next write used to drop the comment. Now it refuses.
+    code, out, err = lg("update", tid, "--priority", "1")
+    assert code == 2 and "would be dropped by this update" in err and "nothing written" in err
+    assert path.read_text() == edited and _history(lg, tid).read_bytes() == history
+
+    code, out, err = lg("record", tid, "--normalize")
+    assert code == 0, err
+    assert f"{tid}: recorded edit event " in out
+    assert "rewrote" in out and "a YAML comment" in out
+    assert "# wording" not in path.read_text() and _get(lg, tid)["title"] == "Ship it now"
+    assert lg("verify", tid)[0] == 0
+    assert lg("update", tid, "--priority", "1")[0] == 0
+    diff = git("diff", "--", f".ledgit/tasks/{tid}.md", cwd=lg.root)
+    assert "-title: Ship it\n" in diff + "\n" and "+title: Ship it now\n" in diff + "\n"
+
+
+def test_a_comment_only_edit_changes_no_revision_and_is_still_never_lost_silently(
+        lg: CliRun) -> None:
+    tid = _create(lg, "Ship it")
+    path = _task_file(lg, tid)
+    path.write_text(path.read_text().replace("status: open\n",
+                                             "# ask Eve before closing\nstatus: open\n"))
+    assert lg("verify", tid)[0] == 0  # a comment is not content: the revision is the same
+    code, _, err = lg("record", tid)
+    assert code == 2 and ":4: a YAML comment ('# ask Eve before closing')" in err
+    code, _, err = lg("claim", tid, "--by", "ada")
+    assert code == 2 and "# ask Eve" in path.read_text()
+
+    code, out, err = lg("check", "--fix")
+    assert code == CHECK_FAILED
+    assert f"not kept: {tid}: .ledgit/tasks/{tid}.md:4: a YAML comment" in out
+    code, out, err = lg("check", "--fix", "--normalize")
+    assert code == 0, out + err
+    assert f"normalized: {tid}: rewrote .ledgit/tasks/{tid}.md in the canonical form" in out
+    assert "#" not in path.read_text()
+    assert lg("claim", tid, "--by", "ada")[0] == 0
+
+
+def test_custom_quoting_is_named_at_record_time_and_said_when_a_write_rewrites_it(
+        lg: CliRun) -> None:
+    tid = _create(lg, "Ship it")
+    path = _task_file(lg, tid)
+    path.write_text(path.read_text().replace("title: Ship it\n", "title: 'Ship it today'\n"))
+    code, _, err = lg("record", tid)
+    assert code == 2
+    assert (f".ledgit/tasks/{tid}.md:3: custom quoting (\"title: 'Ship it today'\", written: "
+            f"'title: Ship it today') would not be kept") in err
+    # A write keeps the values (quoting is layout, not content) and says what it rewrote.
+    code, _, err = lg("update", tid, "--priority", "3")
+    assert code == 0
+    assert f"ledgit: note: {tid}: rewrote .ledgit/tasks/{tid}.md in the canonical form" in err
+    assert "custom quoting" in err
+    assert _get(lg, tid)["title"] == "Ship it today" and lg("verify", tid)[0] == 0
+
+
+CANONICAL = ('---\nid: T-1\ntitle: Hello\nstatus: open\ncreated: "2026-01-01T00:00:00.000000Z"\n'
+             'last_modified: "2026-01-01T00:00:00.000000Z"\n---\nbody\n')
+
+
+@pytest.mark.parametrize(("old", "new", "found"), [
+    ("", "", None),
+    ("title: Hello", "title: Hello  # why", (3, "a YAML comment ('# why')")),
+    ("status: open\n", "# a note\nstatus: open\n", (4, "a YAML comment ('# a note')")),
+    ("title: Hello", 'title: "Hello"',
+     (3, "custom quoting ('title: \"Hello\"', written: 'title: Hello')")),
+    ("title: Hello", "title:   Hello",
+     (3, "custom layout ('title:   Hello', written: 'title: Hello')")),
+    ("title: Hello\nstatus: open", "status: open\ntitle: Hello",
+     (3, "custom layout (the canonical form writes 'title: Hello' before 'status: open')")),
+    ("title: Hello", "title: 'It''s # no comment'",
+     (3, "custom quoting (\"title: 'It''s # no comment'\", written: "
+         "'title: \"It\\'s # no comment\"')")),
+    ("title: Hello", "title: C# rocks",
+     (3, "custom quoting ('title: C# rocks', written: 'title: \"C# rocks\"')")),
+    ("body\n", "body with a # hash\n", None),  # the body is kept as written
+    ("\n", "\r\n", None),  # line ends are normalised, not lost
+])
+def test_layout_loss_names_the_first_thing_the_canonical_writer_drops(
+        old: str, new: str, found: tuple[int, str] | None) -> None:
+    from ledgit.record import layout_loss, parse_record
+
+    text = CANONICAL.replace(old, new) if old else CANONICAL
+    assert layout_loss(text.encode(), parse_record(text)) == found

@@ -359,10 +359,22 @@ class Board:
             if check_lifecycle:
                 _refuse_lifecycle(lifecycle_problems(new.fields),
                                   lifecycle_problems(current.fields), rel)
+            # What a person wrote that the canonical writer drops is never lost silently
+            # (issue 12): a YAML comment refuses the write; quoting or layout is said.
+            loss = self.layout_loss(task_id, current)
+            if loss is not None and loss[1].startswith("a YAML comment"):
+                raise LedgitError(located(
+                    f"{loss[1]} would be dropped by this {op}: ledgit writes the canonical "
+                    f"form (move the text into the body, or accept the canonical form first: "
+                    f"ledgit record {task_id} --normalize); nothing written", rel, loss[0]),
+                    USAGE)
             event = new_event(parents=parents, at=new.fields["last_modified"], actor=actor,
                               op=op, before_state=current.state(), after_state=new.state(),
                               note=note, meta=meta)
             self._commit(task_id, [*pending, event], new)
+            if loss is not None:
+                sys.stderr.write(f"ledgit: note: {task_id}: rewrote {rel} in the canonical "
+                                 f"form (line {loss[0]}: {loss[1]})\n")
             for first in pending:
                 # Not silent (docs/history.md): the file held an unrecorded hand edit, or a
                 # version of it checked out alone, and this write kept it as an event.
@@ -373,22 +385,51 @@ class Board:
                                  f"this {op}\n")
             return new
 
-    def record_edit(self, task_id: str, actor: str) -> dict[str, Any] | None:
+    def record_edit(self, task_id: str, actor: str, *, normalize: bool = False
+                    ) -> dict[str, Any] | None:
         """``ledgit record ID``: append an ``edit`` event when the file differs from its
         history head (a hand edit, DESIGN §6), or a genesis ``create`` event when the task has
         no history yet. Returns the appended event, or None when there was nothing to record
         (an interrupted write is rolled forward instead). The schema still applies (exit 2).
+
+        A file whose front matter holds what the canonical writer will not keep -- a YAML
+        comment, custom quoting or layout (:func:`ledgit.record.layout_loss`) -- is refused,
+        exit 2, ``path:line: what``, nothing written, so it is never lost silently by a later
+        write; ``normalize`` accepts the canonical form: the edit is recorded and the file
+        rewritten canonically at once (same revision), the change visible in ``git diff``.
         """
         actor = _checked_actor(actor)
         if not self.exists(task_id):
             raise LedgitError(f"no task {task_id}", NOT_FOUND)
         with self.lock(task_id):
             current, pending, _ = self._settle(task_id, actor, _now())
-            if not pending:
-                return None
-            self._commit(task_id, pending, None)
-            self._refresh_index([current])
-            return dict(pending[-1])
+            loss = self.layout_loss(task_id, current)
+            if loss is not None and not normalize:
+                raise LedgitError(located(
+                    f"{loss[1]} would not be kept: ledgit writes the canonical form (move the "
+                    f"text into the body, or accept the canonical form: ledgit record "
+                    f"{task_id} --normalize); nothing recorded",
+                    self.rel(self.task_file(task_id)), loss[0]), USAGE)
+            if pending:
+                self._commit(task_id, pending, None)
+            if loss is not None:
+                self._write_task(task_id, current)
+            if pending or loss is not None:
+                self._refresh_index([current])
+            return dict(pending[-1]) if pending else None
+
+    def layout_loss(self, task_id: str, record: Record) -> tuple[int, str] | None:
+        """What rewriting the task file canonically would not keep, as ``(line, what)``
+        (:func:`ledgit.record.layout_loss`; ``record`` is what the file parses to), or None
+        (also when the file cannot be read)."""
+        from ledgit.record import layout_loss
+
+        try:
+            with open(self.task_file(task_id), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        return layout_loss(data, record)
 
     # ------------------------------------------------------------------ checking and repair
 

@@ -840,17 +840,23 @@ def history_cmd(task: str, as_json: bool) -> int:
     return OK
 
 
-def record_cmd(task: str, by: str | None, as_json: bool) -> int:
-    """Record a hand edit of TASK's file as an 'edit' event."""
+def record_cmd(task: str, normalize: bool, by: str | None, as_json: bool) -> int:
+    """Record a hand edit of TASK's file as an 'edit' event (refused, exit 2, when the file
+    holds what ledgit will not keep: YAML comments, custom quoting or layout)."""
     board = _board()
     tid = board.resolve_id(task)
-    event = board.record_edit(tid, actor_or_warn(by, board.root_str))
+    loss = board.layout_loss(tid, board.read(tid)) if normalize else None
+    event = board.record_edit(tid, actor_or_warn(by, board.root_str), normalize=normalize)
     if as_json:
-        out_json({"id": tid, "event": event})
-    elif event is None:
+        out_json({"id": tid, "event": event, "normalized": loss is not None})
+        return OK
+    if event is None:
         out(f"{tid}: the record matches its history head; nothing to record")
     else:
         out(f"{tid}: recorded {event.get('op', 'edit')} event {event['id'][:12]}")
+    if loss is not None:
+        out(f"{tid}: rewrote {board.rel(board.task_file(tid))} in the canonical form "
+            f"(line {loss[0]}: {loss[1]})")
     return OK
 
 
@@ -1119,7 +1125,11 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               *MUTATION),
         _spec("handoff", "handoff_cmd", TASK, JSON),
         _spec("history", "history_cmd", TASK, JSON),
-        _spec("record", "record_cmd", TASK, BY, JSON),
+        _spec("record", "record_cmd", TASK,
+              Param(FLAG, "--normalize",
+                    help="Accept the canonical form: record, and rewrite the file without "
+                         "its YAML comments, custom quoting or layout."),
+              BY, JSON),
         _spec("revert", "revert_cmd", TASK, Param(ARG, "event"), *MUTATION),
         _spec("verify", "verify_cmd",
               Param(ARG, "tasks", nargs=-1),
