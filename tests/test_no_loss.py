@@ -502,3 +502,25 @@ def test_layout_loss_names_the_first_thing_the_canonical_writer_drops(
 
     text = CANONICAL.replace(old, new) if old else CANONICAL
     assert layout_loss(text.encode(), parse_record(text)) == found
+
+
+def test_two_heads_without_markers_refuse_the_write_naming_rule_heads_and_resolve(
+        lg: CliRun) -> None:
+    """What a web editor's "keep both" leaves: both sides' lines, no markers, two heads."""
+    from ledgit.history import event_line, new_event, parse_events
+
+    tid = _create(lg)
+    assert lg("update", tid, "--priority", "1")[0] == 0
+    path = _history(lg, tid)
+    genesis = parse_events(path.read_text(), tid)[0]
+    state = {"fields": dict(_get(lg, tid)), "body": ""}
+    sibling = new_event(parents=[genesis["id"]], at="2030-01-01T00:00:00.000000Z",
+                        actor="web", op="update", before_state=state,
+                        after_state={**state, "body": "other side\n"})
+    path.write_text(path.read_text() + event_line(sibling))
+    before = path.read_bytes()
+    code, _, err = lg("update", tid, "--priority", "2")
+    assert code == CHECK_FAILED
+    assert ": history: heads: the history has 2 heads" in err
+    assert f"repair: ledgit resolve .ledgit/history/{tid}.jsonl" in err
+    assert path.read_bytes() == before

@@ -747,7 +747,7 @@ class Board:
         from the head otherwise (a hand edit) → an ``edit`` event. Raises LedgitError exit 1
         for a history that does not parse or replay, or that has more than one head.
         """
-        from ledgit.history import HistoryError, heads, new_event, parse_checked, replay
+        from ledgit.history import HistoryError, Problem, heads, new_event, parse_checked, replay
         from ledgit.record import record_from_state
 
         refuse_link(self, self.task_file(task_id))
@@ -767,9 +767,8 @@ class Board:
         except (KeyError, TypeError) as exc:
             raise _damaged(self, task_id, f"malformed event ({exc})") from None
         if len(hs) != 1:
-            raise LedgitError(f"{task_id}: history has {len(hs)} heads (a line merge?); "
-                              f"run: ledgit resolve {self.rel(self.history_file(task_id))}",
-                              CHECK_FAILED)
+            raise damaged_history(self, task_id, Problem(
+                task_id, 0, "heads", f"the history has {len(hs)} heads (a line merge?)"), data)
         head = next(e for e in events if e["id"] == hs[0])
         revision = current.revision
         if head["after"] == revision:
@@ -1191,7 +1190,7 @@ def damaged_history(board: Board, task_id: str, problem: Problem,
 
     rel = board.rel(board.history_path(task_id))
     where = f"line {problem.line}" if problem.line else "history"
-    if data is not None and marker_lines(data):
+    if problem.rule == "heads" or (data is not None and marker_lines(data)):
         fix = f"ledgit resolve {rel}"
     else:
         fix = f"git restore --source=HEAD -- {rel}, its last committed copy"
