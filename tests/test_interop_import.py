@@ -52,7 +52,8 @@ def test_import_then_reimport_is_idempotent_and_changes_become_events(lg: CliRun
     src = write_jsonl(tmp_path / "issues.jsonl", objs)
     code, out, err = lg("import", "beads", str(src), "--by", "importer")
     assert code == 0, err
-    assert out.strip() == f"import beads: imported {len(objs)}, updated 0, unchanged 0, skipped 0"
+    assert out.strip() == (f"import beads: imported {len(objs)}, updated 0, merged 0, "
+                           f"conflicts 0, unchanged 0, skipped 0")
     board = lg.board()
     assert sorted(board.list_ids()) == sorted(o["id"] for o in objs)
     assert board.verify() == []
@@ -67,7 +68,8 @@ def test_import_then_reimport_is_idempotent_and_changes_become_events(lg: CliRun
 
     code, out, _ = lg("import", "beads", str(src), "--by", "importer")
     assert code == 0
-    assert out.strip().endswith(f"updated 0, unchanged {len(objs)}, skipped 0")
+    assert out.strip().endswith(f"updated 0, merged 0, conflicts 0, unchanged {len(objs)}, "
+                                f"skipped 0")
     assert snapshot == {tid: (board.task_path(tid).read_bytes(),
                               board.history_path(tid).read_bytes()) for tid in board.list_ids()}
 
@@ -167,7 +169,8 @@ def test_progress_bar_only_on_a_terminal() -> None:
 def test_the_real_snapshot(lg: CliRun) -> None:
     code, out, err = lg("import", "beads", str(DATA), "--by", "importer")
     assert code == 0, err
-    assert out.strip() == "import beads: imported 5722, updated 0, unchanged 0, skipped 0"
+    assert out.strip() == ("import beads: imported 5722, updated 0, merged 0, conflicts 0, "
+                           "unchanged 0, skipped 0")
     board = lg.board()
     assert len(board.list_ids()) == 5722
     assert board.verify() == []

@@ -162,7 +162,8 @@ def test_cli_import_change_in_ledgit_export(lg: CliRun, tmp_path: Path) -> None:
     src.write_text(json.dumps(example(), indent=2), encoding="utf-8")
     code, out, err = lg("import", "stateframe", str(src), "--by", "importer")
     assert code == 0, err
-    assert out.strip() == "import stateframe: imported 1, updated 0, unchanged 0, skipped 0"
+    assert out.strip() == ("import stateframe: imported 1, updated 0, merged 0, conflicts 0, "
+                           "unchanged 0, skipped 0")
     tid = example()["task"]["id"]
     code, out, err = lg("export", "stateframe", tid)
     assert code == 0, err

@@ -143,7 +143,7 @@ def test_import_a_board_made_by_the_real_cli(yylo: Yylo, lg: CliRun) -> None:
     assert board.read(deploy).fields["response"] == "deployed to prod"
     assert board.verify() == []
     code, out, _ = lg("import", "yylo", str(yylo.root), "--by", "importer")
-    assert out.strip().endswith("updated 0, unchanged 3, skipped 0")
+    assert out.strip().endswith("updated 0, merged 0, conflicts 0, unchanged 3, skipped 0")
 
 
 @needs_yylo

@@ -370,10 +370,22 @@ class Board:
             if check_lifecycle:
                 _refuse_lifecycle(lifecycle_problems(new.fields),
                                   lifecycle_problems(current.fields), rel)
+            # What a person wrote that the canonical writer drops is never lost silently
+            # (issue 12): a YAML comment refuses the write; quoting or layout is said.
+            loss = self.layout_loss(task_id, current)
+            if loss is not None and loss[1].startswith("a YAML comment"):
+                raise LedgitError(located(
+                    f"{loss[1]} would be dropped by this {op}: ledgit writes the canonical "
+                    f"form (move the text into the body, or accept the canonical form first: "
+                    f"ledgit record {task_id} --normalize); nothing written", rel, loss[0]),
+                    USAGE)
             event = new_event(parents=parents, at=new.fields["last_modified"], actor=actor,
                               op=op, before_state=current.state(), after_state=new.state(),
                               note=note, meta=meta)
             self._commit(task_id, [*pending, event], new)
+            if loss is not None:
+                sys.stderr.write(f"ledgit: note: {task_id}: rewrote {rel} in the canonical "
+                                 f"form (line {loss[0]}: {loss[1]})\n")
             for first in pending:
                 # Not silent (docs/history.md): the file held an unrecorded hand edit, or a
                 # version of it checked out alone, and this write kept it as an event.
@@ -384,22 +396,51 @@ class Board:
                                  f"this {op}\n")
             return new
 
-    def record_edit(self, task_id: str, actor: str) -> dict[str, Any] | None:
+    def record_edit(self, task_id: str, actor: str, *, normalize: bool = False
+                    ) -> dict[str, Any] | None:
         """``ledgit record ID``: append an ``edit`` event when the file differs from its
         history head (a hand edit, DESIGN §6), or a genesis ``create`` event when the task has
         no history yet. Returns the appended event, or None when there was nothing to record
         (an interrupted write is rolled forward instead). The schema still applies (exit 2).
+
+        A file whose front matter holds what the canonical writer will not keep -- a YAML
+        comment, custom quoting or layout (:func:`ledgit.record.layout_loss`) -- is refused,
+        exit 2, ``path:line: what``, nothing written, so it is never lost silently by a later
+        write; ``normalize`` accepts the canonical form: the edit is recorded and the file
+        rewritten canonically at once (same revision), the change visible in ``git diff``.
         """
         actor = _checked_actor(actor)
         if not self.exists(task_id):
             raise LedgitError(f"no task {task_id}", NOT_FOUND)
         with self.lock(task_id):
             current, pending, _ = self._settle(task_id, actor, _now())
-            if not pending:
-                return None
-            self._commit(task_id, pending, None)
-            self._refresh_index([current])
-            return dict(pending[-1])
+            loss = self.layout_loss(task_id, current)
+            if loss is not None and not normalize:
+                raise LedgitError(located(
+                    f"{loss[1]} would not be kept: ledgit writes the canonical form (move the "
+                    f"text into the body, or accept the canonical form: ledgit record "
+                    f"{task_id} --normalize); nothing recorded",
+                    self.rel(self.task_file(task_id)), loss[0]), USAGE)
+            if pending:
+                self._commit(task_id, pending, None)
+            if loss is not None:
+                self._write_task(task_id, current)
+            if pending or loss is not None:
+                self._refresh_index([current])
+            return dict(pending[-1]) if pending else None
+
+    def layout_loss(self, task_id: str, record: Record) -> tuple[int, str] | None:
+        """What rewriting the task file canonically would not keep, as ``(line, what)``
+        (:func:`ledgit.record.layout_loss`; ``record`` is what the file parses to), or None
+        (also when the file cannot be read)."""
+        from ledgit.record import layout_loss
+
+        try:
+            with open(self.task_file(task_id), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        return layout_loss(data, record)
 
     # ------------------------------------------------------------------ checking and repair
 
@@ -496,7 +537,6 @@ class Board:
             hdata = None
         except OSError as exc:
             return [Problem(tid, 0, "schema", located(f"cannot read: {exc.strerror}", hrel))]
-        text = None if hdata is None else hdata.decode("utf-8", errors="replace")
         read_error: str | None = None
         try:
             data: bytes | None = path.read_bytes()
@@ -516,8 +556,8 @@ class Board:
         record: Record | None = None
         error: str | None = None
         if data is None and read_error is None:
-            rule = "orphan" if text is not None else "missing"
-            what = ("a history without a task file" if text is not None
+            rule = "orphan" if hdata is not None else "missing"
+            what = ("a history without a task file" if hdata is not None
                     else "no such task")
             return [Problem(tid, 0, rule, what)]
         try:
@@ -531,7 +571,8 @@ class Board:
         try:
             # A parsed record is a valid one: history.verify need not validate the head
             # state again when it has the record's revision.
-            found = verify(tid, text, record, error,
+            # Bytes, not decoded text: a line that is not UTF-8 is rule parse (docs/history.md).
+            found = verify(tid, hdata, record, error,
                            revision=record.revision if record is not None else None)
         except Exception as exc:  # noqa: BLE001 - one bad task never stops the check
             found = [Problem(tid, 0, "internal", f"{type(exc).__name__}: {exc}")]
@@ -717,29 +758,28 @@ class Board:
         from the head otherwise (a hand edit) → an ``edit`` event. Raises LedgitError exit 1
         for a history that does not parse or replay, or that has more than one head.
         """
-        from ledgit.history import HistoryError, heads, new_event, parse_events, replay
+        from ledgit.history import HistoryError, Problem, heads, new_event, parse_checked, replay
         from ledgit.record import record_from_state
 
         refuse_link(self, self.task_file(task_id))
         current = self.read(task_id)
         data, _ = self._read_history_healed(task_id)
-        text = None if data is None else data.decode("utf-8", errors="replace")
-        if text is None or not text.strip():
+        if data is None or not data.strip():
             genesis = new_event(parents=[], at=now, actor=actor, op="create", before_state={},
                                 after_state=current.state(),
                                 note="history started from the existing task file")
             return current, [genesis], [genesis["id"]]
         try:
-            events = parse_events(text, task_id)
+            # The line rules of verify (parse, hash, ...): no event on a damaged history.
+            events = parse_checked(data, task_id)
             hs = heads(events)
         except HistoryError as exc:
-            raise _damaged(self, task_id, str(exc.problem)) from None
+            raise damaged_history(self, task_id, exc.problem, data) from None
         except (KeyError, TypeError) as exc:
             raise _damaged(self, task_id, f"malformed event ({exc})") from None
         if len(hs) != 1:
-            raise LedgitError(f"{task_id}: history has {len(hs)} heads (a line merge?); "
-                              f"run: ledgit resolve {self.rel(self.history_file(task_id))}",
-                              CHECK_FAILED)
+            raise damaged_history(self, task_id, Problem(
+                task_id, 0, "heads", f"the history has {len(hs)} heads (a line merge?)"), data)
         head = next(e for e in events if e["id"] == hs[0])
         revision = current.revision
         if head["after"] == revision:
@@ -748,7 +788,7 @@ class Board:
             state = replay(events, task_id)[hs[0]]
             head_record = record_from_state(state, self.rel(self.task_file(task_id)))
         except HistoryError as exc:
-            raise _damaged(self, task_id, str(exc.problem)) from None
+            raise damaged_history(self, task_id, exc.problem, data) from None
         except LedgitError as exc:
             raise _damaged(self, task_id, f"head state is invalid: {exc}") from None
         if head.get("before") == revision and head["parents"] and self._history_newer(task_id):
@@ -1086,6 +1126,25 @@ def _refuse_lifecycle(after: list[tuple[str, str]], before: list[tuple[str, str]
     if new:
         name, message = new[0]
         raise LedgitError(located(message, rel, None, name), USAGE)
+
+
+def damaged_history(board: Board, task_id: str, problem: Problem,
+                    data: bytes | None = None) -> LedgitError:
+    """The refusal of a write on a history that breaks ``problem``'s rule (exit 1): one line
+    naming the file, the line, the rule (docs/history.md) and the command that repairs it --
+    ``ledgit resolve`` for a line merge left in the file, else restoring the committed copy
+    from Git (no ledgit command can rebuild an event whose bytes were changed)."""
+    from ledgit.markers import marker_lines
+
+    rel = board.rel(board.history_path(task_id))
+    where = f"line {problem.line}" if problem.line else "history"
+    if problem.rule == "heads" or (data is not None and marker_lines(data)):
+        fix = f"ledgit resolve {rel}"
+    else:
+        fix = f"git restore --source=HEAD -- {rel}, its last committed copy"
+    return LedgitError(f"{rel}: {where}: {problem.rule}: {problem.message}; the history is "
+                       f"damaged, nothing written (repair: {fix}; then: ledgit verify "
+                       f"{task_id})", CHECK_FAILED)
 
 
 def _damaged(board: Board, task_id: str, detail: str) -> LedgitError:

@@ -67,6 +67,7 @@ COMMANDS: dict[str, str] = {
     "handoff": "ledgit.cli:handoff_cmd",
     "history": "ledgit.cli:history_cmd",
     "record": "ledgit.cli:record_cmd",
+    "revert": "ledgit.cli:revert_cmd",
     "check": "ledgit.check:check_cmd",
     "verify": "ledgit.gitcli:verify_cmd",  # cli.verify_cmd + the CI gate options
     "cache": "ledgit.cli:cache_group",
@@ -100,7 +101,7 @@ SECTION: dict[str, str] = {
     "import": "Import / export", "export": "Import / export",
     "check": "Maintenance", "record": "Maintenance", "cache": "Maintenance",
     "demo": "Maintenance", "help": "Maintenance",
-    "project": "Tasks", "mcp": "Agent state",
+    "project": "Tasks", "mcp": "Agent state", "revert": "Tasks",
 }
 # Run by Git, not by people: left out of the main list (still ``ledgit help hook``).
 PLUMBING = ("hook", "merge-driver")
@@ -160,6 +161,7 @@ EXAMPLES: dict[str, str] = {
     "project list": "ledgit project list --json",
     "project remove": "ledgit project remove lib",
     "mcp": "ledgit mcp --http --port 8765",
+    "revert": "ledgit revert T-k3v 3f9c0a1b",
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -428,6 +430,7 @@ writeback_cmd = _command("writeback")
 handoff_cmd = _command("handoff")
 history_cmd = _command("history")
 record_cmd = _command("record")
+revert_cmd = _command("revert")
 verify_cmd = _command("verify")
 cache_group = _group("cache")
 project_group = _group("project")

@@ -22,7 +22,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ledgit.argspec import ARG, FLAG, MULTI, VALUE, Param, Spec
-from ledgit.errors import BUSY, CHECK_FAILED, OK, USAGE, LedgitError, located
+from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, OK, USAGE, LedgitError, located
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -1103,23 +1103,104 @@ def history_cmd(task: str, as_json: bool) -> int:
     return OK
 
 
-def record_cmd(task: str, by: str | None, as_json: bool) -> int:
-    """Record a hand edit of TASK's file as an 'edit' event."""
+def record_cmd(task: str, normalize: bool, by: str | None, as_json: bool) -> int:
+    """Record a hand edit of TASK's file as an 'edit' event (refused, exit 2, when the file
+    holds what ledgit will not keep: YAML comments, custom quoting or layout)."""
     board = _board()
     tid = board.resolve_id(task)
-    event = board.record_edit(tid, actor_or_warn(by, board.root_str))
+    loss = board.layout_loss(tid, board.read(tid)) if normalize else None
+    event = board.record_edit(tid, actor_or_warn(by, board.root_str), normalize=normalize)
     from ledgit.resolve import stage_if_unmerged
 
     staged = stage_if_unmerged(board.root, [board.task_path(tid), board.history_path(tid)])
     if as_json:
-        out_json({"id": tid, "event": event})
-    elif event is None:
+        out_json({"id": tid, "event": event, "normalized": loss is not None})
+        return OK
+    if event is None:
         out(f"{tid}: the record matches its history head; nothing to record")
     else:
         out(f"{tid}: recorded {event.get('op', 'edit')} event {event['id'][:12]}")
     if staged and not as_json:
         out(f"{tid}: staged {' '.join(board.rel(p) for p in staged)} (the file was unmerged)")
+    if loss is not None:
+        out(f"{tid}: rewrote {board.rel(board.task_file(tid))} in the canonical form "
+            f"(line {loss[0]}: {loss[1]})")
     return OK
+
+
+def revert_cmd(task: str, event: str, by: str | None, expect: str | None,
+               as_json: bool) -> int:
+    """Undo EVENT of TASK with a new 'revert' event (like git revert; EVENT: an id or a
+    unique prefix of >= 4 hex digits, as ledgit history shows)."""
+    from ledgit import ops
+
+    board = _board()
+    tid = board.resolve_id(task)
+
+    def op(r: Record, actor: str, now: str, ttl: int) -> Change:
+        target, before, after, later = event_states(board, tid, event)
+        return ops.revert(r, event=target, before=before, after=after, later=later)
+
+    def show(record: Record, change: Change) -> str:
+        meta = change.meta or {}
+        return (f"{record.id}: revert {str(meta.get('reverts', ''))[:12]}: restored "
+                f"{', '.join(meta.get('fields') or []) or 'nothing'} -> "
+                f"{record.fields['status']} (rev {record.revision[:12]})")
+
+    return _mutate(tid, by, expect, op, as_json, show)
+
+
+MIN_EVENT_PREFIX = 4  # hex digits, as Git's shortest abbreviation (core.abbrev minimum)
+
+
+def event_states(board: Board, tid: str, text: str
+                 ) -> tuple[dict[str, Any], Record, Record, dict[str, str]]:
+    """(the event of ``tid`` whose id is ``text`` or starts with it, the record at its
+    ``parents[0]``, the record after it, field -> "op by actor at ID" of the last later event
+    that changed the field). Raises LedgitError: fewer than 4 or non-hex digits (2), no such
+    event or an ambiguous prefix (4, listing the candidates), a damaged history (1)."""
+    from ledgit.board import damaged_history
+    from ledgit.history import HistoryError, parse_checked, replay
+    from ledgit.record import record_from_state
+
+    want = text.strip().lower()
+    if len(want) < MIN_EVENT_PREFIX or any(c not in "0123456789abcdef" for c in want):
+        raise LedgitError(f"EVENT: {text!r} is not an event id or a prefix of >= "
+                          f"{MIN_EVENT_PREFIX} hex digits (see: ledgit history {tid})")
+    try:
+        with open(board.history_file(tid), "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise LedgitError(f"{tid}: the task has no history file", NOT_FOUND) from None
+    try:
+        events = parse_checked(data, tid)
+        states = replay(events, tid)
+    except HistoryError as exc:
+        raise damaged_history(board, tid, exc.problem, data) from None
+    found = [e for e in events if e["id"].startswith(want)]
+    if not found:
+        raise LedgitError(f"{tid}: no event {text!r} (see: ledgit history {tid})", NOT_FOUND)
+    if len(found) > 1:
+        raise LedgitError(f"{tid}: event {text!r} is ambiguous: "
+                          + ", ".join(e["id"][:12] for e in found), NOT_FOUND)
+    target = found[0]
+    where = board.rel(board.task_file(tid))
+    after = record_from_state(states[target["id"]], where)
+    # A genesis event has no state before it (ops.revert refuses it): its own stands in.
+    before = record_from_state(states[target["parents"][0]], where) if target["parents"] \
+        else after
+    later: dict[str, str] = {}
+    for e in events[events.index(target) + 1:]:
+        old = states[e["parents"][0]] if e["parents"] else {}
+        new = states[e["id"]]
+        of, nf = old.get("fields", {}), new.get("fields", {})
+        who = f"{e['op']} by {e['actor']} at {e['at']}, {e['id'][:12]}"
+        for key in set(of) | set(nf):
+            if of.get(key) != nf.get(key):
+                later[key] = who
+        if old.get("body") != new.get("body"):
+            later["body"] = who
+    return {k: v for k, v in target.items() if k != "_line"}, before, after, later
 
 
 def verify_cmd(tasks: tuple[str, ...], check_all: bool, as_json: bool) -> int:
@@ -1408,7 +1489,12 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               *MUTATION),
         _spec("handoff", "handoff_cmd", TASK, JSON),
         _spec("history", "history_cmd", TASK, JSON),
-        _spec("record", "record_cmd", TASK, BY, JSON),
+        _spec("record", "record_cmd", TASK,
+              Param(FLAG, "--normalize",
+                    help="Accept the canonical form: record, and rewrite the file without "
+                         "its YAML comments, custom quoting or layout."),
+              BY, JSON),
+        _spec("revert", "revert_cmd", TASK, Param(ARG, "event"), *MUTATION),
         _spec("verify", "verify_cmd",
               Param(ARG, "tasks", nargs=-1),
               Param(FLAG, "--all", "check_all", help="Every task (the default without IDs)."),

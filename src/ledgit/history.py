@@ -21,6 +21,7 @@ from ledgit.record import (
     canonical_json,
     record_from_state,
     revision_of,
+    sha256_function,
     sha256_hex,
 )
 
@@ -198,6 +199,49 @@ def parse_events(text: str | bytes, task: str) -> list[Event]:
     ``parse``) naming the first line that is not UTF-8 or not a JSON event object.
     """
     return [event for _, event in _parse_lines(text, task)]
+
+
+def parse_checked(text: str | bytes, task: str) -> list[Event]:
+    """:func:`parse_events` plus the line rules of :func:`verify` -- ``parse`` (bytes that are
+    not UTF-8 too), ``hash``, ``duplicate``, ``parent-order``, ``genesis`` -- for the write
+    path, which must not append to a damaged history (docs/history.md, "Writing order").
+    Raises HistoryError naming the first broken rule and its line.
+
+    Its cost is one sha256 per line: a line passes when the hash of its bytes without the
+    ``,"id":"…"`` member equals its id, which every line ledgit writes does and no damaged
+    line can (any changed byte changes the hash); only a line that fails is encoded and
+    checked the slow way, to word the problem. The replay rules, and lines a foreign writer
+    hashed without making them canonical, are :func:`verify`'s."""
+    sha = sha256_function()
+    events: list[Event] = []
+    seen: set[str] = set()
+    for raw, event in _parse_lines(text, task):
+        n = event.pop("_line")
+        eid = event["id"]
+        line = raw.removesuffix("\r")
+        member = ',"id":"' + eid + '"'
+        at = line.find(',"id":"')
+        if not (line.startswith(member, at) and at > 0 and sha(
+                (line[:at] + line[at + len(member):]).encode("utf-8", "surrogatepass")
+        ).hexdigest() == eid) and _hash_ok(raw, event) is None:
+            message, _ = _hash_problem(raw, event)
+            if message:
+                raise HistoryError(Problem(task, n, "hash", message))
+        if eid in seen:
+            raise HistoryError(Problem(task, n, "duplicate", f"event {eid[:12]} appears twice"))
+        for p in event["parents"]:
+            if p not in seen:
+                raise HistoryError(Problem(task, n, "parent-order",
+                                           f"parent {p[:12]} does not precede this event"))
+        if not event["parents"] and events:
+            raise HistoryError(Problem(task, n, "genesis",
+                                       "a second genesis event (only the first line has none)"))
+        if event["parents"] and not events:
+            raise HistoryError(Problem(task, n, "genesis", "the first event is not a genesis"))
+        seen.add(eid)
+        event["_line"] = n
+        events.append(event)
+    return events
 
 
 def _parse_lines(text: str | bytes, task: str) -> list[tuple[str, Event]]:

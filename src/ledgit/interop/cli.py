@@ -1,7 +1,8 @@
 """``ledgit import FORMAT SOURCE`` and ``ledgit export FORMAT ID``: thin click commands.
 
-Import exit codes: 0 everything imported (or unchanged); 1 some entries were skipped (each
-listed on stderr with its file and line; the rest was imported); 2 unreadable input, or
+Import exit codes: 0 everything imported (or unchanged, updated, merged); 1 some entries were
+skipped, or a re-import conflicted with the board's changes (each listed on stderr with its
+file and line; the rest was imported, and the board's values were kept); 2 unreadable input, or
 ``--strict`` with anything to skip (nothing written). The summary line goes to stdout
 (``--json``: the whole summary as JSON). Mappings: docs/interop.md.
 """
@@ -73,7 +74,7 @@ def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | 
         click.echo(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
     else:
         print_summary(summary, sys.stdout, sys.stderr)
-    return CHECK_FAILED if summary.skipped else OK
+    return CHECK_FAILED if summary.skipped or summary.conflicts else OK
 
 
 def _size(path: str) -> int:

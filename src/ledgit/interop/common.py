@@ -3,10 +3,10 @@
 An importer turns its source into :class:`Incoming` records (plus :class:`Skip` lines for what
 it could not read) and hands them to :func:`import_records`, which
 
-1. plans: each record is new, changed (an update event) or unchanged, or skipped with a
-   reason (duplicate id, an existing task that did not come from this source, a task whose
-   file and history disagree); with ``strict`` any skip refuses the whole import before a
-   byte is written (LedgitError exit 2 listing them with their lines);
+1. plans: each record is new, changed (re-imported by :func:`_update`) or unchanged, or
+   skipped with a reason (duplicate id, an existing task that did not come from this source,
+   a task whose file and history disagree); with ``strict`` any skip refuses the whole
+   import before a byte is written (LedgitError exit 2 listing them with their lines);
 2. writes new tasks in bulk (:func:`_write_new`): each file created whole (``O_EXCL``, one
    write, no per-file fsync) in a staging directory ``.ledgit/.import-<pid>-<rand>/``, the
    histories (genesis event, or the source's own events carried over as a chain) in one
@@ -14,8 +14,10 @@ it could not read) and hands them to :func:`import_records`, which
    task files in another; then, once both are complete, moved into the board -- on a first
    import by renaming the two staged directories over the empty ``history/`` and ``tasks/``
    (histories first), otherwise file by file (every history, then every task file): the
-   write-ahead order of DESIGN §6 per batch. Changed tasks go through the task lock and get
-   one ``import`` event each (fsync'ed, as any write);
+   write-ahead order of DESIGN §6 per batch. Changed tasks go through the task lock and are
+   re-imported as a 3-way merge (:func:`_update`: base = the record as last imported, ours =
+   the board, theirs = the source; nothing the board changed is overwritten), fsync'ed as any
+   write;
 3. rebuilds the index once from what it wrote (``Index.rebuild_written``: stats and
    revisions from the writer, nothing read back or parsed) while one ``os.sync()`` runs in
    a background thread -- the import's single durability point, waited for before the
@@ -101,32 +103,54 @@ class Incoming(NamedTuple):
     steps: tuple[Step, ...] = ()
 
 
+class Conflict(NamedTuple):
+    """A re-imported record that changed both at the source and on the board in the same
+    place: the board's value was kept for each of ``fields`` (paths as
+    :func:`ledgit.ops.clashes` names them, ``body`` for overlapping body edits)."""
+
+    task: str
+    where: str
+    fields: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return (f"{self.where}: {self.task}: changed on the board and at the source: "
+                f"{', '.join(self.fields)} (kept the board's)")
+
+
 class Summary:
     """What an import did. ``line()`` is the summary line of the CLI. (A plain class, not a
     dataclass: an import does not pay for importing dataclasses.)"""
 
     def __init__(self, source: str, imported: int = 0, updated: int = 0, unchanged: int = 0,
                  skipped: list[Skip] | None = None, ids: list[str] | None = None,
-                 seconds: float = 0.0) -> None:
+                 seconds: float = 0.0, merged: int = 0,
+                 conflicts: list[Conflict] | None = None) -> None:
         self.source, self.imported, self.updated, self.unchanged = (source, imported, updated,
                                                                     unchanged)
         self.skipped: list[Skip] = [] if skipped is None else skipped
         self.ids: list[str] = [] if ids is None else ids
         self.seconds = seconds
+        self.merged = merged  # changed on both sides, merged without a conflict
+        self.conflicts: list[Conflict] = [] if conflicts is None else conflicts
 
     def __repr__(self) -> str:
         return (f"Summary({self.source!r}, imported={self.imported}, updated={self.updated}, "
+                f"merged={self.merged}, conflicts={len(self.conflicts)}, "
                 f"unchanged={self.unchanged}, skipped={len(self.skipped)})")
 
     def line(self) -> str:
         reasons = Counter(_reason_kind(s.reason) for s in self.skipped)
         why = "; ".join(f"{n} {k}" for k, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
         return (f"import {self.source}: imported {self.imported}, updated {self.updated}, "
+                f"merged {self.merged}, conflicts {len(self.conflicts)}, "
                 f"unchanged {self.unchanged}, skipped {len(self.skipped)}"
                 + (f" ({why})" if why else ""))
 
     def as_json(self) -> dict[str, Any]:
         return {"source": self.source, "imported": self.imported, "updated": self.updated,
+                "merged": self.merged,
+                "conflicts": [{"id": c.task, "where": c.where, "fields": list(c.fields)}
+                              for c in self.conflicts],
                 "unchanged": self.unchanged,
                 "skipped": [{"where": s.where, "reason": s.reason} for s in self.skipped],
                 "ids": self.ids, "seconds": round(self.seconds, 3)}
@@ -320,7 +344,7 @@ def import_records(board: Board, incoming: Iterable[Incoming], skips: Iterable[S
         _apply_changes(board, plan, written, summary, actor, source, progress, rebuild_index)
     finally:
         flush.wait()  # the durability point: nothing is reported before it
-    summary.ids = [i.record.id for i in plan.new] + [i.record.id for i, _ in plan.changed]
+    summary.ids[:0] = [i.record.id for i in plan.new]
     summary.seconds = time.perf_counter() - started
     _remove_stale_staging(board)
     return summary
@@ -332,16 +356,27 @@ def _apply_changes(board: Board, plan: _Plan, written: dict[str, Written],
     """The update events of changed tasks, then the index (while the bulk flush runs)."""
     for item, _current in plan.changed:
         try:
-            written[item.record.id] = (item.record, _update(board, item, actor, source), None,
-                                       None)
-            summary.updated += 1
+            outcome = _update(board, item, actor, source)
         except LedgitError as exc:
             summary.skipped.append(Skip(item.where, f"not updated: {exc}"))
+        else:
+            if outcome.kind == UNCHANGED:
+                summary.unchanged += 1
+            else:
+                written[item.record.id] = (outcome.record, outcome.data, None, None)
+                summary.ids.append(item.record.id)
+                if outcome.kind == UPDATED:
+                    summary.updated += 1
+                elif outcome.conflicts:
+                    summary.conflicts.append(Conflict(item.record.id, item.where,
+                                                      outcome.conflicts))
+                else:
+                    summary.merged += 1
         if progress is not None:
             progress.advance()
     if progress is not None:
         progress.close()
-    if rebuild_index and (plan.new or plan.changed):
+    if rebuild_index and (plan.new or written):
         from ledgit.index import Index
 
         # Files just created are indexed from what was written (not read back or parsed);
@@ -925,46 +960,193 @@ def _remove_stale_staging(board: Board) -> None:
             continue  # alive (another user's), or cannot tell
 
 
-def _update(board: Board, item: Incoming, actor: str, source: str) -> bytes:
-    """One ``import`` event on an existing task, under its lock, in write-ahead order.
-    Returns the task file's new bytes."""
-    from ledgit.board import refuse_link
-    from ledgit.history import HistoryError, event_line, heads, new_event, parse_events
-    from ledgit.record import render_record
+UNCHANGED, UPDATED, MERGED = "unchanged", "updated", "merged"
+
+
+class Reimport(NamedTuple):
+    """What re-importing one existing task did: ``kind`` (UNCHANGED: nothing written;
+    UPDATED: one ``import`` event; MERGED: an ``import`` event branching from the last one
+    and a ``merge`` event), the task file's record and bytes now, and the paths where the
+    board's value was kept over the source's (``conflicts``, MERGED only)."""
+
+    kind: str
+    record: Record
+    data: bytes
+    conflicts: tuple[str, ...] = ()
+
+
+def last_import(events: Sequence[Event], source: str) -> Event | None:
+    """The task's latest event that wrote what ``source`` held (a ``create`` or ``import``
+    event whose meta names the source): its state is the record as last imported, the base
+    of the next re-import. None when the history has none."""
+    found: Event | None = None
+    for event in events:
+        meta = event.get("meta")
+        if event["op"] in ("create", IMPORT_OP) and isinstance(meta, dict) \
+                and meta.get("source") == source:
+            found = event
+    return found
+
+
+def merge_import(base: Record | None, ours: Record, theirs: Record
+                 ) -> tuple[Record, tuple[str, ...]]:
+    """Import as a merge (docs/interop.md): the record the board takes when ``ours`` (the
+    board) and ``theirs`` (the source) both changed since ``base`` (the record as last
+    imported; None when unknown), and the paths where the board's value was kept.
+
+    :func:`ledgit.merge.merge_records` merges field by field; wherever it would settle a
+    difference by its rules (:func:`ledgit.ops.clashes`), and for overlapping body edits,
+    the board's value stays: nothing local is overwritten. When the board's values do not
+    fit the merged record's lifecycle, the board's record stays whole."""
+    from ledgit.merge import merge_records
+    from ledgit.ops import clashes
+    from ledgit.record import lifecycle_problems, make_record
+
+    merged = merge_records(base, ours, theirs)
+    paths = clashes(base, ours, theirs)
+    fields = json.loads(json.dumps(merged.record.fields))  # a deep copy, JSON values only
+    for path in paths:
+        _keep_ours(fields, ours.fields, path.split("."))
+    body = merged.record.body
+    if "body" in merged.conflicts:
+        body = ours.body
+        paths.append("body")
+    fields = {k: v for k, v in fields.items() if v not in (None, "", [], {})}
+    try:
+        if lifecycle_problems(fields):
+            raise LedgitError("lifecycle")
+        result = make_record(fields, body)
+    except LedgitError:
+        changed = sorted(k for k in set(theirs.fields) | set(ours.fields)
+                         if k != "last_modified" and (base is None or theirs.fields.get(k)
+                                                      != base.fields.get(k)))
+        return ours, tuple(sorted(set(paths) | set(changed)))
+    return result, tuple(paths)
+
+
+def _keep_ours(fields: dict[str, Any], ours: Mapping[str, Any], path: list[str]) -> None:
+    """Set ``path`` (``title``, ``x.beads.key``, ``items.ID.key``) of ``fields`` to its
+    value in ``ours`` (removed when ours has none)."""
+    head, rest = path[0], path[1:]
+    if head == "items" and rest:
+        mine = next((i for i in ours.get("items", []) if i["id"] == rest[0]), None)
+        for item in fields.get("items", []):
+            if item["id"] == rest[0] and mine is not None:
+                _keep_ours(item, mine, rest[1:]) if len(rest) > 1 else item.update(mine)
+        return
+    if not rest:
+        if head in ours:
+            fields[head] = json.loads(json.dumps(ours[head]))
+        else:
+            fields.pop(head, None)
+        return
+    inner = fields.setdefault(head, {})
+    theirs_ok = isinstance(inner, dict) and isinstance(ours.get(head), dict)
+    if theirs_ok:
+        _keep_ours(inner, ours[head], rest)
+    else:
+        _keep_ours(fields, ours, [head])
+
+
+def _update(board: Board, item: Incoming, actor: str, source: str) -> Reimport:
+    """Re-import one existing task as a 3-way merge (docs/interop.md, "Re-import"), under
+    its lock, in write-ahead order: base = the record as last imported (the state of
+    :func:`last_import`), ours = the board, theirs = the source. Source unchanged since the
+    last import: nothing written, whatever the board changed. Board unchanged since: one
+    ``import`` event. Both changed: an ``import`` event on the last import (the source's
+    side) and a ``merge`` event joining it to the board's head, whose state is
+    :func:`merge_import`'s. Raises LedgitError (exit 1) for a history that does not verify,
+    has more than one head, or is behind the task file (a hand edit not yet recorded)."""
+    from ledgit.board import damaged_history, refuse_link
+    from ledgit.history import (
+        MERGE_OP,
+        HistoryError,
+        event_line,
+        heads,
+        new_event,
+        parse_checked,
+        replay,
+    )
+    from ledgit.record import record_from_state, render_record
 
     tid = item.record.id
+    theirs = item.record
     with board.lock(tid):
         current = board.read(tid)
-        text = board.read_history_text(tid)
         try:
-            events = parse_events(text or "", tid)
+            with open(board.history_file(tid), "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            raw = b""
+        try:
+            events = parse_checked(raw, tid)
         except HistoryError as exc:
-            raise LedgitError(f"history damaged: {exc} (see: ledgit verify {tid})", 1) from None
+            raise damaged_history(board, tid, exc.problem, raw) from None
         hs = heads(events)
         head = next((e for e in events if e["id"] in hs), None)
         if len(hs) != 1 or head is None or head["after"] != current.revision:
             raise LedgitError(f"{tid}: the task file differs from its history head or the "
                               f"history has {len(hs)} heads (run: ledgit record {tid} or "
                               f"ledgit resolve)", 1)
-        data = render_record(item.record).encode("utf-8")
-        if current == item.record:
-            return data
-        at = max(item.record.fields["last_modified"], head["at"])
-        event = new_event(parents=hs, at=at, actor=actor, op=IMPORT_OP,
-                          before_state=current.state(), after_state=item.record.state(),
-                          note=f"re-imported from {source} {item.source_id}",
-                          meta={"source": source, "source_id": item.source_id})
+        if current == theirs:
+            return Reimport(UNCHANGED, current, render_record(current).encode("utf-8"))
+        last = last_import(events, source)
+        base: Record | None = None
+        if last is not None:
+            try:
+                base = record_from_state(replay(events, tid)[last["id"]])
+            except (HistoryError, LedgitError) as exc:
+                raise LedgitError(f"{tid}: its last import cannot be replayed ({exc}; see: "
+                                  f"ledgit verify {tid})", 1) from None
+            if base == theirs:  # the source did not change: the board's edits stay
+                return Reimport(UNCHANGED, current, render_record(current).encode("utf-8"))
+        meta = {"source": source, "source_id": item.source_id}
+        note = f"re-imported from {source} {item.source_id}"
+        kept: tuple[str, ...]
+        if base is not None and last is not None and base == current:
+            # Nothing changed on the board since the last import: the source's record.
+            result, kept, kind = theirs, (), UPDATED
+            new = [new_event(parents=hs, at=max(theirs.fields["last_modified"], head["at"]),
+                             actor=actor, op=IMPORT_OP, before_state=current.state(),
+                             after_state=theirs.state(), note=note, meta=meta)]
+        else:
+            # Both changed (or no import to start from: the genesis event stands in, and
+            # every difference counts as changed on both): the source's record as an import
+            # event on a branch from the last import, so its state is the next re-import's
+            # base, then a merge event joining it to the board.
+            result, kept = merge_import(base, current, theirs)
+            fork = last if last is not None else events[0]
+            fork_state = base.state() if base is not None else replay(events, tid)[fork["id"]]
+            side = new_event(parents=[fork["id"]],
+                             at=max(theirs.fields["last_modified"], fork["at"]),
+                             actor=actor, op=IMPORT_OP, before_state=fork_state,
+                             after_state=theirs.state(), note=note, meta=meta)
+            parents = sorted((set(hs) - {fork["id"]}) | {side["id"]})
+            first = theirs if parents[0] == side["id"] else current
+            merge_meta: dict[str, Any] = dict(meta)
+            if kept:
+                merge_meta["conflicts"] = list(kept)
+            join = new_event(parents=parents, at=max(head["at"], side["at"]), actor=actor,
+                             op=MERGE_OP, before_state=first.state(),
+                             after_state=result.state(),
+                             note=f"merged the re-import of {source} {item.source_id} with "
+                                  f"the board's changes"
+                                  + (f"; kept the board's {', '.join(kept)}" if kept else ""),
+                             meta=merge_meta)
+            new, kind = [side, join], MERGED
+        data = render_record(result).encode("utf-8")
         path = board.history_path(tid)
         refuse_link(board, path)
         refuse_link(board, board.task_path(tid))
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         try:
-            write_all(fd, event_line(event).encode("utf-8"))
+            write_all(fd, "".join(event_line(e) for e in new).encode("utf-8"))
             os.fsync(fd)
         finally:
             os.close(fd)
-        _replace(board, tid, data, fsync=True)
-        return data
+        if result != current:
+            _replace(board, tid, data, fsync=True)
+        return Reimport(kind, result, data, kept)
 
 
 def _replace(board: Board, tid: str, data: bytes, fsync: bool = False) -> None:
@@ -1051,7 +1233,13 @@ def _strip_where(message: str, where: str) -> str:
 
 
 def print_summary(summary: Summary, out: IO[str], err: IO[str]) -> None:
-    """The summary line on ``out``; skipped entries on ``err``, at most MAX_LISTED."""
+    """The summary line on ``out``; conflicts and skipped entries on ``err``, at most
+    MAX_LISTED of each."""
+    for conflict in summary.conflicts[:MAX_LISTED]:
+        err.write(f"ledgit: conflict: {conflict}\n")
+    if len(summary.conflicts) > MAX_LISTED:
+        err.write(f"ledgit: ... and {len(summary.conflicts) - MAX_LISTED} more conflicts "
+                  f"(see: --json)\n")
     for skip in summary.skipped[:MAX_LISTED]:
         err.write(f"ledgit: skipped {skip}\n")
     if len(summary.skipped) > MAX_LISTED:
