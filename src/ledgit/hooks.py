@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 # to (DESIGN §10: the hook's budget is twice `ledgit --version`); see _pre_commit_fast.
 
 PRE_COMMIT = "pre-commit"
+PRE_MERGE_COMMIT = "pre-merge-commit"  # git merge's own commit: the pre-commit checks
 INDEX_HOOKS = ("post-checkout", "post-merge", "post-rewrite", "index")
-NAMES = (PRE_COMMIT, *INDEX_HOOKS)
+NAMES = (PRE_COMMIT, PRE_MERGE_COMMIT, *INDEX_HOOKS)
 INDEX_BUDGET = 5.0  # seconds a post-* hook may spend refreshing the index
 
 
@@ -46,50 +47,73 @@ def pre_commit(cwd: Path) -> int:
     """Check the staged tasks; 0 when they pass, 1 (with one line each) when not.
 
     A task is checked when its file or its history is staged; the other file is read from
-    HEAD, which the index matches for every path that is not staged. Boards: the one found
-    from ``cwd``, else every board in the index (:func:`ledgit.gate.board_prefixes`).
+    HEAD, which the index matches for every path that is not staged. Every board with a
+    staged file is checked (docs/git.md, "Every board is guarded"). A staged history must
+    keep every event of HEAD's, and during a merge, cherry-pick or rebase step what the
+    commit takes from the other side (:func:`_check_operation`, DESIGN §8).
     """
     from ledgit import git
-    from ledgit.gate import LEDGIT_DIR, board_prefixes
+    from ledgit.gate import LEDGIT_DIR, _prefix_of
 
+    if git.toplevel(cwd) is None:
+        raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
     problems: list[Finding] = []
     tasks: list[str] = []
-    for prefix in board_prefixes(cwd):
+    notes: list[str] = []
+    paths = git.staged_board_paths(cwd)
+    for prefix in sorted({p for p in map(_prefix_of, paths) if p is not None}):
         staged = git.staged_files(cwd, f"{prefix}{LEDGIT_DIR}/")
-        problems += _check_staged(prefix, staged, lambda path: _at_head(cwd, path), tasks)
-    return _report(problems, tasks)
+        problems += _check_staged(prefix, staged, lambda path: _at_head(cwd, path), tasks,
+                                  notes)
+    problems += _check_operation(cwd, paths, tasks, notes)
+    return _report(problems, tasks, notes)
 
 
 def _pre_commit_fast(cwd: str) -> int | None:
-    """:func:`pre_commit` through :mod:`ledgit.gitfs`: the board found from ``cwd``, its
-    staged paths from one ``git diff-index``, their blobs read from the object files. None
-    when that is not possible (no board found here, a layout gitfs leaves to git...): then
+    """:func:`pre_commit` through :mod:`ledgit.gitfs`: the staged board paths (every board)
+    from one ``git diff-index``, their blobs read from the object files. None when that is
+    not possible (a layout gitfs leaves to git, a merge or pick in progress...): then
     :func:`pre_commit` answers."""
     from ledgit import gitfs
-    from ledgit.locate import LEDGIT_DIR
 
     try:
         repo = gitfs.discover(cwd)
         if repo is None or repo.toplevel is None:
             return None  # pre_commit words the error
-        prefix = _board_prefix(cwd, repo.toplevel)
-        if prefix is None:
-            return None
-        pending = gitfs.staged_async(repo, gitfs.index_file(repo, cwd),
-                                     f"{prefix}{LEDGIT_DIR}/")
+        if _operation_pending(repo.git_dir) or _merging_heads():
+            return None  # the other parents are read through ledgit.git
+        pending = gitfs.staged_async(repo, gitfs.index_file(repo, cwd), "")
         # while git works (on another core): import what the checks need
         import ledgit.gate
         import ledgit.history  # noqa: F401
+        from ledgit.gate import _prefix_of
 
         staged = pending()
-        files = {os.fsdecode(c.path): None if c.oid is None else staged.blob(c.oid)
-                 for c in staged.changes}
+        boards: dict[str, dict[str, bytes | None]] = {}
+        for c in staged.changes:
+            path = os.fsdecode(c.path)
+            prefix = _prefix_of(path)
+            if prefix is not None:
+                boards.setdefault(prefix, {})[path] = \
+                    None if c.oid is None else staged.blob(c.oid)
         tasks: list[str] = []
-        problems = _check_staged(prefix, files,
-                                 lambda path: staged.at_head(os.fsencode(path)), tasks)
+        notes: list[str] = []
+        problems: list[Finding] = []
+        for prefix in sorted(boards):
+            problems += _check_staged(prefix, boards[prefix],
+                                      lambda path: staged.at_head(os.fsencode(path)), tasks,
+                                      notes)
     except gitfs.Unusual:
         return None
-    return _report(problems, tasks)
+    return _report(problems, tasks, notes)
+
+
+def _operation_pending(git_dir: str) -> bool:
+    """Whether a merge, cherry-pick, revert or rebase is stopped in this worktree (the state
+    files of git-status(1)): the next commit then takes from more than HEAD."""
+    return any(os.path.exists(os.path.join(git_dir, name)) for name in (
+        "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD", "rebase-merge",
+        "rebase-apply"))
 
 
 def _board_prefix(cwd: str, top: str) -> str | None:
@@ -109,13 +133,16 @@ def _board_prefix(cwd: str, top: str) -> str | None:
 
 
 def _check_staged(prefix: str, staged: Mapping[str, bytes | None],
-                  other: Callable[[str], bytes | None], tasks: list[str]) -> list[Finding]:
+                  other: Callable[[str], bytes | None], tasks: list[str],
+                  notes: list[str] | None = None) -> list[Finding]:
     """The problems of the staged tasks of one board (``prefix``: ``""`` or ``"sub/"``).
 
     ``staged``: repository path -> staged blob (None: deleted), the paths under the board
-    that the index changes; ``other(path)``: the unstaged file of a task (from the index or
-    HEAD). The ids checked are appended to ``tasks``. A staged config must load too."""
-    from ledgit.gate import LEDGIT_DIR, check_task, task_of, task_paths
+    that the index changes; ``other(path)``: a task's file at HEAD (which the index matches
+    for what is not staged). The ids checked are appended to ``tasks``, notes (an archived
+    task removed) to ``notes``. A staged config must load too. A staged history must keep
+    every event of HEAD's (:func:`ledgit.gate.check_growth`)."""
+    from ledgit.gate import LEDGIT_DIR, check_growth, check_task, task_of, task_paths
 
     problems: list[Finding] = []
     these = sorted({t for t in (task_of(p, prefix) for p in staged) if t is not None})
@@ -123,6 +150,16 @@ def _check_staged(prefix: str, staged: Mapping[str, bytes | None],
     for task in these:
         md, hist = task_paths(prefix, task)
         data = {p: staged[p] if p in staged else other(p) for p in (md, hist)}
+        if hist in staged:
+            found, said = check_growth(
+                task, md, hist, (other(md), other(hist)), (data[md], data[hist]),
+                against="HEAD", way_back=f"the way back: git checkout HEAD -- {md} {hist}, "
+                                         f"then redo the change with ledgit")
+            problems += found
+            if notes is not None:
+                notes += said
+            if data[md] is None and data[hist] is None:
+                continue
         problems += check_task(task, md, data[md], hist, data[hist])
     config = f"{prefix}{LEDGIT_DIR}/config.yaml"
     if staged.get(config) is not None:
@@ -130,7 +167,78 @@ def _check_staged(prefix: str, staged: Mapping[str, bytes | None],
     return problems
 
 
-def _report(problems: list[Finding], tasks: list[str]) -> int:
+def _check_operation(cwd: Path, staged_paths: list[str], tasks: list[str],
+                     notes: list[str]) -> list[Finding]:
+    """Growth against what a stopped operation brings in (DESIGN §8; docs/git.md):
+
+    * merge: every MERGE_HEAD is a parent of the new commit, so each of its histories must be
+      kept whole -- the tasks where the index differs from it (``checkout --ours``,
+      ``merge -s ours`` included);
+    * rebase step (REBASE_HEAD): the new commit replaces the stopped one, which leaves the
+      branch, so every event that commit added must be in the index;
+    * cherry-pick: the histories the commit stages must hold every event the picked commit
+      added to them (a task left as HEAD has it is a choice not to pick it; the picked commit
+      still holds its events);
+    * revert: HEAD is the only parent and holds the reverted events, which must stay (the
+      HEAD check): undoing is a new event, ``ledgit revert TASK EVENT``.
+    """
+    from ledgit import git
+    from ledgit.gate import _prefix_of, check_growth, task_of, task_paths
+
+    heads = git.operation_heads(cwd)
+    if "merge" not in heads and _merging_heads():
+        heads["merge"] = _merging_heads()
+    found: list[Finding] = []
+    jobs: list[tuple[str, str, list[str], str | None]] = []  # (label, rev, paths, base rev)
+    for oid in heads.get("merge", []):
+        jobs.append((f"MERGE_HEAD {oid[:12]}", oid, git.index_diff_paths(cwd, oid), None))
+    for operation, name in (("rebase", "REBASE_HEAD"), ("cherry-pick", "CHERRY_PICK_HEAD")):
+        for oid in heads.get(operation, [])[:1]:
+            picked_parents = git.commit_parents(cwd, [oid]).get(oid, [])
+            if not picked_parents or oid == git.head_oid(cwd):
+                continue  # a root commit adds to nothing; an `edit` stop is HEAD itself
+            changed = git.tree_diff_paths(cwd, picked_parents[0], oid)
+            if operation == "cherry-pick":
+                changed = sorted(set(changed) & set(staged_paths))
+            jobs.append((f"{name} {oid[:12]}", oid, changed, picked_parents[0]))
+    for label, rev, paths, base in jobs:
+        pairs = sorted({(p, t) for p, t in ((p, task_of(path, p)) for path in paths
+                                            for p in [_prefix_of(path)] if p is not None)
+                        if t is not None})
+        files = [f for p, t in pairs for f in task_paths(p, t)]
+        ours = git.blobs_at(cwd, None, files)
+        theirs = git.blobs_at(cwd, rev, files)
+        before = git.blobs_at(cwd, base, [f for f in files if f.endswith(".jsonl")]) \
+            if base is not None else {}
+        for prefix, task in pairs:
+            md, hist = task_paths(prefix, task)
+            if task not in tasks:
+                tasks.append(task)
+            more, said = check_growth(
+                task, md, hist, (theirs[md], theirs[hist]), (ours[md], ours[hist]),
+                against=label, rev=rev[:12],
+                base_history=None if base is None else (before.get(hist) or b""),
+                way_back=f"the way back: git checkout -m -- {md} {hist} (merges both sides "
+                         f"again), then git add them"
+                         + ("; or git merge --abort, then merge without -s ours"
+                            if base is None else ""))
+            found += more
+            notes += said
+    return found
+
+
+def _merging_heads() -> list[str]:
+    """The commits ``git merge`` is merging while it runs ``pre-merge-commit``, before it has
+    written MERGE_HEAD: git-merge exports ``GITHEAD_<oid>=<name>`` for each (the labels it
+    gives merge strategies and drivers, builtin/merge.c)."""
+    return sorted(k[8:] for k in os.environ
+                  if k.startswith("GITHEAD_") and len(k) in (48, 72)
+                  and all(c in "0123456789abcdef" for c in k[8:]))
+
+
+def _report(problems: list[Finding], tasks: list[str], notes: list[str] | None = None) -> int:
+    for note in notes or ():
+        _say(f"ledgit pre-commit: note: {note}")
     for p in problems:
         _say(f"ledgit pre-commit: {p}")
     if problems:
@@ -219,7 +327,7 @@ def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
     from pathlib import Path
 
     where = Path(os.getcwd()) if cwd is None else cwd
-    if name == PRE_COMMIT:
+    if name in (PRE_COMMIT, PRE_MERGE_COMMIT):
         return pre_commit(where)
     if name in INDEX_HOOKS:
         return refresh_index(where)
