@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     import pygit2
 
 _REPO_ENV = gitfs.REPO_ENV  # what Git clears before it works in another repository
+QUARANTINE_ENV = "GIT_QUARANTINE_PATH"  # set for pre-receive hooks: pushed objects live there
+_QUARANTINE_KEEP = frozenset(("GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"))
 # First components of `git rev-parse --git-path` names that Git maps somewhere special
 # (path.c common_list and adjust_git_path); every other name lives in the per-worktree git dir.
 _GIT_PATH_SPECIAL = (
@@ -68,6 +70,10 @@ def no_git_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     would make a child git ignore its ``cwd``. Identity, ``-c`` config and transport settings stay.
     """
     source = os.environ if env is None else env
+    if source.get(QUARANTINE_ENV):
+        # a pre-receive hook: the pushed objects are only visible through these
+        # (git-receive-pack(1), "QUARANTINE ENVIRONMENT")
+        return {k: v for k, v in source.items() if k not in _REPO_ENV or k in _QUARANTINE_KEEP}
     return {k: v for k, v in source.items() if k not in _REPO_ENV}
 
 
@@ -689,10 +695,14 @@ def _open_repo(paths: GitPaths) -> pygit2.Repository | None:
     import pygit2
 
     try:
-        return pygit2.Repository(str(paths.toplevel or paths.git_dir))
+        repo = pygit2.Repository(str(paths.toplevel or paths.git_dir))
     except pygit2.GitError as err:  # reftable, partial clone, sha256...
         _note(paths.git_dir, f"pygit2 cannot open the repository ({err})")
         return None
+    quarantine = os.environ.get(QUARANTINE_ENV)
+    if quarantine:  # a pre-receive hook: the objects being pushed are not in the repository yet
+        repo.odb.add_disk_alternate(quarantine)
+    return repo
 
 
 def _note(where: Path, why: str) -> None:
