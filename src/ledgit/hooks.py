@@ -295,18 +295,19 @@ def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
     timer.start()
     try:
         from ledgit.board import LEDGIT_DIR, Board, find_board
+        from ledgit.gate import board_prefixes
         from ledgit.index import Index
 
-        try:
-            boards = [find_board(cwd)]
-        except LedgitError:
-            # Git runs hooks at the top: a board kept in a subdirectory is found from the
-            # index (docs/git.md, "Boards in subdirectories").
-            from ledgit.gate import board_prefixes
-
-            top = git.toplevel(cwd)
-            boards = [Board(top / p) for p in board_prefixes(cwd)
-                      if p and (top / p / LEDGIT_DIR).is_dir()] if top is not None else []
+        # Every board of the work tree, each with its own index (docs/git.md, "Every board
+        # is guarded"): the one found from cwd and those the index tracks.
+        top = git.toplevel(cwd)
+        boards = [Board(top / p) for p in board_prefixes(cwd)
+                  if (top / p / LEDGIT_DIR).is_dir()] if top is not None else []
+        if not boards:
+            try:
+                boards = [find_board(cwd)]  # LEDGIT_ROOT may pin one outside the work tree
+            except LedgitError:
+                boards = []
         for board in boards:  # none: no board on this branch, nothing to index
             with Index.open(board) as index:
                 index.refresh()
