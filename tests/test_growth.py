@@ -333,3 +333,29 @@ def test_a_cherry_pick_must_take_all_it_picks_of_a_history(tmp_path: Path,
     proc = git_rc(repo, "commit", "--allow-empty", "--no-edit")
     assert proc.returncode == 0, proc.stderr
     assert event_ids(hist.read_text()) == event_ids(ours + "\n")
+
+
+def test_a_rebase_step_must_keep_what_the_replayed_commit_added(tmp_path: Path,
+                                                               git_env: Path) -> None:
+    repo, tid, base, _ = _claimed(tmp_path)
+    git("checkout", "-q", "-b", "feature", cwd=repo)
+    ledgit(repo, "heartbeat", tid, "--by", "agent-b")
+    commit_all(repo, "feature: heartbeat")
+    git("checkout", "-q", "main", cwd=repo)
+    ledgit(repo, "update", tid, "--label", "ui", "--by", "main-dev")
+    commit_all(repo, "main: label")
+    git("checkout", "-q", "feature", cwd=repo)
+    proc = git_rc(repo, "-c", "merge.ledgit.driver=false", "rebase", "main")
+    assert proc.returncode == 1
+    git("checkout", "--ours", ".ledgit/", cwd=repo)  # during a rebase "ours" is upstream
+    git("add", "-A", cwd=repo)
+    proc = git_rc(repo, "commit", "-m", "replayed")
+    assert proc.returncode == 1
+    (line,) = _growth_lines(proc.stderr)
+    assert "loses an event of REBASE_HEAD " in line and "heartbeat by agent-b at " in line
+    md, hist = f".ledgit/tasks/{tid}.md", f".ledgit/history/{tid}.jsonl"
+    git("checkout", "-m", "--", md, hist, cwd=repo)
+    git("add", md, hist, cwd=repo)
+    git("-c", "core.editor=true", "rebase", "--continue", cwd=repo)
+    ledgit(repo, "verify", "--range", f"{base}..HEAD")
+    assert "heartbeat" in history_file(repo, tid).read_text()
