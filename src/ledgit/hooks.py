@@ -110,10 +110,10 @@ def _pre_commit_fast(cwd: str) -> int | None:
 
 def _operation_pending(git_dir: str) -> bool:
     """Whether a merge, cherry-pick, revert or rebase is stopped in this worktree (the state
-    files of git-status(1)): the next commit then takes from more than HEAD."""
+    files of git-status(1)): the next commit then takes from more than HEAD. REBASE_HEAD
+    alone is no sign: Git leaves it behind when a rebase ends."""
     return any(os.path.exists(os.path.join(git_dir, name)) for name in (
-        "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD", "rebase-merge",
-        "rebase-apply"))
+        "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply"))
 
 
 def _board_prefix(cwd: str, top: str) -> str | None:
