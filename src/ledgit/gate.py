@@ -400,8 +400,10 @@ def growth_between(reader: TreeReader, parent: str, commit: str, prefix: str,
     notes: list[str] = []
     for tid in tasks:
         md, hist = task_paths(prefix, tid)
-        before = (reader.blob(parent, md), reader.blob(parent, hist))
         after = (reader.blob(commit, md), reader.blob(commit, hist))
+        # the parent's task file matters only for a removal (was it archived?)
+        before = (reader.blob(parent, md) if after == (None, None) else None,
+                  reader.blob(parent, hist))
         more, said = check_growth(tid, md, hist, before, after,
                                   against=label or f"parent {parent[:12]}", rev=parent[:12],
                                   commit=commit)

@@ -818,6 +818,7 @@ class TreeReader:
         self.cwd = cwd
         self.repo = _open_repo(_require(cwd))
         self._trees: dict[str, pygit2.Tree] = {}
+        self._blobs: dict[tuple[str, str], bytes | None] = {}  # the gate asks some twice
 
     def _tree(self, rev: str) -> pygit2.Tree:
         tree = self._trees.get(rev)
@@ -828,15 +829,21 @@ class TreeReader:
 
     def blob(self, rev: str, path: str) -> bytes | None:
         """The content of ``path`` at ``rev``, None when no blob is there."""
+        key = (rev, path)
+        if key in self._blobs:
+            return self._blobs[key]
         if self.repo is None:
-            return blob_at(self.cwd, rev, path)
-        import pygit2
+            data = blob_at(self.cwd, rev, path)
+        else:
+            import pygit2
 
-        try:
-            obj = self._tree(rev)[path]
-        except KeyError:
-            return None
-        return obj.data if isinstance(obj, pygit2.Blob) else None
+            try:
+                obj = self._tree(rev)[path]
+            except KeyError:
+                obj = None
+            data = obj.data if isinstance(obj, pygit2.Blob) else None
+        self._blobs[key] = data
+        return data
 
     def diff_paths(self, old: str, new: str) -> list[str]:
         """:func:`tree_diff_paths`: the board paths that differ between two commits."""
