@@ -157,8 +157,10 @@ def _scenario(tmp: Path, world: str) -> dict[str, str]:
     hist.write_bytes(saved)
     git(["checkout", "-q", "--", hist_rel], top, env)
 
-    # The post-checkout hook warms this worktree's index.
-    index = top / ".git" / "ledgit" / "index.sqlite3"
+    # The post-checkout hook warms this worktree's index (a board below the top has its own:
+    # docs/git.md, "Every board is guarded").
+    private = top / ".git" / "ledgit"
+    index = (private / "boards" / SUBDIR if rel else private) / "index.sqlite3"
     index.unlink(missing_ok=True)
     git(["checkout", "-q", "main"], top, env)
     assert index.is_file(), "post-checkout did not build the index"

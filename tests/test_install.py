@@ -97,8 +97,8 @@ def test_pre_commit_framework_gets_the_snippet_not_our_hooks(tmp_path: Path,
     repo = _plain_repo(tmp_path)
     (repo / ".pre-commit-config.yaml").write_text("repos: []\n")
     r = ledgit(repo, "install", "--command", LEDGIT)
-    assert "default_install_hook_types: [pre-commit, post-checkout, post-merge, post-rewrite]" \
-        in r.out
+    assert "default_install_hook_types: [pre-commit, post-checkout, post-merge, post-rewrite, " \
+        "pre-merge-commit]" in r.out
     assert "id: ledgit-check" in r.out and "id: ledgit-index" in r.out
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
     d = ledgit(repo, "doctor", code=1)

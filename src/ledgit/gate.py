@@ -27,13 +27,22 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ledgit import git
 from ledgit.errors import USAGE, LedgitError
-from ledgit.history import HistoryError, heads, parse_events, verify
+from ledgit.history import (
+    HistoryError,
+    describe_event,
+    heads,
+    lost_in_text,
+    parse_events,
+    verify,
+)
 from ledgit.markers import RULE as MARKER_RULE
 from ledgit.markers import marker_problem
 from ledgit.record import Record, lifecycle_problems, parse_record
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from ledgit.git import TreeReader
 
 LEDGIT_DIR = ".ledgit"
 TASKS = "tasks"
@@ -63,11 +72,13 @@ class Finding(NamedTuple):
 
 class GateReport(NamedTuple):
     """What the gate checked: the ``commits`` (oldest first), how many task checks ran
-    (``checked``), and every finding (``findings``; empty = pass)."""
+    (``checked``), every finding (``findings``; empty = pass) and what passed but is worth
+    saying (``notes``: an archived task's files removed)."""
 
     commits: list[str]
     checked: int
     findings: list[Finding]
+    notes: list[str] = []
 
     @property
     def ok(self) -> bool:
@@ -89,12 +100,11 @@ def board_prefix(cwd: Path) -> str:
 
 def _found_prefix(cwd: Path) -> str | None:
     """:func:`board_prefix` of the board found from ``cwd``; None when no board is found
-    there inside the work tree."""
+    there inside the work tree. Raises LedgitError (2) outside a work tree."""
     top = git.toplevel(cwd)
     if top is None:
         raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
     try:
-        # lazy: the board module (~1 ms) is not needed by the pre-commit hook (bench precommit)
         from ledgit.board import find_board
 
         root = find_board(cwd).root
@@ -107,28 +117,29 @@ def _found_prefix(cwd: Path) -> str | None:
 
 
 def board_prefixes(cwd: Path, revs: Iterable[str] = ()) -> list[str]:
-    """The boards to check from ``cwd`` (docs/git.md, "Boards in subdirectories"): the board
-    found from ``cwd`` when there is one (walking up, :func:`ledgit.board.find_board`);
-    otherwise every board Git tracks -- the directories holding a ``.ledgit/`` with a
-    ``config.yaml``, a task file or a history -- in the index (what a commit would hold) and,
-    for each of ``revs``, in that commit's tree. Git runs hooks at the top of the work tree,
-    where walking up never finds a board kept in a subdirectory (``ledgit init sub``).
-    ``[""]`` when there is none (nothing to check).
+    """Every board to check (docs/git.md, "Every board is guarded"), sorted: the board found
+    from ``cwd`` (walking up, :func:`ledgit.board.find_board`), every board Git tracks in the
+    index (what a commit would hold) and, for each of ``revs``, in that commit's tree -- the
+    directories holding a ``.ledgit/`` with a ``config.yaml``, a task file or a history. In a
+    bare repository only the ``revs`` are looked at. ``[""]`` when there is none.
     """
-    found = _found_prefix(cwd)
-    if found is not None:
-        return [found]
-    top = git.toplevel(cwd)
-    assert top is not None  # _found_prefix raised otherwise
-    globs = [f":(glob)**/{LEDGIT_DIR}/config.yaml",
-             f":(glob)**/{LEDGIT_DIR}/{TASKS}/*{TASK_SUFFIX}",
-             f":(glob)**/{LEDGIT_DIR}/{HISTORY}/*{HISTORY_SUFFIX}"]
-    listed = [git.run_git(["ls-files", "-z", "--full-name", "--", *globs], top,
-                          check=False).stdout]
-    for rev in revs:
-        listed.append(git.run_git(["ls-tree", "-r", "-z", "--name-only", "--full-tree", rev],
-                                  top, check=False).stdout)
     prefixes: set[str] = set()
+    top = git.toplevel(cwd)
+    listed: list[bytes] = []
+    if top is not None:
+        found = _found_prefix(cwd)
+        if found is not None:
+            prefixes.add(found)
+        globs = [f":(glob)**/{LEDGIT_DIR}/config.yaml",
+                 f":(glob)**/{LEDGIT_DIR}/{TASKS}/*{TASK_SUFFIX}",
+                 f":(glob)**/{LEDGIT_DIR}/{HISTORY}/*{HISTORY_SUFFIX}"]
+        listed.append(git.run_git(["ls-files", "-z", "--full-name", "--", *globs], top,
+                                  check=False).stdout)
+    elif git.discover(cwd) is None:
+        raise LedgitError(f"{cwd}: not a Git repository", USAGE)
+    for rev in revs:
+        prefixes.update(p for p in map(_prefix_of, git.board_paths_at(cwd, rev))
+                        if p is not None)
     for out in listed:
         for path in os.fsdecode(out).split("\0"):
             prefix = _prefix_of(path)
@@ -294,16 +305,116 @@ def check_files(files: Mapping[str, bytes], prefix: str, ids: Iterable[str] | No
     return len(wanted), found
 
 
+# --------------------------------------------------------------------------- growth
+
+GROWTH_RULE = "growth"  # an event of a parent commit's history is missing (DESIGN §8)
+REMOVED_RULE = "removed"  # a task's files removed while it was not archived
+MAX_LOST_LINES = 20  # lost events named one per line for one task; the rest are counted
+
+
+def check_growth(task_id: str, record_path: str, history_path: str,
+                 parent: tuple[bytes | None, bytes | None],
+                 child: tuple[bytes | None, bytes | None], *, against: str,
+                 rev: str | None = None, commit: str | None = None,
+                 base_history: bytes | None = None,
+                 way_back: str | None = None) -> tuple[list[Finding], list[str]]:
+    """"A history only grows" (DESIGN §8) for one task: (findings, notes).
+
+    ``parent``/``child``: the task's (record, history) bytes in the parent commit and in the
+    new commit or the index (None = absent). ``against`` names the parent to a person
+    ("HEAD", "MERGE_HEAD 1a2b3c4d5e6f", a commit id); ``rev`` is how Git names it in the way
+    back (default ``against``). ``base_history``: check only the events the parent adds to it
+    (what a cherry-pick or a rebase step takes). One ``growth`` finding per lost event (op,
+    actor, time, id; at most :data:`MAX_LOST_LINES`, then a count) with the way back
+    (``way_back``, default: re-merge with ``ledgit resolve``). A task
+    whose two files are both gone is allowed when its record was archived in the parent (a
+    note says so), else one ``removed`` finding.
+    """
+
+    rev = rev or against
+    findings: list[Finding] = []
+    if child == (None, None) and base_history is None:
+        if parent == (None, None):
+            return [], []
+        status = _status_of(parent[0], record_path)
+        if status == "archived":
+            return [], [f"{task_id}: task removed (archived in {against})"]
+        n = len(lost_in_text(parent[1], None))
+        return [Finding(record_path, 0, REMOVED_RULE,
+                        f"{task_id} removed but not archived in {against} (status "
+                        f"{status or 'unknown'}; {n} event(s) would vanish): archive it first "
+                        f"(ledgit archive {task_id}), or bring it back: git checkout {rev} -- "
+                        f"{record_path} {history_path}", commit)], []
+    lost = lost_in_text(parent[1], child[1], base_history)
+    way_back = way_back or (
+        f"the way back: ledgit resolve {history_path} (re-merges from the parents), or git "
+        f"checkout {rev} -- {history_path} then ledgit resolve")
+    way_back += f"; to undo a change add an event: ledgit revert {task_id} EVENT"
+    subject = f"staged {task_id}" if commit is None else task_id
+    for event in lost[:MAX_LOST_LINES]:
+        findings.append(Finding(history_path, 0, GROWTH_RULE,
+                                f"{subject} loses an event of {against}: "
+                                f"{describe_event(event)}; {way_back}", commit))
+    if len(lost) > MAX_LOST_LINES:
+        findings.append(Finding(history_path, 0, GROWTH_RULE,
+                                f"{subject} loses {len(lost) - MAX_LOST_LINES} more event(s) "
+                                f"of {against}; {way_back}", commit))
+    return findings, []
+
+
+def _status_of(record_data: bytes | None, path: str) -> str | None:
+    """The ``status`` of a record's bytes, None when it does not parse."""
+    if record_data is None:
+        return None
+
+    try:
+        status = parse_record(record_data, path).fields.get("status")
+    except LedgitError:
+        return None
+    return str(status) if status is not None else None
+
+
+def growth_between(reader: TreeReader, parent: str, commit: str, prefix: str,
+                   paths: Iterable[str] | None = None, *, label: str | None = None,
+                   ) -> tuple[int, list[Finding], list[str]]:
+    """:func:`check_growth` for every task of board ``prefix`` whose files differ between
+    commits ``parent`` and ``commit`` (``paths``: that difference when already known), read
+    through a :class:`ledgit.git.TreeReader`. Returns (tasks checked, findings, notes)."""
+    changed = reader.diff_paths(parent, commit) if paths is None else paths
+    tasks = sorted({t for t in (task_of(p, prefix) for p in changed) if t is not None})
+    found: list[Finding] = []
+    notes: list[str] = []
+    for tid in tasks:
+        md, hist = task_paths(prefix, tid)
+        after = (reader.blob(commit, md), reader.blob(commit, hist))
+        # the parent's task file matters only for a removal (was it archived?)
+        before = (reader.blob(parent, md) if after == (None, None) else None,
+                  reader.blob(parent, hist))
+        more, said = check_growth(tid, md, hist, before, after,
+                                  against=label or f"parent {parent[:12]}", rev=parent[:12],
+                                  commit=commit)
+        found += more
+        notes += said
+    return len(tasks), found, notes
+
+
 # --------------------------------------------------------------------------- Git objects
 
 
 def verify_rev(cwd: Path, rev: str, prefix: str | None = None) -> GateReport:
-    """Every task and history at commit ``rev``, fully checked."""
+    """Every task and history at commit ``rev``, fully checked, and the commit against each
+    of its parents for growth (:func:`check_growth`)."""
     prefix = board_prefix(cwd) if prefix is None else prefix
     commit = git.rev_list(cwd, rev)[0]
     files = git.tree_files(cwd, commit, f"{prefix}{LEDGIT_DIR}/")
     checked, found = check_files(files, prefix, commit=commit)
-    return GateReport([commit], checked, found)
+    reader = git.TreeReader(cwd)
+    notes: list[str] = []
+    for parent in git.commit_parents(cwd, [commit]).get(commit, []):
+        _, more, said = growth_between(reader, parent, commit, prefix)
+        found += more
+        notes += said
+    return GateReport([commit], checked, found, notes)
 
 
 def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
@@ -311,48 +422,42 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
 
     A commit whose first parent is outside the range (the start) gets the heads-and-markers
     check on every task; each commit then gets the full checks on the tasks it changes
-    against its first parent (so a merge commit is checked for everything it brought in).
+    against its first parent (so a merge commit is checked for everything it brought in),
+    and the growth check (:func:`check_growth`) against every one of its parents.
     """
     if ".." not in spec:
         raise LedgitError(f"--range {spec}: give a range A..B (a single commit: --rev)", USAGE)
     prefix = board_prefix(cwd) if prefix is None else prefix
     commits = git.rev_list(cwd, spec)
-    parents = _first_parents(cwd, commits)
+    parents = git.commit_parents(cwd, commits)
+    reader = git.TreeReader(cwd)
     seen: set[str] = set()
     checked = 0
     found: list[Finding] = []
+    notes: list[str] = []
     board_dir = f"{prefix}{LEDGIT_DIR}/"
     for commit in commits:
-        if parents.get(commit) not in seen:
+        mine = parents.get(commit, [])
+        if (mine[0] if mine else None) not in seen:
             files = git.tree_files(cwd, commit, board_dir)
             n, more = check_files(files, prefix, commit=commit, full=False)
             checked += n
             found += more
-        changed = {t for t in (task_of(p, prefix) for p in git.changed_paths(cwd, commit,
-                                                                             board_dir))
-                   if t is not None}
+        first = git.changed_paths(cwd, commit, board_dir)
+        changed = {t for t in (task_of(p, prefix) for p in first) if t is not None}
         for tid in sorted(changed):
             md, hist = task_paths(prefix, tid)
-            found += [f for f in check_task(tid, md, git.blob_at(cwd, commit, md), hist,
-                                            git.blob_at(cwd, commit, hist), commit)
+            found += [f for f in check_task(tid, md, reader.blob(commit, md), hist,
+                                            reader.blob(commit, hist), commit)
                       if f not in found]
         checked += len(changed)
+        for n, parent in enumerate(mine):
+            _, more, said = growth_between(reader, parent, commit, prefix,
+                                           first if n == 0 else None)
+            found += [f for f in more if f not in found]
+            notes += said
         seen.add(commit)
-    return GateReport(commits, checked, found)
-
-
-def _first_parents(cwd: Path, commits: list[str]) -> dict[str, str | None]:
-    """commit -> its first parent (None for a root commit), one ``git rev-list`` call."""
-    if not commits:
-        return {}
-    out = git.run_git(["rev-list", "--no-walk=unsorted", "--parents", "--stdin"], cwd,
-                      input="\n".join(commits).encode() + b"\n").stdout.decode()
-    result: dict[str, str | None] = {}
-    for line in out.splitlines():
-        ids = line.split()
-        if ids:
-            result[ids[0]] = ids[1] if len(ids) > 1 else None
-    return result
+    return GateReport(commits, checked, found, notes)
 
 
 def driver_gap(cwd: Path, rev: str | None = None, prefix: str = "") -> Finding | None:
@@ -421,9 +526,11 @@ def render_report(report: GateReport, fmt: str) -> str:
         return json.dumps({
             "ok": report.ok, "commits": report.commits, "checked": report.checked,
             "problems": [f._asdict() for f in report.findings],
+            "notes": list(report.notes),
         }, ensure_ascii=False, indent=2)
     if fmt == "github":
-        return "\n".join(github_line(f) for f in report.findings)
+        return "\n".join([*(github_line(f) for f in report.findings),
+                          *(f"::notice title=ledgit::{_escape_data(n)}" for n in report.notes)])
     if fmt == "text":
         return "\n".join(str(f) for f in report.findings)
     raise LedgitError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})", USAGE)
@@ -432,23 +539,34 @@ def render_report(report: GateReport, fmt: str) -> str:
 def run_gate(cwd: Path, *, rev: str | None = None, spec: str | None = None) -> GateReport:
     """``ledgit verify --rev REV`` or ``--range A..B``: the report, with the driver check.
 
-    Checks every board of :func:`board_prefixes` (the one found from ``cwd``, else every
-    board tracked in the index or at ``REV`` / at either end of the range)."""
+    Checks every board of :func:`board_prefixes` (the one found from ``cwd``, every board
+    tracked in the index, and every board at ``REV`` / at either end of the range). Works in
+    a bare repository (server-side hooks, merge queues): there the boards come from the
+    commits alone."""
     if (rev is None) == (spec is None):
         raise LedgitError("give one of --rev REV or --range A..B", USAGE)
     if rev is not None:
         ends = [rev]
     else:
         ends = [e for e in (spec or "").replace("...", "..").split("..") if e] or ["HEAD"]
+        if spec and "..." not in spec:
+            for end in ends:
+                git.rev_list(cwd, end)  # a bad end is named as such, before any listing
+    # No work tree (a server's bare repository): nothing is merged here by Git's hand, and
+    # what a forge's line merge breaks, the growth and continuity checks catch.
+    bare = git.toplevel(cwd) is None
     reports = []
     gaps: list[Finding] = []
     for prefix in board_prefixes(cwd, ends):
         report = verify_rev(cwd, rev, prefix) if rev is not None else \
             verify_range(cwd, spec or "", prefix)
         reports.append(report)
+        if bare:
+            continue
         gap = driver_gap(cwd, report.commits[-1] if report.commits else None, prefix)
         if gap is not None and gap not in gaps:
             gaps.append(gap)
     first = reports[0]
     return GateReport(first.commits, sum(r.checked for r in reports),
-                      [*gaps, *(f for r in reports for f in r.findings)])
+                      [*gaps, *(f for r in reports for f in r.findings)],
+                      [n for r in reports for n in r.notes])

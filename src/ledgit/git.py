@@ -39,6 +39,8 @@ _REPO_ENV = frozenset({
     "GIT_NO_REPLACE_OBJECTS", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX", "GIT_REPLACE_REF_BASE",
     "GIT_SHALLOW_FILE", "GIT_WORK_TREE",
 })
+QUARANTINE_ENV = "GIT_QUARANTINE_PATH"  # set for pre-receive hooks: pushed objects live there
+_QUARANTINE_KEEP = frozenset(("GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"))
 # First components of `git rev-parse --git-path` names that Git maps somewhere special
 # (path.c common_list and adjust_git_path); every other name lives in the per-worktree git dir.
 _GIT_PATH_SPECIAL = (
@@ -68,6 +70,10 @@ def no_git_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     would make a child git ignore its ``cwd``. Identity, ``-c`` config and transport settings stay.
     """
     source = os.environ if env is None else env
+    if source.get(QUARANTINE_ENV):
+        # a pre-receive hook: the pushed objects are only visible through these
+        # (git-receive-pack(1), "QUARANTINE ENVIRONMENT")
+        return {k: v for k, v in source.items() if k not in _REPO_ENV or k in _QUARANTINE_KEEP}
     return {k: v for k, v in source.items() if k not in _REPO_ENV}
 
 
@@ -612,10 +618,14 @@ def _open_repo(paths: GitPaths) -> pygit2.Repository | None:
     import pygit2  # lazy: ~40 ms to import; the pre-commit hook (bench precommit) never needs it
 
     try:
-        return pygit2.Repository(str(paths.toplevel or paths.git_dir))
+        repo = pygit2.Repository(str(paths.toplevel or paths.git_dir))
     except pygit2.GitError as err:  # reftable, partial clone, sha256...
         _note(paths.git_dir, f"pygit2 cannot open the repository ({err})")
         return None
+    quarantine = os.environ.get(QUARANTINE_ENV)
+    if quarantine:  # a pre-receive hook: the objects being pushed are not in the repository yet
+        repo.odb.add_disk_alternate(quarantine)
+    return repo
 
 
 def _note(where: Path, why: str) -> None:
@@ -630,3 +640,147 @@ def resolve_commit(cwd: Path, rev: str) -> str:
     """The full commit id ``rev`` names in the repository at ``cwd``; LedgitError exit 2
     when it names none."""
     return _resolve_cli(cwd, rev, "commit")
+
+
+# --- growth: what the hooks and the gate compare (DESIGN §8, "A history only grows") ----------
+# git CLI only (argv lists): one process per question, whatever the repository's layout.
+
+BOARD_GLOBS = (":(glob).ledgit/**", ":(glob)**/.ledgit/**")  # every board's files
+
+
+def staged_board_paths(cwd: Path) -> list[str]:
+    """Paths under any ``.ledgit/`` whose index entry differs from HEAD (the empty tree on an
+    unborn branch), unmerged ones included: ``git diff-index --cached --name-only``."""
+    return index_diff_paths(cwd, head_oid(cwd) or _empty_tree(cwd))
+
+
+def index_diff_paths(cwd: Path, rev: str) -> list[str]:
+    """Paths under any ``.ledgit/`` whose entry in the index (:func:`index_path`) differs from
+    commit ``rev``, sorted (git-diff-index(1) ``--cached``; a rename is a deletion plus an
+    addition). A bad ``rev`` raises LedgitError (code 2)."""
+    env = {**no_git_env(), "GIT_INDEX_FILE": str(index_path(cwd))}
+    out = run_git(["diff-index", "--cached", "--name-only", "-z", "--no-renames", rev, "--",
+                   *BOARD_GLOBS], _root(cwd), env=env).stdout
+    return sorted({os.fsdecode(p) for p in out.split(b"\0") if p}, key=os.fsencode)
+
+
+def tree_diff_paths(cwd: Path, old: str, new: str) -> list[str]:
+    """Paths under any ``.ledgit/`` that differ between commits ``old`` and ``new``, sorted
+    (``git diff-tree -r --name-only --no-renames OLD NEW``). Works in a bare repository."""
+    out = run_git(["diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new, "--",
+                   *BOARD_GLOBS], _root(cwd)).stdout
+    return sorted({os.fsdecode(p) for p in out.split(b"\0") if p}, key=os.fsencode)
+
+
+def board_paths_at(cwd: Path, rev: str) -> list[str]:
+    """Every path under any ``.ledgit/`` in the tree of ``rev`` (``git ls-tree -r``, which
+    takes no glob pathspec, so the listing is filtered here)."""
+    out = run_git(["ls-tree", "-r", "-z", "--name-only", "--full-tree", rev], _root(cwd)).stdout
+    return [path for path in map(os.fsdecode, out.split(b"\0"))
+            if path.startswith(".ledgit/") or "/.ledgit/" in path]
+
+
+def blobs_at(cwd: Path, rev: str | None, paths: Sequence[str]) -> dict[str, bytes | None]:
+    """path -> the blob at ``rev:path`` (``rev`` None: the index's stage-0 entry, ``:path``),
+    None where there is none; one ``git cat-file --batch`` for all (gitrevisions(7))."""
+    if not paths:
+        return {}
+    env = {**no_git_env(), "GIT_INDEX_FILE": str(index_path(cwd))} if rev is None else None
+    names = [f"{rev or ''}:{p}" for p in paths]
+    out = run_git(["cat-file", "--batch"], _root(cwd), env=env,
+                  input="\n".join(names).encode() + b"\n").stdout
+    found: dict[str, bytes | None] = {}
+    pos = 0
+    for path in paths:  # "<oid> <type> <size>\n<content>\n" or "<name> missing\n"
+        end = out.index(b"\n", pos)
+        header = out[pos:end].rsplit(b" ", 2)
+        if len(header) == 3 and header[1] == b"blob" and header[2].isdigit():
+            size = int(header[2])
+            found[path] = out[end + 1:end + 1 + size]
+            pos = end + 2 + size
+        elif len(header) == 3 and header[2].isdigit():  # a tree or a submodule: no file
+            found[path] = None
+            pos = end + 2 + int(header[2])
+        else:
+            found[path] = None
+            pos = end + 1
+    return found
+
+
+def commit_parents(cwd: Path, commits: Sequence[str]) -> dict[str, list[str]]:
+    """commit -> its parents in order (empty for a root commit), one ``git rev-list``."""
+    if not commits:
+        return {}
+    out = run_git(["rev-list", "--no-walk=unsorted", "--parents", "--stdin"], _root(cwd),
+                  input="\n".join(commits).encode() + b"\n").stdout.decode()
+    return {ids[0]: ids[1:] for ids in (line.split() for line in out.splitlines()) if ids}
+
+
+def operation_heads(cwd: Path) -> dict[str, list[str]]:
+    """The commits an operation stopped in this worktree brings into the next commit:
+    ``{"merge": [MERGE_HEAD lines...]}``, ``{"cherry-pick": [CHERRY_PICK_HEAD]}``,
+    ``{"revert": [REVERT_HEAD]}``, ``{"rebase": [REBASE_HEAD]}`` (git-merge(1),
+    git-cherry-pick(1), git-rebase(1)); empty when none is."""
+    gd = git_dir(cwd)
+    found: dict[str, list[str]] = {}
+    rebasing = (gd / "rebase-merge").is_dir() or (gd / "rebase-apply").is_dir()
+    for name, operation in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"),
+                            ("REVERT_HEAD", "revert"), ("REBASE_HEAD", "rebase")):
+        try:
+            text = (gd / name).read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        oids = [line.strip() for line in text.splitlines() if line.strip()]
+        if oids and (operation != "rebase" or rebasing):
+            found[operation] = oids
+    return found
+
+
+def _empty_tree(cwd: Path) -> str:
+    return run_git(["hash-object", "-t", "tree", "--stdin"], _root(cwd),
+                   input=b"").stdout.decode().strip()
+
+
+class TreeReader:
+    """Blobs and tree diffs of one repository opened once, for the gate's walk over many
+    commits: pygit2's public API, or the git CLI where pygit2 refuses the repository."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.repo = _open_repo(_require(cwd))
+        self._trees: dict[str, pygit2.Tree] = {}
+        self._blobs: dict[tuple[str, str], bytes | None] = {}  # the gate asks some twice
+
+    def _tree(self, rev: str) -> pygit2.Tree:
+        tree = self._trees.get(rev)
+        if tree is None:
+            assert self.repo is not None
+            tree = self._trees[rev] = _tree_pygit2(self.repo, rev)
+        return tree
+
+    def blob(self, rev: str, path: str) -> bytes | None:
+        """The content of ``path`` at ``rev``, None when no blob is there."""
+        key = (rev, path)
+        if key in self._blobs:
+            return self._blobs[key]
+        if self.repo is None:
+            data = blob_at(self.cwd, rev, path)
+        else:
+            import pygit2
+
+            try:
+                obj = self._tree(rev)[path]
+            except KeyError:
+                obj = None
+            data = obj.data if isinstance(obj, pygit2.Blob) else None
+        self._blobs[key] = data
+        return data
+
+    def diff_paths(self, old: str, new: str) -> list[str]:
+        """:func:`tree_diff_paths`: the board paths that differ between two commits."""
+        if self.repo is None:
+            return tree_diff_paths(self.cwd, old, new)
+        diff = self._tree(old).diff_to_tree(self._tree(new))
+        found = {os.fsdecode(d.new_file.raw_path or d.old_file.raw_path) for d in diff.deltas}
+        return sorted((p for p in found if p.startswith(".ledgit/") or "/.ledgit/" in p),
+                      key=os.fsencode)

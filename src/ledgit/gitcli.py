@@ -112,6 +112,8 @@ def verify_cmd(ctx: click.Context, tasks: tuple[str, ...], check_all: bool, as_j
     if text:
         click.echo(text)
     if fmt == "text":
+        for note in report.notes:
+            click.echo(f"ledgit verify: note: {note}", err=True)
         what = (f"{len(report.commits)} commit(s), {report.checked} task check(s)")
         verdict = "ok" if report.ok else f"{len(report.findings)} problem(s)"
         click.echo(f"ledgit verify: {what}: {verdict}", err=True)

@@ -23,18 +23,26 @@ from typing import TYPE_CHECKING
 
 from ledgit import git
 from ledgit.errors import CHECK_FAILED, OK, USAGE, LedgitError
-from ledgit.gate import Finding, board_prefixes, check_task, task_of, task_paths
-from ledgit.locate import LEDGIT_DIR, find_root
+from ledgit.gate import (
+    Finding,
+    _prefix_of,
+    board_prefixes,
+    check_growth,
+    check_task,
+    task_of,
+    task_paths,
+)
+from ledgit.locate import LEDGIT_DIR, find_root, git_dir_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from pathlib import Path
 
-    from ledgit.git import GitPaths
 
 PRE_COMMIT = "pre-commit"
+PRE_MERGE_COMMIT = "pre-merge-commit"  # git merge's own commit: the pre-commit checks
 INDEX_HOOKS = ("post-checkout", "post-merge", "post-rewrite", "index")
-NAMES = (PRE_COMMIT, *INDEX_HOOKS)
+NAMES = (PRE_COMMIT, PRE_MERGE_COMMIT, *INDEX_HOOKS)
 INDEX_BUDGET = 5.0  # seconds a post-* hook may spend refreshing the index
 
 
@@ -46,68 +54,69 @@ def pre_commit(cwd: Path) -> int:
     """Check the staged tasks; 0 when they pass, 1 (with one line each) when not.
 
     A task is checked when its file or its history is staged; the other file is read from
-    HEAD, which the index matches for every path that is not staged. Boards: the one found
-    from ``cwd``, else every board in the index (:func:`ledgit.gate.board_prefixes`). Git is
-    asked through :mod:`ledgit.git`: one ``git rev-parse``, then per board one
-    ``git diff-index --cached`` and one ``git cat-file --batch`` for every blob needed.
+    HEAD, which the index matches for every path that is not staged. Every board with a
+    staged file is checked (docs/git.md, "Every board is guarded"). A staged history must
+    keep every event of HEAD's, and during a merge, cherry-pick or rebase step what the
+    commit takes from the other side (:func:`_check_operation`, DESIGN §8). Git is asked
+    through :mod:`ledgit.git`.
     """
-    paths = git.discover(cwd)
-    found = None
-    if paths is not None and paths.toplevel is not None:
-        found = _board_prefix(str(cwd), str(paths.toplevel))
-    # board_prefixes words the error outside a work tree
-    prefixes = board_prefixes(cwd) if found is None else [found]
+    if git.toplevel(cwd) is None:
+        raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
     problems: list[Finding] = []
     tasks: list[str] = []
-    for prefix in prefixes:
-        problems += _check_board(cwd, paths, prefix, tasks)
-    return _report(problems, tasks)
+    notes: list[str] = []
+    paths = git.staged_board_paths(cwd)
+    for prefix in sorted({p for p in map(_prefix_of, paths) if p is not None}):
+        staged = git.staged_files(cwd, f"{prefix}{LEDGIT_DIR}/")
+        problems += _check_staged(prefix, staged, lambda path: _at_head(cwd, path), tasks,
+                                  notes)
+    problems += _check_operation(cwd, paths, tasks, notes)
+    return _report(problems, tasks, notes)
 
 
 def _pre_commit_in_hook(cwd: str) -> int | None:
-    """:func:`pre_commit` for the board found from ``cwd`` (``LEDGIT_ROOT``, else upward,
-    :func:`ledgit.locate.find_root`) with two git processes and no discovery:
-    :func:`ledgit.git.staged_changes_in_hook`, then one ``git cat-file --batch``. None where
-    that cannot answer (no board here, an unborn branch, a board outside the work tree):
-    then :func:`pre_commit` does."""
-    root, _pinned = find_root(cwd)
-    if root is None:
-        return None
-    board_dir = os.path.join(root, LEDGIT_DIR)
-    changes = git.staged_changes_in_hook(cwd, os.path.relpath(board_dir, cwd))
+    """:func:`pre_commit` as Git runs it (at the top of the work tree) with two git processes
+    and no discovery: :func:`ledgit.git.staged_changes_in_hook` over the work tree (every
+    board's staged paths), then one ``git cat-file --batch`` for their blobs and, from HEAD,
+    the unstaged file of each staged task. None where that cannot answer (not at the top, a
+    merge, pick, revert or rebase stopped, an unborn branch): then :func:`pre_commit` does."""
+    if not os.path.exists(os.path.join(cwd, ".git")):
+        return None  # not the top of a work tree: pre_commit finds every board
+    worktree_git_dir = git_dir_for(cwd)
+    if worktree_git_dir is None or _operation_pending(worktree_git_dir) or _merging_heads():
+        return None  # the other parents are read by pre_commit
+    changes = git.staged_changes_in_hook(cwd, ".")
     if changes is None:
         return None
+    boards: dict[str, dict[str, str | None]] = {}
+    for path, oid in changes.items():
+        prefix = _prefix_of(path)
+        if prefix is not None:
+            boards.setdefault(prefix, {})[path] = oid
     tasks: list[str] = []
-    if not changes:
-        return _report([], tasks)
-    # the board's repository path, from git's answer: every path is <prefix>.ledgit/...
-    first = next(iter(changes))
-    inner = first.find(f"/{LEDGIT_DIR}/")
-    prefix = "" if first.startswith(f"{LEDGIT_DIR}/") else first[:inner + 1] if inner >= 0 \
-        else None
-    if prefix is None or not all(p.startswith(f"{prefix}{LEDGIT_DIR}/") for p in changes):
-        return None
-    these = sorted({t for t in (task_of(p, prefix) for p in changes) if t is not None})
-    at_head = [f"HEAD:{p}" for t in these for p in task_paths(prefix, t) if p not in changes]
-    blobs = git.cat_blobs_in_hook(cwd, [*(oid for oid in changes.values() if oid is not None),
+    notes: list[str] = []
+    if not boards:
+        return _report([], tasks, notes)
+    at_head = [f"HEAD:{p}" for prefix, found in boards.items()
+               for t in sorted({t for t in (task_of(p, prefix) for p in found) if t})
+               for p in task_paths(prefix, t) if p not in found]
+    blobs = git.cat_blobs_in_hook(cwd, [*(oid for found in boards.values()
+                                          for oid in found.values() if oid is not None),
                                         *at_head])
-    staged = {p: None if oid is None else blobs[oid] for p, oid in changes.items()}
-    problems = _check_staged(prefix, staged, lambda path: blobs.get(f"HEAD:{path}"), tasks)
-    return _report(problems, tasks)
+    problems: list[Finding] = []
+    for prefix in sorted(boards):
+        staged = {p: None if oid is None else blobs[oid] for p, oid in boards[prefix].items()}
+        problems += _check_staged(prefix, staged, lambda path: blobs.get(f"HEAD:{path}"),
+                                  tasks, notes)
+    return _report(problems, tasks, notes)
 
 
-def _check_board(cwd: Path, paths: GitPaths | None, prefix: str,
-                 tasks: list[str]) -> list[Finding]:
-    """The problems of one board's staged tasks, read with one ``git diff-index --cached``
-    and one ``git cat-file --batch`` (the staged blobs, and from HEAD the unstaged file of
-    each staged task)."""
-    changes = git.staged_changes(cwd, f"{prefix}{LEDGIT_DIR}/", paths=paths)
-    these = sorted({t for t in (task_of(p, prefix) for p in changes) if t is not None})
-    at_head = [f"HEAD:{p}" for t in these for p in task_paths(prefix, t) if p not in changes]
-    blobs = git.cat_blobs(cwd, [*(oid for oid in changes.values() if oid is not None),
-                                *at_head], paths=paths)
-    staged = {p: None if oid is None else blobs[oid] for p, oid in changes.items()}
-    return _check_staged(prefix, staged, lambda path: blobs.get(f"HEAD:{path}"), tasks)
+def _operation_pending(git_dir: str) -> bool:
+    """Whether a merge, cherry-pick, revert or rebase is stopped in this worktree (the state
+    files of git-status(1)): the next commit then takes from more than HEAD. REBASE_HEAD
+    alone is no sign: Git leaves it behind when a rebase ends."""
+    return any(os.path.exists(os.path.join(git_dir, name)) for name in (
+        "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply"))
 
 
 def _board_prefix(cwd: str, top: str) -> str | None:
@@ -125,18 +134,31 @@ def _board_prefix(cwd: str, top: str) -> str | None:
 
 
 def _check_staged(prefix: str, staged: Mapping[str, bytes | None],
-                  other: Callable[[str], bytes | None], tasks: list[str]) -> list[Finding]:
+                  other: Callable[[str], bytes | None], tasks: list[str],
+                  notes: list[str] | None = None) -> list[Finding]:
     """The problems of the staged tasks of one board (``prefix``: ``""`` or ``"sub/"``).
 
     ``staged``: repository path -> staged blob (None: deleted), the paths under the board
-    that the index changes; ``other(path)``: the unstaged file of a task (from the index or
-    HEAD). The ids checked are appended to ``tasks``. A staged config must load too."""
+    that the index changes; ``other(path)``: a task's file at HEAD (which the index matches
+    for what is not staged). The ids checked are appended to ``tasks``, notes (an archived
+    task removed) to ``notes``. A staged config must load too. A staged history must keep
+    every event of HEAD's (:func:`ledgit.gate.check_growth`)."""
     problems: list[Finding] = []
     these = sorted({t for t in (task_of(p, prefix) for p in staged) if t is not None})
     tasks += these
     for task in these:
         md, hist = task_paths(prefix, task)
         data = {p: staged[p] if p in staged else other(p) for p in (md, hist)}
+        if hist in staged:
+            found, said = check_growth(
+                task, md, hist, (other(md), other(hist)), (data[md], data[hist]),
+                against="HEAD", way_back=f"the way back: git checkout HEAD -- {md} {hist}, "
+                                         f"then redo the change with ledgit")
+            problems += found
+            if notes is not None:
+                notes += said
+            if data[md] is None and data[hist] is None:
+                continue
         problems += check_task(task, md, data[md], hist, data[hist])
     config = f"{prefix}{LEDGIT_DIR}/config.yaml"
     if staged.get(config) is not None:
@@ -144,7 +166,75 @@ def _check_staged(prefix: str, staged: Mapping[str, bytes | None],
     return problems
 
 
-def _report(problems: list[Finding], tasks: list[str]) -> int:
+def _check_operation(cwd: Path, staged_paths: list[str], tasks: list[str],
+                     notes: list[str]) -> list[Finding]:
+    """Growth against what a stopped operation brings in (DESIGN §8; docs/git.md):
+
+    * merge: every MERGE_HEAD is a parent of the new commit, so each of its histories must be
+      kept whole -- the tasks where the index differs from it (``checkout --ours``,
+      ``merge -s ours`` included);
+    * rebase step (REBASE_HEAD): the new commit replaces the stopped one, which leaves the
+      branch, so every event that commit added must be in the index;
+    * cherry-pick: the histories the commit stages must hold every event the picked commit
+      added to them (a task left as HEAD has it is a choice not to pick it; the picked commit
+      still holds its events);
+    * revert: HEAD is the only parent and holds the reverted events, which must stay (the
+      HEAD check): undoing is a new event, ``ledgit revert TASK EVENT``.
+    """
+    heads = git.operation_heads(cwd)
+    if "merge" not in heads and _merging_heads():
+        heads["merge"] = _merging_heads()
+    found: list[Finding] = []
+    jobs: list[tuple[str, str, list[str], str | None]] = []  # (label, rev, paths, base rev)
+    for oid in heads.get("merge", []):
+        jobs.append((f"MERGE_HEAD {oid[:12]}", oid, git.index_diff_paths(cwd, oid), None))
+    for operation, name in (("rebase", "REBASE_HEAD"), ("cherry-pick", "CHERRY_PICK_HEAD")):
+        for oid in heads.get(operation, [])[:1]:
+            picked_parents = git.commit_parents(cwd, [oid]).get(oid, [])
+            if not picked_parents or oid == git.head_oid(cwd):
+                continue  # a root commit adds to nothing; an `edit` stop is HEAD itself
+            changed = git.tree_diff_paths(cwd, picked_parents[0], oid)
+            if operation == "cherry-pick":
+                changed = sorted(set(changed) & set(staged_paths))
+            jobs.append((f"{name} {oid[:12]}", oid, changed, picked_parents[0]))
+    for label, rev, paths, base in jobs:
+        pairs = sorted({(p, t) for p, t in ((p, task_of(path, p)) for path in paths
+                                            for p in [_prefix_of(path)] if p is not None)
+                        if t is not None})
+        files = [f for p, t in pairs for f in task_paths(p, t)]
+        ours = git.blobs_at(cwd, None, files)
+        theirs = git.blobs_at(cwd, rev, files)
+        before = git.blobs_at(cwd, base, [f for f in files if f.endswith(".jsonl")]) \
+            if base is not None else {}
+        for prefix, task in pairs:
+            md, hist = task_paths(prefix, task)
+            if task not in tasks:
+                tasks.append(task)
+            more, said = check_growth(
+                task, md, hist, (theirs[md], theirs[hist]), (ours[md], ours[hist]),
+                against=label, rev=rev[:12],
+                base_history=None if base is None else (before.get(hist) or b""),
+                way_back=f"the way back: git checkout -m -- {md} {hist} (merges both sides "
+                         f"again), then git add them"
+                         + ("; or git merge --abort, then merge without -s ours"
+                            if base is None else ""))
+            found += more
+            notes += said
+    return found
+
+
+def _merging_heads() -> list[str]:
+    """The commits ``git merge`` is merging while it runs ``pre-merge-commit``, before it has
+    written MERGE_HEAD: git-merge exports ``GITHEAD_<oid>=<name>`` for each (the labels it
+    gives merge strategies and drivers, builtin/merge.c)."""
+    return sorted(k[8:] for k in os.environ
+                  if k.startswith("GITHEAD_") and len(k) in (48, 72)
+                  and all(c in "0123456789abcdef" for c in k[8:]))
+
+
+def _report(problems: list[Finding], tasks: list[str], notes: list[str] | None = None) -> int:
+    for note in notes or ():
+        _say(f"ledgit pre-commit: note: {note}")
     for p in problems:
         _say(f"ledgit pre-commit: {p}")
     if problems:
@@ -153,6 +243,13 @@ def _report(problems: list[Finding], tasks: list[str]) -> int:
              f"task file is recorded with: ledgit record ID)")
         return CHECK_FAILED
     return OK
+
+
+def _at_head(cwd: Path, path: str) -> bytes | None:
+    """``path`` at HEAD (None on an unborn branch or where HEAD has no such blob)."""
+    if git.head_oid(cwd) is None:
+        return None
+    return git.blob_at(cwd, "HEAD", path)
 
 
 def _check_config(path: str, data: bytes) -> list[Finding]:
@@ -193,14 +290,16 @@ def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
         from ledgit.board import Board, find_board
         from ledgit.index import Index
 
-        try:
-            boards = [find_board(cwd)]
-        except LedgitError:
-            # Git runs hooks at the top: a board kept in a subdirectory is found from the
-            # index (docs/git.md, "Boards in subdirectories").
-            top = git.toplevel(cwd)
-            boards = [Board(top / p) for p in board_prefixes(cwd)
-                      if p and (top / p / LEDGIT_DIR).is_dir()] if top is not None else []
+        # Every board of the work tree, each with its own index (docs/git.md, "Every board
+        # is guarded"): the one found from cwd and those the index tracks.
+        top = git.toplevel(cwd)
+        boards = [Board(top / p) for p in board_prefixes(cwd)
+                  if (top / p / LEDGIT_DIR).is_dir()] if top is not None else []
+        if not boards:
+            try:
+                boards = [find_board(cwd)]  # LEDGIT_ROOT may pin one outside the work tree
+            except LedgitError:
+                boards = []
         for board in boards:  # none: no board on this branch, nothing to index
             with Index.open(board) as index:
                 index.refresh()
@@ -221,7 +320,7 @@ def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
     from pathlib import Path  # lazy: pathlib costs the pre-commit hook ~2.5 ms (bench precommit)
 
     where = Path(os.getcwd()) if cwd is None else cwd
-    if name == PRE_COMMIT:
+    if name in (PRE_COMMIT, PRE_MERGE_COMMIT):
         return pre_commit(where)
     if name in INDEX_HOOKS:
         return refresh_index(where)

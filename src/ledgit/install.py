@@ -40,7 +40,7 @@ from ledgit.index import Index
 
 DRIVER = "ledgit"
 DRIVER_NAME = "ledgit task merge"
-HOOKS = ("pre-commit", "post-checkout", "post-merge", "post-rewrite")
+HOOKS = ("pre-commit", "post-checkout", "post-merge", "post-rewrite", "pre-merge-commit")
 BEGIN = "# >>> ledgit >>>"
 END = "# <<< ledgit <<<"
 CREATED = "# ledgit: created this file"
@@ -61,7 +61,8 @@ def pre_commit_snippet() -> str:
         if head:
             repo, rev = str(source), head
     return (
-        "default_install_hook_types: [pre-commit, post-checkout, post-merge, post-rewrite]\n"
+        "default_install_hook_types: [pre-commit, post-checkout, post-merge, post-rewrite, "
+        "pre-merge-commit]\n"
         "repos:\n"
         f"  - repo: {repo}\n"
         f"    rev: {rev}\n"
@@ -147,7 +148,7 @@ def hook_block(name: str, command: str | None = None, *, created: bool = False,
     exe = words[0] if words else "ledgit"
     guard = (f"[ -x {shlex.quote(exe)} ]" if os.path.isabs(exe)
              else f"command -v {shlex.quote(exe)} >/dev/null 2>&1")
-    tail = " || exit $?" if name == "pre-commit" else " || :"
+    tail = " || exit $?" if name in ("pre-commit", "pre-merge-commit") else " || :"
     lines = [
         BEGIN,
         "# Added by `ledgit install`; `ledgit uninstall` removes this block (githooks(5)).",

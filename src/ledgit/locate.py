@@ -54,6 +54,13 @@ def upward(start: str) -> "list[str]":
 def git_dir_for(root: str) -> "str | None":
     """The per-worktree git dir of the repository containing ``root``, from the file system:
     ``<dir>/.git`` as a directory, or a ``gitdir:`` file (linked worktree, submodule)."""
+    found = git_location(root)
+    return None if found is None else found[1]
+
+
+def git_location(root: str) -> "tuple[str, str] | None":
+    """``(work tree top, git dir)`` for ``root``: the nearest directory upward holding a
+    ``.git`` (directory, or ``gitdir:`` file) and the git dir it names; None outside Git."""
     for directory in upward(os.path.abspath(root)):
         dotgit = os.path.join(directory, ".git")
         try:
@@ -61,7 +68,7 @@ def git_dir_for(root: str) -> "str | None":
         except OSError:
             continue
         if stat.S_ISDIR(mode):
-            return dotgit
+            return directory, dotgit
         try:
             with open(dotgit, "rb") as fh:
                 head = fh.read(4096)
@@ -69,13 +76,27 @@ def git_dir_for(root: str) -> "str | None":
             continue
         if head.startswith(b"gitdir:"):
             target = os.fsdecode(head[7:].strip())
-            return os.path.normpath(os.path.join(directory, target))
+            return directory, os.path.normpath(os.path.join(directory, target))
     return None
+
+
+BOARDS_DIR = "boards"  # the private dirs of boards below the work tree top
 
 
 def private_dir(root: str, git_dir: "str | None") -> str:
     """The board's private directory: ``<git dir>/ledgit`` (= ``git rev-parse --git-path
-    ledgit``, per worktree, never committed), or ``<root>/.ledgit/.local`` outside Git
-    (``git_dir`` None)."""
-    return os.path.join(git_dir, "ledgit") if git_dir is not None \
-        else os.path.join(root, LEDGIT_DIR, LOCAL_DIR)
+    ledgit``, per worktree, never committed) for the board at the work tree top, and
+    ``<git dir>/ledgit/boards/<path>`` for a board in a subdirectory (``ledgit init sub``:
+    ``boards/sub``; ``/`` in the path as ``%2F``, ``%`` as ``%25``), so that each board
+    has its own index; ``<root>/.ledgit/.local`` outside Git (``git_dir`` None)."""
+    if git_dir is None:
+        return os.path.join(root, LEDGIT_DIR, LOCAL_DIR)
+    base = os.path.join(git_dir, "ledgit")
+    found = git_location(root)
+    if found is None:
+        return base
+    rel = os.path.relpath(os.path.abspath(root), found[0])
+    if rel == os.curdir or rel.startswith(os.pardir):
+        return base
+    key = rel.replace(os.sep, "/").replace("%", "%25").replace("/", "%2F")
+    return os.path.join(base, BOARDS_DIR, key)
