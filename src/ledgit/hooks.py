@@ -78,7 +78,7 @@ def _pre_commit_in_hook(cwd: str) -> int | None:
     """:func:`pre_commit` as Git runs it (at the top of the work tree) with two git processes
     and no discovery: :func:`ledgit.git.staged_changes_in_hook` over the work tree (every
     board's staged paths), then one ``git cat-file --batch`` for their blobs and, from HEAD,
-    the unstaged file of each staged task. None where that cannot answer (not at the top, a
+    both files of each staged task. None where that cannot answer (not at the top, a
     merge, pick, revert or rebase stopped, an unborn branch): then :func:`pre_commit` does."""
     if not os.path.exists(os.path.join(cwd, ".git")):
         return None  # not the top of a work tree: pre_commit finds every board
@@ -97,9 +97,11 @@ def _pre_commit_in_hook(cwd: str) -> int | None:
     notes: list[str] = []
     if not boards:
         return _report([], tasks, notes)
+    # both files of each staged task at HEAD: the unstaged half, and the parent's history
+    # the staged one must keep (growth)
     at_head = [f"HEAD:{p}" for prefix, found in boards.items()
                for t in sorted({t for t in (task_of(p, prefix) for p in found) if t})
-               for p in task_paths(prefix, t) if p not in found]
+               for p in task_paths(prefix, t)]
     blobs = git.cat_blobs_in_hook(cwd, [*(oid for found in boards.values()
                                           for oid in found.values() if oid is not None),
                                         *at_head])
