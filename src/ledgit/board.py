@@ -28,13 +28,22 @@ import sys
 import time
 from functools import cached_property
 
-from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
+from ledgit.errors import (
+    BUSY,
+    CHECK_FAILED,
+    NOT_FOUND,
+    STALE,
+    USAGE,
+    LedgitError,
+    located,
+    os_failure,
+)
 from ledgit.locate import CONFIG_NAME as CONFIG_NAME  # re-exported: board's own names
 from ledgit.locate import LEDGIT_DIR as LEDGIT_DIR
 from ledgit.locate import LOCAL_DIR as LOCAL_DIR
 from ledgit.locate import ROOT_ENV as ROOT_ENV
 from ledgit.locate import TASKS_DIR as TASKS_DIR
-from ledgit.locate import find_root, git_dir_for, private_dir
+from ledgit.locate import find_root, git_dir_for, private_dir, upward
 
 TYPE_CHECKING = False  # typing is not imported at run time (startup budget, DESIGN §10)
 if TYPE_CHECKING:
@@ -87,6 +96,7 @@ class Board:
         self.dir_str = os.path.join(self.root_str, LEDGIT_DIR)
         self.tasks_str = os.path.join(self.dir_str, TASKS_DIR)
         self.history_str = os.path.join(self.dir_str, HISTORY_DIR)
+        self._locks: dict[str, TaskLock] = {}  # the last lock made per task (temp notes)
         if config is not None:
             self.__dict__["config"] = config
 
@@ -255,7 +265,7 @@ class Board:
 
     # ------------------------------------------------------------------ locking
 
-    def lock(self, task_id: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> FileLock:
+    def lock(self, task_id: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> TaskLock:
         """The task's advisory lock (``<private dir>/locks/<id>.lock``, flock), to hold with
         ``with``.
 
@@ -263,7 +273,9 @@ class Board:
         with ``filelock.FileLock`` on the same path (both use flock on a file kept in place).
         """
         path = os.path.join(self.private_str, "locks", f"{_checked_id(task_id)}.lock")
-        return FileLock(path, timeout, f"{task_id} is busy")
+        lock = TaskLock(path, timeout, f"{task_id} is busy", self.tasks_str)
+        self._locks[task_id] = lock
+        return lock
 
     # ------------------------------------------------------------------ writing
 
@@ -793,13 +805,22 @@ class Board:
 
     def _commit(self, task_id: str, events: list[Event], record: Record | None) -> None:
         """Append ``events`` (fsync), then replace the task file with ``record`` (if any) and
-        refresh its index row: the write-ahead order of DESIGN §6."""
+        refresh its index row: the write-ahead order of DESIGN §6.
+
+        All or nothing (issue 13): when the append or the file's replacement fails (no
+        space, quota, an I/O error, a read-only file system), the history is cut back to its
+        length before the append (a history this write created is removed) and the error is
+        one line (:func:`os_refusal`: exit 2, or 74 for space and I/O); only when even that
+        fails is the write left for ``ledgit doctor --repair``, and the line says so."""
         from ledgit.history import event_line
 
         path = self.history_file(task_id)
         created = not os.path.lexists(path)
         if created:
-            os.makedirs(self.history_str, exist_ok=True)
+            try:
+                os.makedirs(self.history_str, exist_ok=True)
+            except OSError as exc:
+                raise os_refusal(exc, self.rel(self.history_str)) from None
         data = "".join(event_line(e) for e in events).encode("utf-8")
         refuse_link(self, path)
         try:
@@ -807,28 +828,62 @@ class Board:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o666)
         except OSError as exc:
             refuse_link(self, path)
-            raise LedgitError(located(f"cannot write: {exc.strerror}", self.rel(path)),
-                              USAGE) from None
+            raise os_refusal(exc, self.rel(path)) from None
+        size = 0
         try:
+            size = 0 if created else os.fstat(fd).st_size
             write_all(fd, data)
             os.fsync(fd)
+        except OSError as exc:
+            raise self._undo_append(path, fd, size, created, exc, path) from None
         finally:
             os.close(fd)
         if created:
             _fsync_dir(self.history_str)
         if record is not None:
-            self._write_task(task_id, record)
+            try:
+                self._write_task(task_id, record)
+            except OSError as exc:
+                raise self._undo_append(path, None, size, created, exc,
+                                        self.task_file(task_id)) from None
             self._refresh_index([record])
 
+    def _undo_append(self, path: str, fd: int | None, size: int, created: bool,
+                     exc: OSError, failed: str) -> LedgitError:
+        """Cut the history ``path`` back to ``size`` bytes (remove it when this write
+        created it) after ``exc`` at ``failed``; the error to raise, saying so when the
+        undo itself failed."""
+        try:
+            if created:
+                os.unlink(path)
+                _fsync_dir(self.history_str)
+            elif fd is not None:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            else:
+                with open(path, "r+b") as fh:
+                    fh.truncate(size)
+                    os.fsync(fh.fileno())
+        except OSError:
+            refusal = os_refusal(exc, self.rel(failed))
+            refusal.message += (f"; the event appended to {self.rel(path)} could not be "
+                                f"undone (run: ledgit doctor --repair)")
+            return refusal
+        refusal = os_refusal(exc, self.rel(failed))
+        refusal.message += "; nothing was written"
+        return refusal
+
     def _write_task(self, task_id: str, record: Record) -> None:
-        """Replace the task file atomically: temp file in the same dir, fsync, rename,
-        fsync the dir."""
+        """Replace the task file atomically: temp file in the same dir (the file's mode
+        kept), fsync, rename, fsync the dir. Raises OSError as the system does."""
         from ledgit.record import render_record
 
         os.makedirs(self.tasks_str, exist_ok=True)
         path = self.task_file(task_id)
         refuse_link(self, path)  # os.replace would swap the link for a file, silently
-        replace_task_file(path, render_record(record).encode("utf-8"), fsync=True)
+        lock = self._locks.get(task_id)
+        replace_task_file(path, render_record(record).encode("utf-8"), fsync=True,
+                          lock=lock if lock is not None and lock._fd is not None else None)
         _fsync_dir(self.tasks_str)
 
     def _refresh_index(self, records: list[Record]) -> None:
@@ -955,7 +1010,10 @@ class FileLock:
 
     def __enter__(self) -> None:
         path, timeout = self.path, self.timeout
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError as exc:
+            raise os_refusal(exc, os.path.dirname(path)) from None
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows
@@ -968,7 +1026,17 @@ class FileLock:
                 raise self._timed_out() from None
             self._fallback = lock
             return
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError as exc:
+            # A lock file another user created (sudo, a container's root): flock needs no
+            # write access, so a readable one still serialises the writers (issue 13).
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                raise os_refusal(exc, path) from None
+        except OSError as exc:
+            raise os_refusal(exc, path) from None
         try:
             deadline = time.monotonic() + timeout
             delay = 0.0005
@@ -998,6 +1066,55 @@ class FileLock:
     def _timed_out(self) -> LedgitError:
         return LedgitError(f"{self.busy}: lock {self.path} held for more than "
                            f"{self.timeout:g}s; retry later", BUSY)
+
+
+class TaskLock(FileLock):
+    """A task's :class:`FileLock` that also remembers the temp file its holder is writing
+    (its name, one line in the lock file while the file exists): a writer killed between
+    creating and renaming it leaves the name behind, and the next holder of the lock, whose
+    writer is then gone for sure, removes that file (issue 13; O(1) per write, no listing of
+    the tasks dir)."""
+
+    def __init__(self, path: str, timeout: float, busy: str, tasks_dir: str) -> None:
+        super().__init__(path, timeout, busy)
+        self.tasks_dir = tasks_dir
+
+    def __enter__(self) -> None:
+        super().__enter__()
+        fd = self._fd
+        if fd is None:
+            return
+        try:
+            noted = os.pread(fd, 512, 0)
+        except OSError:
+            return
+        if not noted:
+            return
+        name = os.fsdecode(noted.split(b"\n", 1)[0])
+        if name.startswith(".") and TMP_MARK in name and os.sep not in name:
+            try:
+                os.unlink(os.path.join(self.tasks_dir, name))
+                sys.stderr.write(f"ledgit: note: removed {name}, the temp file of a write "
+                                 f"that was killed\n")
+            except OSError:
+                pass
+        self.forget()
+
+    def note(self, name: str) -> None:
+        """Remember ``name`` (a temp file in the tasks dir) until :meth:`forget`."""
+        if self._fd is not None:
+            try:
+                os.pwrite(self._fd, os.fsencode(name) + b"\n", 0)
+            except OSError:
+                return  # a lock file of another user (read-only): doctor --repair removes it
+
+    def forget(self) -> None:
+        """The noted temp file is gone (renamed or removed)."""
+        if self._fd is not None:
+            try:
+                os.ftruncate(self._fd, 0)
+            except OSError:
+                return
 
 
 def file_lock(path: Path | str, timeout: float, busy: str) -> FileLock:
@@ -1086,6 +1203,7 @@ def _is_valid_id(text: str) -> bool:
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_FCHMOD: Callable[[int, int], None] | None = getattr(os, "fchmod", None)  # not on Windows
 
 
 def refuse_link(board: Board, path: Path | str) -> None:
@@ -1159,26 +1277,52 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def replace_task_file(path: Path | str, data: bytes, *, fsync: bool) -> None:
+def replace_task_file(path: Path | str, data: bytes, *, fsync: bool,
+                      lock: TaskLock | None = None) -> None:
     """Replace the task file ``path`` (``<id>.md``) with ``data`` atomically: a temp file
-    ``.<id>.md.tmp-<pid>-<random>`` in the same dir (see :data:`TMP_MARK`), fsync'ed when
-    ``fsync``, then renamed over it. The caller checks links and fsyncs the dir."""
+    ``.<id>.md.tmp-<pid>-<random>`` in the same dir (see :data:`TMP_MARK`) with the mode of
+    the file it replaces (issue 13: a private task stays private), fsync'ed when ``fsync``,
+    then renamed over it. ``lock``, the task's lock when held, remembers the temp file while
+    it exists. The caller checks links and fsyncs the dir. Raises OSError (the temp file is
+    removed)."""
     # os.urandom, not secrets: the temp name only has to be unique (secrets imports
     # random, hmac and base64 on every write).
     directory, name = os.path.split(os.fspath(path))
-    tmp = os.path.join(directory, f".{name[:-len(TASK_SUFFIX)]}{TMP_MARK}{os.getpid()}-"
-                                  f"{os.urandom(4).hex()}")
+    base = f".{name[:-len(TASK_SUFFIX)]}{TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}"
+    tmp = os.path.join(directory, base)
+    mode = file_mode(path)
+    if lock is not None:
+        lock.note(base)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
+        if mode is not None and _FCHMOD is not None:
+            _FCHMOD(fd, mode)
         write_all(fd, data)
         if fsync:
             os.fsync(fd)
-    except BaseException:
         os.close(fd)
-        os.unlink(tmp)
+        fd = -1
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        from contextlib import suppress  # a cold path: writes do not import contextlib
+
+        with suppress(OSError):
+            os.unlink(tmp)
         raise
-    os.close(fd)
-    os.replace(tmp, path)
+    finally:
+        if lock is not None:
+            lock.forget()
+
+
+def file_mode(path: Path | str) -> int | None:
+    """The permission bits of the file at ``path`` (not following a link), or None when
+    there is none: what a rewrite of it keeps."""
+    try:
+        return stat.S_IMODE(os.lstat(path).st_mode)
+    except OSError:
+        return None
 
 
 def _write_new(path: Path, text: str) -> None:
@@ -1197,3 +1341,57 @@ def _fsync_dir(path: Path | str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def os_refusal(exc: OSError, path: str, what: str = "cannot write") -> LedgitError:
+    """The one line for an OSError of the machine at ``path`` (DESIGN §9, issue 13):
+    :func:`ledgit.errors.os_failure` (read-only, full disk, quota, I/O: exit 2 or 74), a
+    permission error naming who owns the nearest part of ``path`` and the fix; any other
+    errno ``WHAT: strerror: PATH`` (exit 2)."""
+    import errno
+
+    detail = owner_detail(path) if exc.errno in (errno.EACCES, errno.EPERM) else None
+    found = os_failure(exc, path, detail)
+    if found is not None:
+        return found
+    return LedgitError(located(f"{what}: {exc.strerror or exc}", path), USAGE)
+
+
+def owner_detail(path: str) -> str | None:
+    """Why this user may not write ``path``: the outermost part of it, from the path up to
+    the first part this user owns, that belongs to another user (its owner and the
+    ``chown -R`` that fixes it), else the mode of the nearest existing part. None where it
+    cannot be told (no POSIX owners)."""
+    getuid = getattr(os, "geteuid", None)
+    if getuid is None:  # pragma: no cover - Windows
+        return None
+    me = getuid()
+    nearest: tuple[str, os.stat_result] | None = None
+    foreign: tuple[str, os.stat_result] | None = None
+    for part in upward(os.path.abspath(path)):
+        try:
+            st = os.lstat(part)
+        except OSError:
+            continue
+        if nearest is None:
+            nearest = (part, st)
+        if st.st_uid == me:
+            break
+        foreign = (part, st)
+    if foreign is not None:
+        part, uid = foreign[0], foreign[1].st_uid
+        return (f"{part} is owned by {user_name(uid)} (uid {uid}), not by {user_name(me)} "
+                f"(uid {me}); fix: sudo chown -R {user_name(me)} {part}")
+    if nearest is None:
+        return None
+    return f"{nearest[0]} has mode {stat.S_IMODE(nearest[1].st_mode):04o}"
+
+
+def user_name(uid: int) -> str:
+    """The login name of ``uid``, or the number when the system has none for it."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)

@@ -449,6 +449,9 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
 
     board = Board(root)
     gaps: list[Gap] = []
+    refused = _private_gap(wt, board)
+    if refused is not None:
+        gaps.append(refused)
     stale = _index_stale(board, fix=fix)
     if stale:
         gaps.append(Gap(wt, stale, "ledgit cache rebuild"))
@@ -465,6 +468,21 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
         gaps.append(Gap(wt, f"{len(unrecorded) - MAX_LISTED} more task file(s) differ from "
                             f"their history head", "ledgit check --fix"))
     return gaps
+
+
+def _private_gap(wt: Path, board: Board) -> Gap | None:
+    """The worktree's private dir (locks, index) is read-only or another user's (issue 13):
+    writes fail there, reads keep their index in this user's cache."""
+    from ledgit.index import index_dir, private_dir_refusal
+
+    why = private_dir_refusal(board)
+    if why is None:
+        return None
+    where = index_dir(board, create=False)
+    reads = (f"reads keep their index in {where}" if where is not None
+             else "reads build their index in memory")
+    fix = why.rpartition("fix: ")[2] if "fix: " in why else "make it writable"
+    return Gap(wt, f"{why.partition('; fix: ')[0]}: writes fail, {reads}", fix)
 
 
 MAX_LISTED = 10  # doctor names this many unrecorded edits, then counts the rest

@@ -79,3 +79,23 @@ def private_dir(root: str, git_dir: "str | None") -> str:
     (``git_dir`` None)."""
     return os.path.join(git_dir, "ledgit") if git_dir is not None \
         else os.path.join(root, LEDGIT_DIR, LOCAL_DIR)
+
+
+CACHE_ENV = "XDG_CACHE_HOME"
+
+
+def user_cache_dir(private: str) -> "str | None":
+    """Where this user keeps the index of a worktree whose private dir ``private`` it may
+    not write (a read-only board, a private dir another user owns; issue 13):
+    ``$XDG_CACHE_HOME/ledgit/<key>`` (default ``~/.cache``), the key a hash of the private
+    dir's path, so each worktree has its own. None without a home (``HOME`` unset)."""
+    base = os.environ.get(CACHE_ENV)
+    if not base or not os.path.isabs(base):
+        home = os.path.expanduser("~")
+        if not home or home == "~" or not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    import hashlib  # a cold path: only boards this user cannot write
+
+    key = hashlib.sha256(os.fsencode(os.path.abspath(private))).hexdigest()[:20]
+    return os.path.join(base, "ledgit", key)
