@@ -445,6 +445,12 @@ class Board:
                 histories.close()
         problems = [Problem(*p) for p in found]
         if check_orphans:
+            for name in sorted(_listdir(self.tasks_str)):
+                if name.startswith(".") and TMP_MARK in name and not _writer_alive(name):
+                    problems.append(Problem(name[1:name.index(TMP_MARK)], 0, "temp-file",
+                                            f"leftover temp file of an interrupted write "
+                                            f"({self.rel(os.path.join(self.tasks_str, name))}"
+                                            f"; fix: ledgit doctor --repair)"))
             tasks = set(names)
             for tid in sorted(_stems(self.history_dir, HISTORY_SUFFIX) - tasks):
                 problems.append(Problem(tid, 0, "orphan", "a history without a task file "
@@ -932,7 +938,8 @@ def find_board(cwd: Path | None = None) -> Board:
 
 def init_board(path: Path, id_prefix: str = "T") -> Board:
     """Create ``.ledgit/{config.yaml,tasks/,history/}`` under ``path``; idempotent (an
-    existing config is kept). Outside Git, ``.ledgit/.local/`` is added to ``.gitignore``.
+    existing config is kept), and ``.ledgit/.gitignore`` (temp files, ``.local/``). Outside
+    Git, ``.ledgit/.local/`` is also added to ``.gitignore``.
     Raises LedgitError exit 2 for an invalid prefix.
     """
     from ledgit.config import BoardConfig, render_config, valid_prefix
@@ -947,6 +954,7 @@ def init_board(path: Path, id_prefix: str = "T") -> Board:
         board.history_dir.mkdir(parents=True, exist_ok=True)
         if not config_path.exists():
             _write_new(config_path, render_config(BoardConfig(id_prefix=id_prefix)))
+        write_board_ignore(board)
     except OSError as exc:
         raise LedgitError(f"cannot create a board in {board.root}: {exc.strerror or exc}",
                           USAGE) from None
@@ -1171,6 +1179,42 @@ class _DirReader:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def _writer_alive(temp_name: str) -> bool:
+    """The process named in a temp file's name (``.<id>.md.tmp-<pid>-<random>``) still runs
+    on this machine: its write may be under way."""
+    pid_text = temp_name.rpartition(TMP_MARK)[2].partition("-")[0]
+    if not pid_text.isdigit() or int(pid_text) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):
+        return True  # another user's process (EPERM): alive
+    return True
+
+
+BOARD_IGNORE = ("tasks/.*.md.tmp-*", f"{LOCAL_DIR}/")  # .ledgit/.gitignore (issue 13)
+
+
+def write_board_ignore(board: Board) -> bool:
+    """Make ``.ledgit/.gitignore`` ignore what a board holds that is never committed: the
+    temp files of interrupted writes and ``.local/``. True when it was changed."""
+    path = os.path.join(board.dir_str, ".gitignore")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        text = ""
+    missing = [line for line in BOARD_IGNORE if line not in text.splitlines()]
+    if not missing:
+        return False
+    sep = "" if not text or text.endswith("\n") else "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(sep + "".join(f"{line}\n" for line in missing))
+    return True
 
 
 def _listdir(path: Path | str) -> list[str]:

@@ -56,7 +56,8 @@ def pre_commit(cwd: Path) -> int:
     tasks: list[str] = []
     for prefix in board_prefixes(cwd):
         staged = git.staged_files(cwd, f"{prefix}{LEDGIT_DIR}/")
-        problems += _check_staged(prefix, staged, lambda path: _at_head(cwd, path), tasks)
+        problems += _check_staged(prefix, staged, lambda path: _at_head(cwd, path), tasks,
+                                  str(git.toplevel(cwd) or cwd))
     return _report(problems, tasks)
 
 
@@ -86,7 +87,8 @@ def _pre_commit_fast(cwd: str) -> int | None:
                  for c in staged.changes}
         tasks: list[str] = []
         problems = _check_staged(prefix, files,
-                                 lambda path: staged.at_head(os.fsencode(path)), tasks)
+                                 lambda path: staged.at_head(os.fsencode(path)), tasks,
+                                 repo.toplevel)
     except gitfs.Unusual:
         return None
     return _report(problems, tasks)
@@ -109,21 +111,46 @@ def _board_prefix(cwd: str, top: str) -> str | None:
 
 
 def _check_staged(prefix: str, staged: Mapping[str, bytes | None],
-                  other: Callable[[str], bytes | None], tasks: list[str]) -> list[Finding]:
+                  other: Callable[[str], bytes | None], tasks: list[str],
+                  top: str | None = None) -> list[Finding]:
     """The problems of the staged tasks of one board (``prefix``: ``""`` or ``"sub/"``).
 
     ``staged``: repository path -> staged blob (None: deleted), the paths under the board
     that the index changes; ``other(path)``: the unstaged file of a task (from the index or
-    HEAD). The ids checked are appended to ``tasks``. A staged config must load too."""
-    from ledgit.gate import LEDGIT_DIR, check_task, task_of, task_paths
+    HEAD). The ids checked are appended to ``tasks``. A staged config must load too, and a
+    staged temp file of an interrupted write is refused (issue 13). ``top``: the work tree,
+    to tell a pair staged by half (the other file changed but not staged) from a hand edit."""
+    from ledgit.gate import LEDGIT_DIR, Finding, check_task, task_of, task_paths
+    from ledgit.locate import TASKS_DIR
 
     problems: list[Finding] = []
+    temp_dir = f"{prefix}{LEDGIT_DIR}/{TASKS_DIR}/"
+    for path in sorted(staged):
+        name = path[len(temp_dir):] if path.startswith(temp_dir) else ""
+        if staged[path] is not None and name.startswith(".") and ".md.tmp-" in name:
+            problems.append(Finding(path, 0, "temp-file", "the temp file of an interrupted "
+                                    f"ledgit write is staged (unstage it: git rm --cached "
+                                    f"{path}; ledgit doctor --repair removes it)", None))
     these = sorted({t for t in (task_of(p, prefix) for p in staged) if t is not None})
     tasks += these
     for task in these:
         md, hist = task_paths(prefix, task)
         data = {p: staged[p] if p in staged else other(p) for p in (md, hist)}
-        problems += check_task(task, md, data[md], hist, data[hist])
+        found = check_task(task, md, data[md], hist, data[hist])
+        half = [p for p in (md, hist) if p not in staged]
+        if top is not None and len(half) == 1 and any(f.rule == "record-head" for f in found):
+            unstaged = half[0]
+            try:
+                with open(os.path.join(top, unstaged), "rb") as fh:
+                    in_tree: bytes | None = fh.read()
+            except OSError:
+                in_tree = None
+            if in_tree is not None and in_tree != data[unstaged]:
+                staged_one = md if unstaged == hist else hist
+                found = [f._replace(message=f"only {staged_one} of the pair is staged; "
+                                            f"stage {unstaged} too (git add {unstaged})")
+                         if f.rule == "record-head" else f for f in found]
+        problems += found
     config = f"{prefix}{LEDGIT_DIR}/config.yaml"
     if staged.get(config) is not None:
         problems += _check_config(config, staged[config] or b"")
