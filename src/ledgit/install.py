@@ -28,7 +28,7 @@ import shlex
 import shutil
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -332,10 +332,133 @@ def uninstall_attributes(path: Path) -> str | None:
 # --------------------------------------------------------------------------- commands
 
 
+class _Undo:
+    """What install/uninstall changed, to put back when a later step fails (issue 13: all or
+    nothing): each file's bytes and mode (or its absence) before its first change, and the
+    directories made."""
+
+    def __init__(self) -> None:
+        self.files: dict[Path, tuple[bytes, int] | None] = {}
+        self.dirs: list[Path] = []
+
+    def keep(self, *paths: Path) -> None:
+        """Remember ``paths`` as they are now (before the first change only)."""
+        for path in paths:
+            if path in self.files:
+                continue
+            try:
+                self.files[path] = (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
+            except FileNotFoundError:
+                self.files[path] = None
+
+    def made(self, directory: Path) -> None:
+        """``directory`` is about to be made (when missing)."""
+        if not directory.exists():
+            self.dirs.append(directory)
+
+    def restore(self) -> None:
+        """Put every remembered file back; remove what did not exist. Best effort."""
+        for path, before in reversed(list(self.files.items())):
+            try:
+                if before is None:
+                    if path.is_file() or path.is_symlink():
+                        path.unlink()
+                    continue
+                data, mode = before
+                if path.is_file() and path.read_bytes() == data:
+                    continue
+                tmp = path.with_name(f".{path.name}.ledgit-undo-{os.getpid()}")
+                tmp.write_bytes(data)
+                tmp.chmod(mode)
+                os.replace(tmp, path)
+            except OSError:
+                continue
+        for directory in reversed(self.dirs):
+            try:
+                directory.rmdir()
+            except OSError:
+                continue
+
+
+def _preflight(attributes: Path, hooks_dir: Path | None, command: str) -> None:
+    """Refuse, before anything is changed, what install/uninstall could not finish: an
+    attributes file that is a directory or not UTF-8, a hooks dir that is a file, a hook that
+    is a directory (one line naming the file; issue 13)."""
+    if attributes.is_dir():
+        raise LedgitError(f"{attributes}: is a directory, not a .gitattributes file "
+                          f"(ledgit {command} changed nothing)", USAGE)
+    try:
+        data = attributes.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    except OSError as exc:
+        raise LedgitError(f"{attributes}: cannot read: {exc.strerror} (ledgit {command} "
+                          f"changed nothing)", USAGE) from None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise LedgitError(f"{attributes}:{line}: not UTF-8 text (byte {exc.start}), which "
+                          f"ledgit edits as UTF-8: convert it, then run ledgit {command} again "
+                          f"(changed nothing)", USAGE) from None
+    if hooks_dir is None:
+        return
+    if hooks_dir.exists() and not hooks_dir.is_dir():
+        raise LedgitError(f"{hooks_dir}: not a directory, but Git runs hooks from there "
+                          f"(ledgit {command} changed nothing)", USAGE)
+    for name in HOOKS:
+        if (hooks_dir / name).is_dir():
+            raise LedgitError(f"{hooks_dir / name}: is a directory, not a hook script "
+                              f"(ledgit {command} changed nothing)", USAGE)
+
+
+def _all_or_nothing(undo: _Undo, command: str, step: Callable[[], list[str]]) -> list[str]:
+    """Run ``step``; when it fails, restore what ``undo`` kept and raise one line."""
+    try:
+        return step()
+    except (LedgitError, OSError, UnicodeError) as exc:
+        undo.restore()
+        if isinstance(exc, LedgitError):
+            message = exc.message
+        elif isinstance(exc, OSError):
+            message = f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")
+        else:
+            message = str(exc)
+        raise LedgitError(f"{message} (ledgit {command} changed nothing)", USAGE) from None
+
+
+def _relative_hooks_dirs(cwd: Path) -> list[Path] | None:
+    """With a relative ``core.hooksPath`` (husky's ``.husky``), each worktree runs the hooks
+    of its own copy of that folder (githooks(5)): every worktree's, main first. None when
+    ``core.hooksPath`` is unset or absolute (one hooks dir for all)."""
+    value = git.config_get(cwd, "core.hooksPath")
+    if not value or os.path.isabs(os.path.expanduser(value)):
+        return None
+    return [Path(os.path.normpath(os.path.join(wt, value))) for wt in git.list_worktrees(cwd)]
+
+
 def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> list[str]:
     """``ledgit install``: driver config, attributes, hooks (or the pre-commit snippet).
-    Returns one line per action. Idempotent."""
+    Returns one line per action. Idempotent. All or nothing: an odd file is refused before
+    anything changes, and a step that fails puts back what the earlier ones changed."""
     top = _top(cwd)
+    attributes = attributes_file(cwd)
+    hdirs = (_relative_hooks_dirs(cwd) or [git.hooks_dir(cwd)]) \
+        if hooks and not _uses_pre_commit_framework(top) else []
+    _preflight(attributes, None, "install")
+    for hdir in hdirs:
+        _preflight(attributes, hdir, "install")
+    undo = _Undo()
+    undo.keep(git.common_dir(cwd) / "config", attributes)
+    for hdir in hdirs:
+        undo.made(hdir)
+        undo.keep(*(hdir / n for n in HOOKS), *(hdir / (n + CHAINED_SUFFIX) for n in HOOKS))
+    return _all_or_nothing(undo, "install",
+                           lambda: _install(cwd, top, hooks, command, hdirs))
+
+
+def _install(cwd: Path, top: Path, hooks: bool, command: str | None,
+             hdirs: list[Path]) -> list[str]:
     done: list[str] = []
     want = driver_command(command)
     if git.config_get(cwd, f"merge.{DRIVER}.name") != DRIVER_NAME:
@@ -355,9 +478,14 @@ def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> lis
                     f"hooks; add this to it, then run `pre-commit install`:\n"
                     + pre_commit_snippet())
         return done
-    hdir = git.hooks_dir(cwd)
-    for name in HOOKS:
-        done.append(install_hook(hdir, name, command))
+    for hdir in hdirs:
+        for name in HOOKS:
+            done.append(install_hook(hdir, name, command))
+    if len(hdirs) > 1 or _relative_hooks_dirs(cwd) is not None:
+        done.append(f"hooks: core.hooksPath is relative ({git.config_get(cwd, 'core.hooksPath')})"
+                    f", so each worktree runs its own copy: installed in all {len(hdirs)}; a "
+                    f"worktree added later has none until `ledgit install` runs in it (Git "
+                    f"finds no post-checkout hook there either)")
     return done
 
 
@@ -376,8 +504,21 @@ def _warm_index(cwd: Path) -> list[str]:
 
 
 def uninstall(cwd: Path) -> list[str]:
-    """``ledgit uninstall``: remove exactly what install added. One line per action."""
+    """``ledgit uninstall``: remove exactly what install added. One line per action. All
+    or nothing, as :func:`install`."""
     _top(cwd, "uninstall")
+    attributes = attributes_file(cwd)
+    hdirs = _relative_hooks_dirs(cwd) or [git.hooks_dir(cwd)]
+    for hdir in hdirs:
+        _preflight(attributes, hdir, "uninstall")
+    undo = _Undo()
+    undo.keep(git.common_dir(cwd) / "config", attributes)
+    for hdir in hdirs:
+        undo.keep(*(hdir / n for n in HOOKS), *(hdir / (n + CHAINED_SUFFIX) for n in HOOKS))
+    return _all_or_nothing(undo, "uninstall", lambda: _uninstall(cwd, hdirs))
+
+
+def _uninstall(cwd: Path, hdirs: list[Path]) -> list[str]:
     done: list[str] = []
     removed = [git.config_unset(cwd, f"merge.{DRIVER}.{key}") for key in ("driver", "name")]
     if any(removed):
@@ -385,11 +526,11 @@ def uninstall(cwd: Path) -> list[str]:
     line = uninstall_attributes(attributes_file(cwd))
     if line:
         done.append(line)
-    hdir = git.hooks_dir(cwd)
-    for name in HOOKS:
-        line = uninstall_hook(hdir, name)
-        if line:
-            done.append(line)
+    for hdir in hdirs:
+        for name in HOOKS:
+            line = uninstall_hook(hdir, name)
+            if line:
+                done.append(line)
     return done or ["nothing to remove"]
 
 
