@@ -593,6 +593,16 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
     refused = _private_gap(wt, board)
     if refused is not None:
         gaps.append(refused)
+    from ledgit.board import BOARD_IGNORE
+
+    try:
+        ignored = (root / ".ledgit" / ".gitignore").read_text(encoding="utf-8",
+                                                              errors="replace").splitlines()
+    except OSError:
+        ignored = []
+    if not all(line in ignored for line in BOARD_IGNORE):
+        gaps.append(Gap(wt, f"{root / '.ledgit' / '.gitignore'} does not ignore the temp "
+                            f"files of interrupted writes", "ledgit init"))
     stale = _index_stale(board, fix=fix)
     if stale:
         gaps.append(Gap(wt, stale, "ledgit cache rebuild"))

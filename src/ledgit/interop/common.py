@@ -872,7 +872,7 @@ def _move_each(board: Board, ids: Sequence[str], staged_history: str,
     (the write-ahead order of DESIGN §6 per batch). A history already moved by
     :func:`_swap_in` is no longer staged and is left alone. Refuses (LedgitError, exit 2)
     to replace a symbolic link."""
-    from ledgit.board import refuse_link
+    from ledgit.board import file_mode, refuse_link
 
     for src_dir, dst_dir, suffix in ((staged_history, board.history_str, HISTORY_SUFFIX),
                                      (staged_tasks, board.tasks_str, TASK_SUFFIX)):
@@ -882,7 +882,11 @@ def _move_each(board: Board, ids: Sequence[str], staged_history: str,
         for tid in ids:
             dst = os.path.join(dst_dir, f"{tid}{suffix}")
             refuse_link(board, dst)
-            os.replace(os.path.join(src_dir, f"{tid}{suffix}"), dst)
+            src = os.path.join(src_dir, f"{tid}{suffix}")
+            mode = file_mode(dst)  # an updated task keeps its file's mode (issue 13)
+            if mode is not None:
+                os.chmod(src, mode)
+            os.replace(src, dst)
 
 
 def _remove_tree(path: str) -> None:
