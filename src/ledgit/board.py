@@ -867,9 +867,12 @@ class Board:
                 os.ftruncate(fd, size)
                 os.fsync(fd)
             else:
-                with open(path, "r+b") as fh:
-                    fh.truncate(size)
-                    os.fsync(fh.fileno())
+                fd = os.open(path, os.O_WRONLY | _NOFOLLOW)
+                try:
+                    os.ftruncate(fd, size)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
         except OSError:
             refusal = os_refusal(exc, self.rel(failed))
             refusal.message += (f"; the event appended to {self.rel(path)} could not be "

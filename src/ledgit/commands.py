@@ -931,11 +931,20 @@ def cache_rebuild_cmd(as_json: bool) -> int:
     for path, message in index.errors():
         err(f"ledgit: warning: skipped {path}: {message}")
     if status.get("path") == ":memory:":
+        from ledgit.errors import IO_ERROR
         from ledgit.index import private_dir_refusal
+        from ledgit.locate import user_cache_dir
 
-        why = private_dir_refusal(board) or f"{board.private_str} cannot be written"
-        raise LedgitError(f"could not keep the index: {why}, and there is no user cache to "
-                          f"write (HOME or XDG_CACHE_HOME); reads build it in memory", USAGE)
+        why = private_dir_refusal(board)
+        code = USAGE
+        if why is None:
+            why, code = (f"{board.private_str} could not take it (no space left on device, "
+                         f"or an I/O error)"), IO_ERROR
+        cache = user_cache_dir(board.private_str)
+        other = ("there is no user cache (HOME and XDG_CACHE_HOME are unset)" if cache is None
+                 else f"neither could {cache}")
+        raise LedgitError(f"could not keep the index: {why}; {other}; reads build it in "
+                          f"memory", code)
     if as_json:
         out_json(status)
     else:

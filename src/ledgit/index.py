@@ -176,7 +176,10 @@ def _recovering(method: Callable[..., T]) -> Callable[..., T]:
         except sqlite3.DatabaseError as exc:
             if _is_busy(exc):
                 raise _busy(self.path) from None
-            self._recover()
+            if _is_full(exc) and self.path != ":memory:":
+                self._to_memory()  # a full disk or an I/O error: answer from memory
+            else:
+                self._recover()
             return method(self, *args, **kwargs)
 
     return run
@@ -240,9 +243,14 @@ class Index:
         except sqlite3.DatabaseError as exc:
             if _is_busy(exc):
                 raise _busy(path) from None
-            if _is_readonly(exc):
+            if _is_readonly(exc) or _is_full(exc):
                 return cls._in_memory(board, known)
-            index = cls._discard_and_open(board, path, busy_timeout, inode, known)
+            try:
+                index = cls._discard_and_open(board, path, busy_timeout, inode, known)
+            except sqlite3.DatabaseError as again:
+                if _is_readonly(again) or _is_full(again):  # a full disk: reads still answer
+                    return cls._in_memory(board, known)
+                raise
         index._inode = inode if inode is not None else _inode(path)
         return index
 
@@ -362,6 +370,15 @@ class Index:
             self._inode = fresh._inode
         self.db = fresh.db
         self._fresh = fresh._fresh
+
+    def _to_memory(self) -> None:
+        """Go on in memory (the file cannot be written: no space, an I/O error)."""
+        from contextlib import suppress
+
+        with suppress(sqlite3.Error):
+            self.db.close()
+        fresh = Index._in_memory(self.board)
+        self.db, self.path, self._fresh = fresh.db, ":memory:", fresh._fresh
 
     def close(self) -> None:
         """Close the database connection."""
@@ -1151,6 +1168,12 @@ def _is_busy(exc: BaseException) -> bool:
 def _is_readonly(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+def _is_full(exc: BaseException) -> bool:
+    """SQLITE_FULL or SQLITE_IOERR: the disk, not the database, is the trouble."""
+    text = str(exc).lower()
+    return "disk is full" in text or "disk i/o error" in text
 
 
 def _busy(path: str) -> LedgitError:

@@ -269,7 +269,7 @@ def hook_installed(hooks_dir: Path, name: str) -> bool:
     path = hooks_dir / name
     try:
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
-    except (FileNotFoundError, IsADirectoryError):
+    except OSError:  # missing, a directory, or a hooks "dir" that is a file (issue 13)
         return False
     return _split_block(text)[1] is not None and os.access(path, os.X_OK)
 
@@ -572,7 +572,10 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
                                       "prints the snippet), then: pre-commit install"))
     else:
         missing = [n for n in HOOKS if not hook_installed(hdir, n)]
-        if missing:
+        if hdir.exists() and not hdir.is_dir():
+            gaps.append(Gap(wt, f"{hdir} is not a directory, so Git runs no hooks from it",
+                            "move it aside, then: ledgit install"))
+        elif missing:
             gaps.append(Gap(wt, f"hooks without ledgit in {hdir}: {', '.join(missing)}",
                             "ledgit install"))
     board_root = top / board_rel

@@ -91,8 +91,8 @@ def user_cache_dir(private: str) -> "str | None":
     dir's path, so each worktree has its own. None without a home (``HOME`` unset)."""
     base = os.environ.get(CACHE_ENV)
     if not base or not os.path.isabs(base):
-        home = os.path.expanduser("~")
-        if not home or home == "~" or not os.path.isabs(home):
+        home = os.environ.get("HOME")  # not the password database: no HOME, no cache
+        if not home or not os.path.isabs(home):
             return None
         base = os.path.join(home, ".cache")
     import hashlib  # a cold path: only boards this user cannot write
