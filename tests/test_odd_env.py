@@ -268,6 +268,14 @@ def test_an_unwritable_board_refuses_writes_in_one_line(shared_tmp: Path) -> Non
     for args in (["list"], ["get", ids[0]], ["verify", "--all"], ["search", "task"]):
         proc = _run(args, root, env, user=uid)
         assert proc.returncode == 0, (args, _text(proc))
+    # Without safe.directory, Git refuses the repository: its message and its fix, in one line.
+    (shared_tmp / "strict").mkdir(mode=0o755)
+    strict = _user_home(shared_tmp / "strict", uid)
+    config = strict / "gitconfig"
+    config.write_text("[user]\n\tname = Ada\n\temail = ada@example.invalid\n")
+    config.chmod(0o644)
+    _assert_clean_failure(_run(["doctor"], root, _base_env(strict), user=uid), USAGE,
+                          "dubious ownership", "fix: git config --global --add safe.directory")
 
 
 # --------------------------------------------------------------------------- 3. read-only
@@ -442,6 +450,8 @@ def test_install_and_uninstall_refuse_odd_files_and_change_nothing(
         assert (root / ".git" / "config").read_bytes() == config
     code, out, err = lg("doctor")
     assert code == 1 and "internal error" not in err
+    if odd == "non-utf8 attributes":
+        assert "which ledgit edits as UTF-8; convert it; then: ledgit install)" in out
 
 
 def test_a_failing_install_step_puts_back_the_earlier_ones(

@@ -95,6 +95,12 @@ def run_git(args: Sequence[str], cwd: Path, *, env: Mapping[str, str] | None = N
 
 def _last_line(stderr: bytes) -> str:
     lines = os.fsdecode(stderr).strip().splitlines()
+    for n, line in enumerate(lines):
+        # Git's refusal of a repository another user owns (safe.directory, git-config(1))
+        # ends in an indented hint; the message is its "fatal:" line (issue 13).
+        if "dubious ownership" in line:
+            hint = next((h.strip() for h in lines[n + 1:] if "safe.directory" in h), None)
+            return line.strip() + (f"; fix: {hint}" if hint else "")
     return lines[-1] if lines else "failed"
 
 

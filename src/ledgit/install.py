@@ -399,8 +399,8 @@ def _preflight(attributes: Path, hooks_dir: Path | None, command: str) -> None:
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
         raise LedgitError(f"{attributes}:{line}: not UTF-8 text (byte {exc.start}), which "
-                          f"ledgit edits as UTF-8: convert it, then run ledgit {command} again "
-                          f"(changed nothing)", USAGE) from None
+                          f"ledgit edits as UTF-8; convert it (ledgit {command} changed "
+                          f"nothing)", USAGE) from None
     if hooks_dir is None:
         return
     if hooks_dir.exists() and not hooks_dir.is_dir():
@@ -562,8 +562,13 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
         gaps.append(Gap(wt, f"merge.{DRIVER}.driver runs a missing program ({driver})",
                         "ledgit install"))
     if not attributes_name_driver(wt, board_rel):
+        command = "ledgit install"
+        try:
+            _preflight(attributes_file(wt), None, "install")
+        except LedgitError as exc:  # install would refuse it: say what to do first
+            command = f"{exc.message.partition(' (ledgit install')[0]}; then: ledgit install"
         gaps.append(Gap(wt, ".gitattributes does not route task files to the ledgit driver",
-                        "ledgit install"))
+                        command))
     top = git.toplevel(wt) or wt
     hdir = git.hooks_dir(wt)
     if _uses_pre_commit_framework(top):
