@@ -727,3 +727,18 @@ def test_hashes_of_the_snapshot_helper_see_a_mode_change(tmp_path: Path) -> None
     f.write_bytes(b"b")
     assert hashlib.sha256(repr(_snapshot(tmp_path)).encode()).digest() != \
         hashlib.sha256(repr(first).encode()).digest()
+
+
+def test_doctor_checks_every_board_it_finds(lg: CliRun) -> None:
+    root = lg.root
+    shutil.rmtree(root / ".ledgit")
+    for sub in ("a", "b"):
+        assert lg("init", sub)[0] == 0
+    os.chdir(root / "a")
+    assert lg("install")[0] == 0
+    os.chdir(root)
+    git("add", "-A", cwd=root)
+    git("commit", "-q", "-m", "two boards", cwd=root)
+    code, out, err = lg("doctor")
+    assert code == 1 and "b/.gitattributes does not route task files" in out, (out, err)
+    assert "a/.gitattributes" not in out

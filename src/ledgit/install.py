@@ -690,18 +690,33 @@ def doctor(cwd: Path, *, fix: bool = False, repair: bool = False) -> tuple[int, 
     ``fix`` runs ``ledgit install`` (when a gap calls for it) and refreshes stale indexes;
     ``repair`` rolls interrupted writes forward (:meth:`Board.repair`) in every worktree.
     """
-    from ledgit.gate import board_prefix
+    from ledgit.gate import attributes_name_driver, board_prefixes
 
     _top(cwd, "doctor")
-    board_rel = board_prefix(cwd)
+    # The board found from cwd, else every board Git tracks (boards in subdirectories).
+    board_rel, *others = board_prefixes(cwd)
     lines: list[str] = []
     worktrees = git.list_worktrees(cwd)
     if fix or repair:
         for wt in worktrees:
             lines += _apply(wt, board_rel, fix=fix, repair=repair)
+            if repair:
+                from ledgit.board import Board
+
+                for other in others:
+                    root = (git.toplevel(wt) or wt) / other
+                    if (root / ".ledgit").is_dir():
+                        lines += [f"repaired: {line}" for line in Board(root).repair()]
     gaps: list[Gap] = []
     for wt in worktrees:
         gaps += worktree_gaps(wt, board_rel, fix=fix)
+        for other in others:  # each further board: its attributes and its own state
+            root = (git.toplevel(wt) or wt) / other
+            if not attributes_name_driver(wt, other):
+                gaps.append(Gap(wt, f"{other}.gitattributes does not route task files to the "
+                                    f"ledgit driver", f"cd {other} && ledgit install"))
+            if (root / ".ledgit").is_dir():
+                gaps += _board_gaps(wt, root, fix=fix)
     for gap in gaps:
         lines.append(f"gap: {gap}")
     if not gaps:
