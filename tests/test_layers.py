@@ -28,7 +28,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
              "ledgit.canonjson", "ledgit.readout", "ledgit.record", "ledgit.patch",
              "ledgit.history", "ledgit.merge", "ledgit.ops"),
     # a board on disk, its index, its watcher, its config, Git
-    "storage": ("ledgit.locate", "ledgit.locks", "ledgit.parallel", "ledgit.config",
+    "storage": ("ledgit.locate", "ledgit.oserrors", "ledgit.locks", "ledgit.parallel", "ledgit.config",
                 "ledgit.git", "ledgit.watch", "ledgit.index", "ledgit.board", "ledgit.live"),
     # what the commands and hooks run: the gate, resolve, install/doctor, import/export
     "operations": ("ledgit.gate", "ledgit.resolve", "ledgit.install", "ledgit.projects",

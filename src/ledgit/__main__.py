@@ -20,12 +20,31 @@ def main(argv: list[str] | None = None) -> None:
     encoding cannot hold (``LC_ALL=C``, ``PYTHONIOENCODING=latin-1``, a file name with
     undecodable bytes) is written as a backslash escape instead of ending the command
     (stdout's error handler ``strict`` or ``surrogateescape`` becomes ``backslashreplace``)."""
+    _fill_closed_streams()
     stdout = sys.stdout
     reconfigure = getattr(stdout, "reconfigure", None)
     if reconfigure is not None and stdout.errors in ("strict", "surrogateescape") \
             and not stdout.closed:
         reconfigure(errors="backslashreplace")
     sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
+
+
+def _fill_closed_streams() -> None:
+    """A standard descriptor the caller closed (``ledgit list >&-``) is opened on the null
+    device, so that nothing ledgit opens later (an index, a task file) takes its number and
+    receives the output, and the command runs as with its output discarded (issue 13)."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, closefd=False))  # noqa: SIM115 - kept open
 
 
 def run(args: list[str]) -> int:

@@ -28,7 +28,15 @@ import sys
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
+from ledgit.errors import (
+    BUSY,
+    CHECK_FAILED,
+    NOT_FOUND,
+    STALE,
+    USAGE,
+    LedgitError,
+    located,
+)
 from ledgit.locate import CONFIG_NAME as CONFIG_NAME  # re-exported: board's own names
 from ledgit.locate import LEDGIT_DIR as LEDGIT_DIR
 from ledgit.locate import LOCAL_DIR as LOCAL_DIR
@@ -37,6 +45,9 @@ from ledgit.locate import TASKS_DIR as TASKS_DIR
 from ledgit.locate import find_root, git_dir_for, private_dir
 from ledgit.locks import FileLock as FileLock  # re-exported: board's own names
 from ledgit.locks import file_lock as file_lock
+from ledgit.oserrors import os_refusal as os_refusal
+from ledgit.oserrors import owner_detail as owner_detail
+from ledgit.oserrors import user_name as user_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -96,6 +107,7 @@ class Board:
         self.dir_str = os.path.join(self.root_str, LEDGIT_DIR)
         self.tasks_str = os.path.join(self.dir_str, TASKS_DIR)
         self.history_str = os.path.join(self.dir_str, HISTORY_DIR)
+        self._locks: dict[str, TaskLock] = {}  # the last lock made per task (temp notes)
         if config is not None:
             self.__dict__["config"] = config
 
@@ -264,7 +276,7 @@ class Board:
 
     # ------------------------------------------------------------------ locking
 
-    def lock(self, task_id: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> FileLock:
+    def lock(self, task_id: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> TaskLock:
         """The task's advisory lock (``<private dir>/locks/<id>.lock``, flock), to hold with
         ``with``.
 
@@ -274,7 +286,9 @@ class Board:
         if self.read_only is not None:  # every write takes this lock first
             raise LedgitError(self.read_only, USAGE)
         path = os.path.join(self.private_str, "locks", f"{_checked_id(task_id)}.lock")
-        return FileLock(path, timeout, f"{task_id} is busy")
+        lock = TaskLock(path, timeout, f"{task_id} is busy", self.tasks_str)
+        self._locks[task_id] = lock
+        return lock
 
     # ------------------------------------------------------------------ writing
 
@@ -485,6 +499,12 @@ class Board:
                 histories.close()
         problems = [Problem(*p) for p in found]
         if check_orphans:
+            for name in sorted(_listdir(self.tasks_str)):
+                if name.startswith(".") and TMP_MARK in name and not _writer_alive(name):
+                    problems.append(Problem(name[1:name.index(TMP_MARK)], 0, "temp-file",
+                                            f"leftover temp file of an interrupted write "
+                                            f"({self.rel(os.path.join(self.tasks_str, name))}"
+                                            f"; fix: ledgit doctor --repair)"))
             tasks = set(names)
             for tid in sorted(_stems(self.history_dir, HISTORY_SUFFIX) - tasks):
                 problems.append(Problem(tid, 0, "orphan", "a history without a task file "
@@ -844,13 +864,22 @@ class Board:
 
     def _commit(self, task_id: str, events: list[Event], record: Record | None) -> None:
         """Append ``events`` (fsync), then replace the task file with ``record`` (if any) and
-        refresh its index row: the write-ahead order of DESIGN §6."""
+        refresh its index row: the write-ahead order of DESIGN §6.
+
+        All or nothing (issue 13): when the append or the file's replacement fails (no
+        space, quota, an I/O error, a read-only file system), the history is cut back to its
+        length before the append (a history this write created is removed) and the error is
+        one line (:func:`os_refusal`: exit 2, or 74 for space and I/O); only when even that
+        fails is the write left for ``ledgit doctor --repair``, and the line says so."""
         from ledgit.history import event_line
 
         path = self.history_file(task_id)
         created = not os.path.lexists(path)
         if created:
-            os.makedirs(self.history_str, exist_ok=True)
+            try:
+                os.makedirs(self.history_str, exist_ok=True)
+            except OSError as exc:
+                raise os_refusal(exc, self.rel(self.history_str)) from None
         data = "".join(event_line(e) for e in events).encode("utf-8")
         refuse_link(self, path)
         try:
@@ -858,28 +887,65 @@ class Board:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o666)
         except OSError as exc:
             refuse_link(self, path)
-            raise LedgitError(located(f"cannot write: {exc.strerror}", self.rel(path)),
-                              USAGE) from None
+            raise os_refusal(exc, self.rel(path)) from None
+        size = 0
         try:
+            size = 0 if created else os.fstat(fd).st_size
             write_all(fd, data)
             os.fsync(fd)
+        except OSError as exc:
+            raise self._undo_append(path, fd, size, created, exc, path) from None
         finally:
             os.close(fd)
         if created:
             _fsync_dir(self.history_str)
         if record is not None:
-            self._write_task(task_id, record)
+            try:
+                self._write_task(task_id, record)
+            except OSError as exc:
+                raise self._undo_append(path, None, size, created, exc,
+                                        self.task_file(task_id)) from None
             self._refresh_index([record])
 
+    def _undo_append(self, path: str, fd: int | None, size: int, created: bool,
+                     exc: OSError, failed: str) -> LedgitError:
+        """Cut the history ``path`` back to ``size`` bytes (remove it when this write
+        created it) after ``exc`` at ``failed``; the error to raise, saying so when the
+        undo itself failed."""
+        try:
+            if created:
+                os.unlink(path)
+                _fsync_dir(self.history_str)
+            elif fd is not None:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            else:
+                fd = os.open(path, os.O_WRONLY | _NOFOLLOW)
+                try:
+                    os.ftruncate(fd, size)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except OSError:
+            refusal = os_refusal(exc, self.rel(failed))
+            refusal.message += (f"; the event appended to {self.rel(path)} could not be "
+                                f"undone (run: ledgit doctor --repair)")
+            return refusal
+        refusal = os_refusal(exc, self.rel(failed))
+        refusal.message += "; nothing was written"
+        return refusal
+
     def _write_task(self, task_id: str, record: Record) -> None:
-        """Replace the task file atomically: temp file in the same dir, fsync, rename,
-        fsync the dir."""
+        """Replace the task file atomically: temp file in the same dir (the file's mode
+        kept), fsync, rename, fsync the dir. Raises OSError as the system does."""
         from ledgit.record import render_record
 
         os.makedirs(self.tasks_str, exist_ok=True)
         path = self.task_file(task_id)
         refuse_link(self, path)  # os.replace would swap the link for a file, silently
-        replace_task_file(path, render_record(record).encode("utf-8"), fsync=True)
+        lock = self._locks.get(task_id)
+        replace_task_file(path, render_record(record).encode("utf-8"), fsync=True,
+                          lock=lock if lock is not None and lock._fd is not None else None)
         _fsync_dir(self.tasks_str)
 
     def _refresh_index(self, records: list[Record]) -> None:
@@ -928,7 +994,8 @@ def find_board(cwd: Path | None = None) -> Board:
 
 def init_board(path: Path, id_prefix: str = "T") -> Board:
     """Create ``.ledgit/{config.yaml,tasks/,history/}`` under ``path``; idempotent (an
-    existing config is kept). Outside Git, ``.ledgit/.local/`` is added to ``.gitignore``.
+    existing config is kept), and ``.ledgit/.gitignore`` (temp files, ``.local/``). Outside
+    Git, ``.ledgit/.local/`` is also added to ``.gitignore``.
     Raises LedgitError exit 2 for an invalid prefix.
     """
     from ledgit.config import BoardConfig, render_config, valid_prefix
@@ -943,6 +1010,7 @@ def init_board(path: Path, id_prefix: str = "T") -> Board:
         board.history_dir.mkdir(parents=True, exist_ok=True)
         if not config_path.exists():
             _write_new(config_path, render_config(BoardConfig(id_prefix=id_prefix)))
+        write_board_ignore(board)
     except OSError as exc:
         raise LedgitError(f"cannot create a board in {board.root}: {exc.strerror or exc}",
                           USAGE) from None
@@ -991,6 +1059,55 @@ def check_expect(task_id: str, revision: str, expect: str) -> None:
     if not revision.startswith(want):
         raise LedgitError(f"{task_id}: stale revision: expected {expect}, the task is now at "
                           f"{revision}", STALE)
+
+
+class TaskLock(FileLock):
+    """A task's :class:`FileLock` that also remembers the temp file its holder is writing
+    (its name, one line in the lock file while the file exists): a writer killed between
+    creating and renaming it leaves the name behind, and the next holder of the lock, whose
+    writer is then gone for sure, removes that file (issue 13; O(1) per write, no listing of
+    the tasks dir)."""
+
+    def __init__(self, path: str, timeout: float, busy: str, tasks_dir: str) -> None:
+        super().__init__(path, timeout, busy)
+        self.tasks_dir = tasks_dir
+
+    def __enter__(self) -> None:
+        super().__enter__()
+        fd = self._fd
+        if fd is None:
+            return
+        try:
+            noted = os.pread(fd, 512, 0)
+        except OSError:
+            return
+        if not noted:
+            return
+        name = os.fsdecode(noted.split(b"\n", 1)[0])
+        if name.startswith(".") and TMP_MARK in name and os.sep not in name:
+            try:
+                os.unlink(os.path.join(self.tasks_dir, name))
+                sys.stderr.write(f"ledgit: note: removed {name}, the temp file of a write "
+                                 f"that was killed\n")
+            except OSError:
+                pass
+        self.forget()
+
+    def note(self, name: str) -> None:
+        """Remember ``name`` (a temp file in the tasks dir) until :meth:`forget`."""
+        if self._fd is not None:
+            try:
+                os.pwrite(self._fd, os.fsencode(name) + b"\n", 0)
+            except OSError:
+                return  # a lock file of another user (read-only): doctor --repair removes it
+
+    def forget(self) -> None:
+        """The noted temp file is gone (renamed or removed)."""
+        if self._fd is not None:
+            try:
+                os.ftruncate(self._fd, 0)
+            except OSError:
+                return
 
 
 # ---------------------------------------------------------------------- helpers
@@ -1044,6 +1161,42 @@ class _DirReader:
             self.fd = None
 
 
+def _writer_alive(temp_name: str) -> bool:
+    """The process named in a temp file's name (``.<id>.md.tmp-<pid>-<random>``) still runs
+    on this machine: its write may be under way."""
+    pid_text = temp_name.rpartition(TMP_MARK)[2].partition("-")[0]
+    if not pid_text.isdigit() or int(pid_text) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):
+        return True  # another user's process (EPERM): alive
+    return True
+
+
+BOARD_IGNORE = ("tasks/.*.md.tmp-*", f"{LOCAL_DIR}/")  # .ledgit/.gitignore (issue 13)
+
+
+def write_board_ignore(board: Board) -> bool:
+    """Make ``.ledgit/.gitignore`` ignore what a board holds that is never committed: the
+    temp files of interrupted writes and ``.local/``. True when it was changed."""
+    path = os.path.join(board.dir_str, ".gitignore")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        text = ""
+    missing = [line for line in BOARD_IGNORE if line not in text.splitlines()]
+    if not missing:
+        return False
+    sep = "" if not text or text.endswith("\n") else "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(sep + "".join(f"{line}\n" for line in missing))
+    return True
+
+
 def _listdir(path: Path | str) -> list[str]:
     try:
         return os.listdir(path)
@@ -1074,6 +1227,7 @@ def _is_valid_id(text: str) -> bool:
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_FCHMOD: Callable[[int, int], None] | None = getattr(os, "fchmod", None)  # not on Windows
 
 
 def refuse_link(board: Board, path: Path | str) -> None:
@@ -1166,26 +1320,52 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def replace_task_file(path: Path | str, data: bytes, *, fsync: bool) -> None:
+def replace_task_file(path: Path | str, data: bytes, *, fsync: bool,
+                      lock: TaskLock | None = None) -> None:
     """Replace the task file ``path`` (``<id>.md``) with ``data`` atomically: a temp file
-    ``.<id>.md.tmp-<pid>-<random>`` in the same dir (see :data:`TMP_MARK`), fsync'ed when
-    ``fsync``, then renamed over it. The caller checks links and fsyncs the dir."""
+    ``.<id>.md.tmp-<pid>-<random>`` in the same dir (see :data:`TMP_MARK`) with the mode of
+    the file it replaces (issue 13: a private task stays private), fsync'ed when ``fsync``,
+    then renamed over it. ``lock``, the task's lock when held, remembers the temp file while
+    it exists. The caller checks links and fsyncs the dir. Raises OSError (the temp file is
+    removed)."""
     # os.urandom, not secrets: the temp name only has to be unique (secrets imports
     # random, hmac and base64 on every write).
     directory, name = os.path.split(os.fspath(path))
-    tmp = os.path.join(directory, f".{name[:-len(TASK_SUFFIX)]}{TMP_MARK}{os.getpid()}-"
-                                  f"{os.urandom(4).hex()}")
+    base = f".{name[:-len(TASK_SUFFIX)]}{TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}"
+    tmp = os.path.join(directory, base)
+    mode = file_mode(path)
+    if lock is not None:
+        lock.note(base)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
+        if mode is not None and _FCHMOD is not None:
+            _FCHMOD(fd, mode)
         write_all(fd, data)
         if fsync:
             os.fsync(fd)
-    except BaseException:
         os.close(fd)
-        os.unlink(tmp)
+        fd = -1
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        from contextlib import suppress  # a cold path: writes do not import contextlib
+
+        with suppress(OSError):
+            os.unlink(tmp)
         raise
-    os.close(fd)
-    os.replace(tmp, path)
+    finally:
+        if lock is not None:
+            lock.forget()
+
+
+def file_mode(path: Path | str) -> int | None:
+    """The permission bits of the file at ``path`` (not following a link), or None when
+    there is none: what a rewrite of it keeps."""
+    try:
+        return stat.S_IMODE(os.lstat(path).st_mode)
+    except OSError:
+        return None
 
 
 def _write_new(path: Path, text: str) -> None:

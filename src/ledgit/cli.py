@@ -252,7 +252,8 @@ def cli() -> None:
     TITLE. To see it work first: ledgit demo.
 
     Exit codes: 0 ok, 1 check failed / merge conflict, 2 usage or invalid input, 3 stale
-    revision, 4 not found / ambiguous, 5 busy, 6 claim held or lost, 70 internal error.
+    revision, 4 not found / ambiguous, 5 busy, 6 claim held or lost, 74 the disk failed a
+    write (no space, quota, I/O; undone), 70 internal error.
     """
 
 

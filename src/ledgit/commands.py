@@ -63,7 +63,12 @@ def guarded(call: Callable[[], int]) -> int:
     debug = os.environ.get("LEDGIT_DEBUG", "") not in ("", "0")
     try:
         code = call()
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # a full stdout (/dev/full, a full disk under a redirect)
+            raise _stdout_failed(exc) from None
         return code
     except LedgitError as exc:
         if debug:
@@ -78,15 +83,35 @@ def guarded(call: Callable[[], int]) -> int:
     except (PipeClosed, BrokenPipeError):
         _silence_stdout()
         return OK
-    except Exception as exc:  # noqa: BLE001 - the one place that reports bugs
+    except OSError as exc:
+        # What the machine refuses (read-only or full file system, permissions, quota, I/O;
+        # issue 13) is one line and a documented code wherever it is met; other errnos fall
+        # through to the internal error below.
+        from ledgit.errors import os_failure
+
+        failure = os_failure(exc)
+        if failure is None:
+            return _internal(exc, debug)
         if debug:
             import traceback
 
             traceback.print_exc()
-        message = " ".join(str(exc).split())
-        err(f"ledgit: internal error: {type(exc).__name__}: {message} "
-            f"(set LEDGIT_DEBUG=1 for a traceback)")
-        return INTERNAL_ERROR
+        err(f"ledgit: {failure}")
+        return failure.code
+    except Exception as exc:  # noqa: BLE001 - the one place that reports bugs
+        return _internal(exc, debug)
+
+
+def _internal(exc: BaseException, debug: bool) -> int:
+    """One ``internal error`` line (a traceback too when ``debug``); returns 70."""
+    if debug:
+        import traceback
+
+        traceback.print_exc()
+    message = " ".join(str(exc).split())
+    err(f"ledgit: internal error: {type(exc).__name__}: {message} "
+        f"(set LEDGIT_DEBUG=1 for a traceback)")
+    return INTERNAL_ERROR
 
 
 def run_spec(spec: Spec, values: dict[str, Any]) -> int:
@@ -147,6 +172,17 @@ def out(text: str = "", nl: bool = True) -> None:
     except BrokenPipeError:
         _silence_stdout()
         raise PipeClosed() from None
+    except OSError as exc:
+        raise _stdout_failed(exc) from None
+
+
+def _stdout_failed(exc: OSError) -> LedgitError:
+    """stdout could not take the output (full, an I/O error): exit 74, stdout silenced so
+    that the interpreter's last flush does not fail again."""
+    from ledgit.errors import IO_ERROR
+
+    _silence_stdout()
+    return LedgitError(f"cannot write to stdout: {exc.strerror or exc}", IO_ERROR)
 
 
 def err(line: str) -> None:
@@ -1326,12 +1362,27 @@ def cache_rebuild_cmd(as_json: bool) -> int:
     index = _index(board)
     index.rebuild()
     status = index.status()
+    for path, message in index.errors():
+        err(f"ledgit: warning: skipped {path}: {message}")
+    if status.get("path") == ":memory:":
+        from ledgit.errors import IO_ERROR
+        from ledgit.index import private_dir_refusal
+        from ledgit.locate import user_cache_dir
+
+        why = private_dir_refusal(board)
+        code = USAGE
+        if why is None:
+            why, code = (f"{board.private_str} could not take it (no space left on device, "
+                         f"or an I/O error)"), IO_ERROR
+        cache = user_cache_dir(board.private_str)
+        other = ("there is no user cache (HOME and XDG_CACHE_HOME are unset)" if cache is None
+                 else f"neither could {cache}")
+        raise LedgitError(f"could not keep the index: {why}; {other}; reads build it in "
+                          f"memory", code)
     if as_json:
         out_json(status)
     else:
-        out(f"rebuilt index: {status.get('tasks', '?')} task(s)")
-    for path, message in index.errors():
-        err(f"ledgit: warning: skipped {path}: {message}")
+        out(f"rebuilt index: {status.get('tasks', '?')} task(s) in {status.get('path')}")
     return OK
 
 

@@ -10,6 +10,7 @@ STALE = 3  # stale revision (--expect)
 NOT_FOUND = 4  # not found / ambiguous
 BUSY = 5  # lock timeout
 CLAIM = 6  # claim held or lost
+IO_ERROR = 74  # EX_IOERR (sysexits.h): no space, quota or an I/O error; the write was undone
 
 
 class LedgitError(Exception):
@@ -44,3 +45,38 @@ def located(message: str, path: str | None = None, line: int | None = None,
     if field:
         head += f"{field}: "
     return (head + message).translate(_LINE_BREAKS)
+
+
+# errno -> (what the system said, exit code): the failures an ordinary machine gives a
+# write (issue 13). Anything else stays an internal error: it would be a bug of ours.
+_ENVIRONMENT = {
+    "EROFS": ("read-only file system", USAGE),
+    "EACCES": ("permission denied", USAGE),
+    "EPERM": ("operation not permitted", USAGE),
+    "ENOSPC": ("no space left on device", IO_ERROR),
+    "EDQUOT": ("disk quota exceeded", IO_ERROR),
+    "EIO": ("input/output error", IO_ERROR),
+    "EFBIG": ("file too large", IO_ERROR),
+    "ENOTDIR": ("not a directory", USAGE),
+    "EISDIR": ("is a directory", USAGE),
+}
+
+
+def os_failure(exc: OSError, path: str | None = None, detail: str | None = None
+               ) -> LedgitError | None:
+    """The one-line LedgitError for an OSError the machine causes (read-only or full file
+    system, permissions, quota, I/O error): ``WHAT: PATH[; DETAIL]`` with exit 2 (the
+    environment refuses) or :data:`IO_ERROR`; None for any other errno. ``path`` defaults
+    to the exception's file name."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0)
+    known = _ENVIRONMENT.get(name or "")
+    if known is None:
+        return None
+    what, code = known
+    where = path if path is not None else exc.filename
+    text = what if where is None else f"{what}: {where}"
+    if detail:
+        text += f"; {detail}"
+    return LedgitError(located(text), code)

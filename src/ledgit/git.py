@@ -99,6 +99,12 @@ def run_git(args: Sequence[str], cwd: str | Path, *, env: Mapping[str, str] | No
 
 def _last_line(stderr: bytes) -> str:
     lines = os.fsdecode(stderr).strip().splitlines()
+    for n, line in enumerate(lines):
+        # Git's refusal of a repository another user owns (safe.directory, git-config(1))
+        # ends in an indented hint; the message is its "fatal:" line (issue 13).
+        if "dubious ownership" in line:
+            hint = next((h.strip() for h in lines[n + 1:] if "safe.directory" in h), None)
+            return line.strip() + (f"; fix: {hint}" if hint else "")
     return lines[-1] if lines else "failed"
 
 
@@ -254,9 +260,19 @@ def list_worktrees(cwd: Path) -> list[Path]:
             skip = True
         elif not field:
             if path is not None and not skip:
-                found.append(Path(path))
+                found.append(_work_tree_of(Path(path), cwd))
             path = None
     return found
+
+
+def _work_tree_of(listed: Path, cwd: Path) -> Path:
+    """A ``git worktree list`` entry as a work tree: a submodule's main entry is its git dir
+    (``.git/modules/NAME``, whose ``core.worktree`` names the checkout; issue 13)."""
+    if not (listed / "HEAD").is_file() or (listed / ".git").exists():
+        return listed
+    proc = run_git(["--git-dir", str(listed), "rev-parse", "--show-toplevel"], cwd, check=False)
+    top = os.fsdecode(proc.stdout.rstrip(b"\n"))
+    return Path(top) if proc.returncode == 0 and top else listed
 
 
 def head_oid(cwd: Path) -> str | None:

@@ -32,7 +32,7 @@ from ledgit.gate import (
     task_of,
     task_paths,
 )
-from ledgit.locate import LEDGIT_DIR, find_root, git_dir_for
+from ledgit.locate import LEDGIT_DIR, TASKS_DIR, find_root, git_dir_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -69,7 +69,7 @@ def pre_commit(cwd: Path) -> int:
     for prefix in sorted({p for p in map(_prefix_of, paths) if p is not None}):
         staged = git.staged_files(cwd, f"{prefix}{LEDGIT_DIR}/")
         problems += _check_staged(prefix, staged, lambda path: _at_head(cwd, path), tasks,
-                                  notes)
+                                  notes, str(git.toplevel(cwd) or cwd))
     problems += _check_operation(cwd, paths, tasks, notes)
     return _report(problems, tasks, notes)
 
@@ -109,7 +109,7 @@ def _pre_commit_in_hook(cwd: str) -> int | None:
     for prefix in sorted(boards):
         staged = {p: None if oid is None else blobs[oid] for p, oid in boards[prefix].items()}
         problems += _check_staged(prefix, staged, lambda path: blobs.get(f"HEAD:{path}"),
-                                  tasks, notes)
+                                  tasks, notes, cwd)
     return _report(problems, tasks, notes)
 
 
@@ -137,15 +137,24 @@ def _board_prefix(cwd: str, top: str) -> str | None:
 
 def _check_staged(prefix: str, staged: Mapping[str, bytes | None],
                   other: Callable[[str], bytes | None], tasks: list[str],
-                  notes: list[str] | None = None) -> list[Finding]:
+                  notes: list[str] | None = None, top: str | None = None) -> list[Finding]:
     """The problems of the staged tasks of one board (``prefix``: ``""`` or ``"sub/"``).
 
     ``staged``: repository path -> staged blob (None: deleted), the paths under the board
     that the index changes; ``other(path)``: a task's file at HEAD (which the index matches
     for what is not staged). The ids checked are appended to ``tasks``, notes (an archived
-    task removed) to ``notes``. A staged config must load too. A staged history must keep
-    every event of HEAD's (:func:`ledgit.gate.check_growth`)."""
+    task removed) to ``notes``. A staged config must load too, a staged temp file of an
+    interrupted write is refused (issue 13), and a staged history must keep every event of
+    HEAD's (:func:`ledgit.gate.check_growth`). ``top``: the work tree, to tell a pair staged
+    by half (the other file changed but not staged) from a hand edit."""
     problems: list[Finding] = []
+    temp_dir = f"{prefix}{LEDGIT_DIR}/{TASKS_DIR}/"
+    for path in sorted(staged):
+        name = path[len(temp_dir):] if path.startswith(temp_dir) else ""
+        if staged[path] is not None and name.startswith(".") and ".md.tmp-" in name:
+            problems.append(Finding(path, 0, "temp-file", "the temp file of an interrupted "
+                                    f"ledgit write is staged (unstage it: git rm --cached "
+                                    f"{path}; ledgit doctor --repair removes it)", None))
     these = sorted({t for t in (task_of(p, prefix) for p in staged) if t is not None})
     tasks += these
     for task in these:
@@ -161,7 +170,21 @@ def _check_staged(prefix: str, staged: Mapping[str, bytes | None],
                 notes += said
             if data[md] is None and data[hist] is None:
                 continue
-        problems += check_task(task, md, data[md], hist, data[hist])
+        found = check_task(task, md, data[md], hist, data[hist])
+        half = [p for p in (md, hist) if p not in staged]
+        if top is not None and len(half) == 1 and any(f.rule == "record-head" for f in found):
+            unstaged = half[0]
+            try:
+                with open(os.path.join(top, unstaged), "rb") as fh:
+                    in_tree: bytes | None = fh.read()
+            except OSError:
+                in_tree = None
+            if in_tree is not None and in_tree != data[unstaged]:
+                staged_one = md if unstaged == hist else hist
+                found = [f._replace(message=f"only {staged_one} of the pair is staged; "
+                                            f"stage {unstaged} too (git add {unstaged})")
+                         if f.rule == "record-head" else f for f in found]
+        problems += found
     config = f"{prefix}{LEDGIT_DIR}/config.yaml"
     if staged.get(config) is not None:
         problems += _check_config(config, staged[config] or b"")

@@ -186,7 +186,10 @@ def _recovering(method: Callable[..., T]) -> Callable[..., T]:
         except sqlite3.DatabaseError as exc:
             if _is_busy(exc):
                 raise _busy(self.path) from None
-            self._recover()
+            if _is_full(exc) and self.path != ":memory:":
+                self._to_memory()  # a full disk or an I/O error: answer from memory
+            else:
+                self._recover()
             return method(self, *args, **kwargs)
 
     return run
@@ -243,11 +246,10 @@ class Index:
         (sqlite3.DatabaseError) or of another schema (PRAGMA user_version). Creates the
         private dir; falls back to an in-memory index when it cannot be written. ``known``:
         see :meth:`rebuild_from`."""
-        path = os.path.join(board.private_str, INDEX_NAME)
-        try:
-            os.makedirs(board.private_str, exist_ok=True)
-        except OSError:
+        where = index_dir(board, create=True)
+        if where is None:
             return cls._in_memory(board, known)
+        path = os.path.join(where, INDEX_NAME)
         inode = _inode(path)
         try:
             index = cls(board, path, _connect(path, busy_timeout), known=known)
@@ -255,9 +257,14 @@ class Index:
         except sqlite3.DatabaseError as exc:
             if _is_busy(exc):
                 raise _busy(path) from None
-            if _is_readonly(exc):
+            if _is_readonly(exc) or _is_full(exc):
                 return cls._in_memory(board, known)
-            index = cls._discard_and_open(board, path, busy_timeout, inode, known)
+            try:
+                index = cls._discard_and_open(board, path, busy_timeout, inode, known)
+            except sqlite3.DatabaseError as again:
+                if _is_readonly(again) or _is_full(again):  # a full disk: reads still answer
+                    return cls._in_memory(board, known)
+                raise
         index._inode = inode if inode is not None else _inode(path)
         return index
 
@@ -266,7 +273,10 @@ class Index:
                       busy_timeout: float = WRITE_PATH_BUSY_TIMEOUT) -> Index | None:
         """The index if it exists with the current schema, else None (creates nothing).
         For the write path, which must not pay for a build (DESIGN §10)."""
-        path = os.path.join(board.private_str, INDEX_NAME)
+        where = index_dir(board, create=False)
+        if where is None:
+            return None
+        path = os.path.join(where, INDEX_NAME)
         if not os.path.isfile(path):
             return None
         try:
@@ -294,7 +304,7 @@ class Index:
         by a lock file; a file another process has already replaced is used as it is."""
         from ledgit.locks import file_lock
 
-        with file_lock(os.path.join(board.private_str, "index.lock"), busy_timeout,
+        with file_lock(os.path.join(os.path.dirname(path), "index.lock"), busy_timeout,
                        "the index is busy"):
             now = _inode(path)
             if now is not None and now != broken:
@@ -374,6 +384,15 @@ class Index:
             self._inode = fresh._inode
         self.db = fresh.db
         self._fresh = fresh._fresh
+
+    def _to_memory(self) -> None:
+        """Go on in memory (the file cannot be written: no space, an I/O error)."""
+        from contextlib import suppress
+
+        with suppress(sqlite3.Error):
+            self.db.close()
+        fresh = Index._in_memory(self.board)
+        self.db, self.path, self._fresh = fresh.db, ":memory:", fresh._fresh
 
     def close(self) -> None:
         """Close the database connection."""
@@ -1071,6 +1090,65 @@ class Index:
 # ---------------------------------------------------------------------- helpers
 
 
+def index_dir(board: Board, *, create: bool) -> str | None:
+    """The directory of the board's index: the private dir when this user may write it
+    (and the index file in it, if there is one), else this user's cache for the worktree
+    (:func:`ledgit.locate.user_cache_dir`: a read-only board, a private dir or index another
+    user owns; issue 13), else None (in memory). ``create``: make the directory chosen."""
+    private = board.private_str
+    made = True
+    if create:
+        try:
+            os.makedirs(private, exist_ok=True)
+        except OSError:
+            made = False  # not ours to write: the cache below
+    if made and _writable(private):
+        return private
+    from ledgit.locate import user_cache_dir
+
+    cache = user_cache_dir(private)
+    if cache is None:
+        return None
+    if create:
+        try:
+            os.makedirs(cache, mode=0o700, exist_ok=True)
+        except OSError:
+            return None
+    return cache if _writable(cache) else None
+
+
+def private_dir_refusal(board: Board) -> str | None:
+    """Why the worktree's private dir cannot hold the index and the locks (one sentence:
+    read-only, or whose it is and the fix), None when it can (issue 13)."""
+    from ledgit.board import owner_detail
+
+    private = board.private_str
+    probe = private
+    while not os.path.isdir(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return None
+        probe = parent
+    if _writable(private) if probe == private else os.access(probe, os.W_OK | os.X_OK):
+        return None
+    try:
+        readonly = bool(os.statvfs(probe).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        readonly = False
+    if readonly:
+        return f"{private} is on a read-only file system"
+    detail = owner_detail(os.path.join(private, INDEX_NAME) if probe == private else private)
+    return f"{private} cannot be written" + (f": {detail}" if detail else "")
+
+
+def _writable(directory: str) -> bool:
+    """This user may create and write an index in ``directory`` (it exists)."""
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return False
+    path = os.path.join(directory, INDEX_NAME)
+    return not os.path.lexists(path) or os.access(path, os.W_OK)
+
+
 def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
     # See Index._current: without a boot id to notice an OS crash, keep SQLite's fsyncs.
@@ -1116,6 +1194,12 @@ def _is_busy(exc: BaseException) -> bool:
 def _is_readonly(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+def _is_full(exc: BaseException) -> bool:
+    """SQLITE_FULL or SQLITE_IOERR: the disk, not the database, is the trouble."""
+    text = str(exc).lower()
+    return "disk is full" in text or "disk i/o error" in text
 
 
 def _busy(path: str) -> LedgitError:

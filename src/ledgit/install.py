@@ -28,14 +28,14 @@ import shlex
 import shutil
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from ledgit import git
 from ledgit.board import Board, find_board
 from ledgit.errors import USAGE, LedgitError
-from ledgit.gate import attributes_name_driver, board_prefix
+from ledgit.gate import attributes_name_driver, board_prefix, board_prefixes
 from ledgit.index import Index
 
 DRIVER = "ledgit"
@@ -288,7 +288,7 @@ def hook_installed(hooks_dir: Path, name: str) -> bool:
     path = hooks_dir / name
     try:
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
-    except (FileNotFoundError, IsADirectoryError):
+    except OSError:  # missing, a directory, or a hooks "dir" that is a file (issue 13)
         return False
     return _split_block(text)[1] is not None and os.access(path, os.X_OK)
 
@@ -351,10 +351,133 @@ def uninstall_attributes(path: Path) -> str | None:
 # --------------------------------------------------------------------------- commands
 
 
+class _Undo:
+    """What install/uninstall changed, to put back when a later step fails (issue 13: all or
+    nothing): each file's bytes and mode (or its absence) before its first change, and the
+    directories made."""
+
+    def __init__(self) -> None:
+        self.files: dict[Path, tuple[bytes, int] | None] = {}
+        self.dirs: list[Path] = []
+
+    def keep(self, *paths: Path) -> None:
+        """Remember ``paths`` as they are now (before the first change only)."""
+        for path in paths:
+            if path in self.files:
+                continue
+            try:
+                self.files[path] = (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
+            except FileNotFoundError:
+                self.files[path] = None
+
+    def made(self, directory: Path) -> None:
+        """``directory`` is about to be made (when missing)."""
+        if not directory.exists():
+            self.dirs.append(directory)
+
+    def restore(self) -> None:
+        """Put every remembered file back; remove what did not exist. Best effort."""
+        for path, before in reversed(list(self.files.items())):
+            try:
+                if before is None:
+                    if path.is_file() or path.is_symlink():
+                        path.unlink()
+                    continue
+                data, mode = before
+                if path.is_file() and path.read_bytes() == data:
+                    continue
+                tmp = path.with_name(f".{path.name}.ledgit-undo-{os.getpid()}")
+                tmp.write_bytes(data)
+                tmp.chmod(mode)
+                os.replace(tmp, path)
+            except OSError:
+                continue
+        for directory in reversed(self.dirs):
+            try:
+                directory.rmdir()
+            except OSError:
+                continue
+
+
+def _preflight(attributes: Path, hooks_dir: Path | None, command: str) -> None:
+    """Refuse, before anything is changed, what install/uninstall could not finish: an
+    attributes file that is a directory or not UTF-8, a hooks dir that is a file, a hook that
+    is a directory (one line naming the file; issue 13)."""
+    if attributes.is_dir():
+        raise LedgitError(f"{attributes}: is a directory, not a .gitattributes file "
+                          f"(ledgit {command} changed nothing)", USAGE)
+    try:
+        data = attributes.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    except OSError as exc:
+        raise LedgitError(f"{attributes}: cannot read: {exc.strerror} (ledgit {command} "
+                          f"changed nothing)", USAGE) from None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise LedgitError(f"{attributes}:{line}: not UTF-8 text (byte {exc.start}), which "
+                          f"ledgit edits as UTF-8; convert it (ledgit {command} changed "
+                          f"nothing)", USAGE) from None
+    if hooks_dir is None:
+        return
+    if hooks_dir.exists() and not hooks_dir.is_dir():
+        raise LedgitError(f"{hooks_dir}: not a directory, but Git runs hooks from there "
+                          f"(ledgit {command} changed nothing)", USAGE)
+    for name in HOOKS:
+        if (hooks_dir / name).is_dir():
+            raise LedgitError(f"{hooks_dir / name}: is a directory, not a hook script "
+                              f"(ledgit {command} changed nothing)", USAGE)
+
+
+def _all_or_nothing(undo: _Undo, command: str, step: Callable[[], list[str]]) -> list[str]:
+    """Run ``step``; when it fails, restore what ``undo`` kept and raise one line."""
+    try:
+        return step()
+    except (LedgitError, OSError, UnicodeError) as exc:
+        undo.restore()
+        if isinstance(exc, LedgitError):
+            message = exc.message
+        elif isinstance(exc, OSError):
+            message = f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")
+        else:
+            message = str(exc)
+        raise LedgitError(f"{message} (ledgit {command} changed nothing)", USAGE) from None
+
+
+def _relative_hooks_dirs(cwd: Path) -> list[Path] | None:
+    """With a relative ``core.hooksPath`` (husky's ``.husky``), each worktree runs the hooks
+    of its own copy of that folder (githooks(5)): every worktree's, main first. None when
+    ``core.hooksPath`` is unset or absolute (one hooks dir for all)."""
+    value = git.config_get(cwd, "core.hooksPath")
+    if not value or os.path.isabs(os.path.expanduser(value)):
+        return None
+    return [Path(os.path.normpath(os.path.join(wt, value))) for wt in git.list_worktrees(cwd)]
+
+
 def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> list[str]:
     """``ledgit install``: driver config, attributes, hooks (or the pre-commit snippet).
-    Returns one line per action. Idempotent."""
+    Returns one line per action. Idempotent. All or nothing: an odd file is refused before
+    anything changes, and a step that fails puts back what the earlier ones changed."""
     top = _top(cwd)
+    attributes = attributes_file(cwd)
+    hdirs = (_relative_hooks_dirs(cwd) or [git.hooks_dir(cwd)]) \
+        if hooks and not _uses_pre_commit_framework(top) else []
+    _preflight(attributes, None, "install")
+    for hdir in hdirs:
+        _preflight(attributes, hdir, "install")
+    undo = _Undo()
+    undo.keep(git.common_dir(cwd) / "config", attributes)
+    for hdir in hdirs:
+        undo.made(hdir)
+        undo.keep(*(hdir / n for n in HOOKS), *(hdir / (n + CHAINED_SUFFIX) for n in HOOKS))
+    return _all_or_nothing(undo, "install",
+                           lambda: _install(cwd, top, hooks, command, hdirs))
+
+
+def _install(cwd: Path, top: Path, hooks: bool, command: str | None,
+             hdirs: list[Path]) -> list[str]:
     done: list[str] = []
     want = driver_command(command)
     if git.config_get(cwd, f"merge.{DRIVER}.name") != DRIVER_NAME:
@@ -375,9 +498,14 @@ def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> lis
                     f"hooks; add this to it, then run `pre-commit install`:\n"
                     + pre_commit_snippet())
         return done
-    hdir = git.hooks_dir(cwd)
-    for name in HOOKS:
-        done.append(install_hook(hdir, name, command))
+    for hdir in hdirs:
+        for name in HOOKS:
+            done.append(install_hook(hdir, name, command))
+    if len(hdirs) > 1 or _relative_hooks_dirs(cwd) is not None:
+        done.append(f"hooks: core.hooksPath is relative ({git.config_get(cwd, 'core.hooksPath')})"
+                    f", so each worktree runs its own copy: installed in all {len(hdirs)}; a "
+                    f"worktree added later has none until `ledgit install` runs in it (Git "
+                    f"finds no post-checkout hook there either)")
     return done
 
 
@@ -395,8 +523,21 @@ def _warm_index(cwd: Path) -> list[str]:
 
 
 def uninstall(cwd: Path) -> list[str]:
-    """``ledgit uninstall``: remove exactly what install added. One line per action."""
+    """``ledgit uninstall``: remove exactly what install added. One line per action. All
+    or nothing, as :func:`install`."""
     _top(cwd, "uninstall")
+    attributes = attributes_file(cwd)
+    hdirs = _relative_hooks_dirs(cwd) or [git.hooks_dir(cwd)]
+    for hdir in hdirs:
+        _preflight(attributes, hdir, "uninstall")
+    undo = _Undo()
+    undo.keep(git.common_dir(cwd) / "config", attributes)
+    for hdir in hdirs:
+        undo.keep(*(hdir / n for n in HOOKS), *(hdir / (n + CHAINED_SUFFIX) for n in HOOKS))
+    return _all_or_nothing(undo, "uninstall", lambda: _uninstall(cwd, hdirs))
+
+
+def _uninstall(cwd: Path, hdirs: list[Path]) -> list[str]:
     done: list[str] = []
     removed = [git.config_unset(cwd, f"merge.{DRIVER}.{key}") for key in ("driver", "name")]
     if any(removed):
@@ -404,11 +545,11 @@ def uninstall(cwd: Path) -> list[str]:
     line = uninstall_attributes(attributes_file(cwd))
     if line:
         done.append(line)
-    hdir = git.hooks_dir(cwd)
-    for name in HOOKS:
-        line = uninstall_hook(hdir, name)
-        if line:
-            done.append(line)
+    for hdir in hdirs:
+        for name in HOOKS:
+            line = uninstall_hook(hdir, name)
+            if line:
+                done.append(line)
     return done or ["nothing to remove"]
 
 
@@ -439,8 +580,13 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
         gaps.append(Gap(wt, f"merge.{DRIVER}.driver runs a missing program ({driver})",
                         "ledgit install"))
     if not attributes_name_driver(wt, board_rel):
+        command = "ledgit install"
+        try:
+            _preflight(attributes_file(wt), None, "install")
+        except LedgitError as exc:  # install would refuse it: say what to do first
+            command = f"{exc.message.partition(' (ledgit install')[0]}; then: ledgit install"
         gaps.append(Gap(wt, ".gitattributes does not route task files to the ledgit driver",
-                        "ledgit install"))
+                        command))
     top = git.toplevel(wt) or wt
     hdir = git.hooks_dir(wt)
     if _uses_pre_commit_framework(top):
@@ -449,7 +595,10 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
                                       "prints the snippet), then: pre-commit install"))
     else:
         missing = [n for n in HOOKS if not hook_installed(hdir, n)]
-        if missing:
+        if hdir.exists() and not hdir.is_dir():
+            gaps.append(Gap(wt, f"{hdir} is not a directory, so Git runs no hooks from it",
+                            "move it aside, then: ledgit install"))
+        elif missing:
             gaps.append(Gap(wt, f"hooks without ledgit in {hdir}: {', '.join(missing)}",
                             "ledgit install"))
     board_root = top / board_rel
@@ -466,6 +615,19 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
 
     board = Board(root)
     gaps: list[Gap] = []
+    refused = _private_gap(wt, board)
+    if refused is not None:
+        gaps.append(refused)
+    from ledgit.board import BOARD_IGNORE
+
+    try:
+        ignored = (root / ".ledgit" / ".gitignore").read_text(encoding="utf-8",
+                                                              errors="replace").splitlines()
+    except OSError:
+        ignored = []
+    if not all(line in ignored for line in BOARD_IGNORE):
+        gaps.append(Gap(wt, f"{root / '.ledgit' / '.gitignore'} does not ignore the temp "
+                            f"files of interrupted writes", "ledgit init"))
     stale = _index_stale(board, fix=fix)
     if stale:
         gaps.append(Gap(wt, stale, "ledgit cache rebuild"))
@@ -482,6 +644,21 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
         gaps.append(Gap(wt, f"{len(unrecorded) - MAX_LISTED} more task file(s) differ from "
                             f"their history head", "ledgit check --fix"))
     return gaps
+
+
+def _private_gap(wt: Path, board: Board) -> Gap | None:
+    """The worktree's private dir (locks, index) is read-only or another user's (issue 13):
+    writes fail there, reads keep their index in this user's cache."""
+    from ledgit.index import index_dir, private_dir_refusal
+
+    why = private_dir_refusal(board)
+    if why is None:
+        return None
+    where = index_dir(board, create=False)
+    reads = (f"reads keep their index in {where}" if where is not None
+             else "reads build their index in memory")
+    fix = why.rpartition("fix: ")[2] if "fix: " in why else "make it writable"
+    return Gap(wt, f"{why.partition('; fix: ')[0]}: writes fail, {reads}", fix)
 
 
 MAX_LISTED = 10  # doctor names this many unrecorded edits, then counts the rest
@@ -531,15 +708,30 @@ def doctor(cwd: Path, *, fix: bool = False, repair: bool = False) -> tuple[int, 
     """
 
     _top(cwd, "doctor")
-    board_rel = board_prefix(cwd)
+    # The board found from cwd, else every board Git tracks (boards in subdirectories).
+    board_rel, *others = board_prefixes(cwd)
     lines: list[str] = []
     worktrees = git.list_worktrees(cwd)
     if fix or repair:
         for wt in worktrees:
             lines += _apply(wt, board_rel, fix=fix, repair=repair)
+            if repair:
+                from ledgit.board import Board
+
+                for other in others:
+                    root = (git.toplevel(wt) or wt) / other
+                    if (root / ".ledgit").is_dir():
+                        lines += [f"repaired: {line}" for line in Board(root).repair()]
     gaps: list[Gap] = []
     for wt in worktrees:
         gaps += worktree_gaps(wt, board_rel, fix=fix)
+        for other in others:  # each further board: its attributes and its own state
+            root = (git.toplevel(wt) or wt) / other
+            if not attributes_name_driver(wt, other):
+                gaps.append(Gap(wt, f"{other}.gitattributes does not route task files to the "
+                                    f"ledgit driver", f"cd {other} && ledgit install"))
+            if (root / ".ledgit").is_dir():
+                gaps += _board_gaps(wt, root, fix=fix)
     for gap in gaps:
         lines.append(f"gap: {gap}")
     if not gaps:

@@ -100,3 +100,23 @@ def private_dir(root: str, git_dir: "str | None") -> str:
         return base
     key = rel.replace(os.sep, "/").replace("%", "%25").replace("/", "%2F")
     return os.path.join(base, BOARDS_DIR, key)
+
+
+CACHE_ENV = "XDG_CACHE_HOME"
+
+
+def user_cache_dir(private: str) -> "str | None":
+    """Where this user keeps the index of a worktree whose private dir ``private`` it may
+    not write (a read-only board, a private dir another user owns; issue 13):
+    ``$XDG_CACHE_HOME/ledgit/<key>`` (default ``~/.cache``), the key a hash of the private
+    dir's path, so each worktree has its own. None without a home (``HOME`` unset)."""
+    base = os.environ.get(CACHE_ENV)
+    if not base or not os.path.isabs(base):
+        home = os.environ.get("HOME")  # not the password database: no HOME, no cache
+        if not home or not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    import hashlib  # a cold path: only boards this user cannot write
+
+    key = hashlib.sha256(os.fsencode(os.path.abspath(private))).hexdigest()[:20]
+    return os.path.join(base, "ledgit", key)

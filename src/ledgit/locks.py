@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ledgit.errors import BUSY, LedgitError
+from ledgit.oserrors import os_refusal
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -26,7 +27,10 @@ class FileLock:
 
     def __enter__(self) -> None:
         path, timeout = self.path, self.timeout
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError as exc:
+            raise os_refusal(exc, os.path.dirname(path)) from None
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows
@@ -39,7 +43,17 @@ class FileLock:
                 raise self._timed_out() from None
             self._fallback = lock
             return
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError as exc:
+            # A lock file another user created (sudo, a container's root): flock needs no
+            # write access, so a readable one still serialises the writers (issue 13).
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                raise os_refusal(exc, path) from None
+        except OSError as exc:
+            raise os_refusal(exc, path) from None
         try:
             deadline = time.monotonic() + timeout
             delay = 0.0005

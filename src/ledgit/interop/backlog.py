@@ -172,7 +172,7 @@ def task_to_record(front: Mapping[str, Any], body: str, folder: str,
 
 def load_backlog(path: str) -> tuple[list[Incoming], list[Skip]]:
     """Read every task file of a Backlog.md folder (see :func:`find_root`)."""
-    from ledgit.interop.common import Incoming, Skip
+    from ledgit.interop.common import Incoming, file_skip
 
     root = find_root(os.fspath(path))
     incoming: list[Incoming] = []
@@ -191,11 +191,8 @@ def load_backlog(path: str) -> tuple[list[Incoming], list[Skip]]:
                         n += 1
                         tid = f"{sid}-archived-{n}"
                 record = task_to_record(front, body, folder, rel, tid)
-            except LedgitError as exc:
-                skips.append(Skip(rel, exc.message.removeprefix(f"{rel}: ")))
-                continue
-            except (OSError, UnicodeDecodeError) as exc:
-                skips.append(Skip(rel, f"unreadable: {exc}"))
+            except (LedgitError, OSError, UnicodeDecodeError) as exc:
+                skips.append(file_skip(rel, file, exc))
                 continue
             taken.add(record.id)
             incoming.append(Incoming(record, rel, sid))

@@ -907,7 +907,7 @@ def _move_each(board: Board, ids: Sequence[str], staged_history: str,
     (the write-ahead order of DESIGN §6 per batch). A history already moved by
     :func:`_swap_in` is no longer staged and is left alone. Refuses (LedgitError, exit 2)
     to replace a symbolic link."""
-    from ledgit.board import refuse_link
+    from ledgit.board import file_mode, refuse_link
 
     for src_dir, dst_dir, suffix in ((staged_history, board.history_str, HISTORY_SUFFIX),
                                      (staged_tasks, board.tasks_str, TASK_SUFFIX)):
@@ -917,7 +917,11 @@ def _move_each(board: Board, ids: Sequence[str], staged_history: str,
         for tid in ids:
             dst = os.path.join(dst_dir, f"{tid}{suffix}")
             refuse_link(board, dst)
-            os.replace(os.path.join(src_dir, f"{tid}{suffix}"), dst)
+            src = os.path.join(src_dir, f"{tid}{suffix}")
+            mode = file_mode(dst)  # an updated task keeps its file's mode (issue 13)
+            if mode is not None:
+                os.chmod(src, mode)
+            os.replace(src, dst)
 
 
 def _remove_tree(path: str) -> None:
@@ -1186,11 +1190,46 @@ def read_front_matter(path: Path, *, closing_at_end: bool = False
     try:
         front = yaml.load(text[4:end + 1], Loader=yaml.BaseLoader)  # noqa: S506 - strings only
     except yaml.YAMLError as exc:
-        raise LedgitError(located(f"invalid YAML: {str(exc).splitlines()[0]}", str(path)),
-                          USAGE) from None
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else None  # the front matter opens line 2
+        raise LedgitError(located(f"invalid YAML: {str(exc).splitlines()[0]}", str(path),
+                                  line), USAGE) from None
     if not isinstance(front, dict):
         raise LedgitError(located("front matter is not a mapping", str(path), 2), USAGE)
     return front, text[end + 5:]
+
+
+def file_skip(rel: str, path: Path, exc: Exception) -> Skip:
+    """The Skip of a source file an importer refused, at ``rel:LINE`` when the line is known
+    (issue 13): the line the error names, else the line of the front-matter field it names
+    (``field: message``), else the line of an undecodable byte."""
+    if isinstance(exc, UnicodeDecodeError):
+        line = exc.object[:exc.start].count(b"\n") + 1 if isinstance(exc.object, bytes) else 1
+        return Skip(f"{rel}:{line}", f"not valid UTF-8 (byte {exc.start + 1})")
+    if not isinstance(exc, LedgitError):
+        return Skip(rel, f"unreadable: {exc}")
+    message = exc.message.removeprefix(f"{rel}: ").removeprefix(f"{path}: ")
+    for head in (f"{rel}:", f"{path}:"):
+        if exc.message.startswith(head):
+            number, _, rest = exc.message[len(head):].partition(": ")
+            if number.isdigit():
+                return Skip(f"{rel}:{number}", rest)
+    field = message.partition(": ")[0]
+    if field and field != message and " " not in field:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b""
+        key = field.encode("utf-8", errors="replace") + b":"
+        lines = data.replace(b"\r\n", b"\n").split(b"\n")
+        for n, raw in enumerate(lines, start=1):
+            if n > 1 and raw == b"---":
+                break  # the end of the front matter: the field is missing
+            if raw.startswith(key):
+                return Skip(f"{rel}:{n}", message)
+        if lines and lines[0] == b"---":
+            return Skip(f"{rel}:1", message)  # a missing field: the front matter's start
+    return Skip(rel, message)
 
 
 def read_jsonl(path: str, parse: Callable[[Any, str], Record],

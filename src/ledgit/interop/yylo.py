@@ -255,7 +255,7 @@ def _note(event: Mapping[str, Any]) -> str:
 
 def board_tasks(root: Path) -> tuple[list[Incoming], list[Skip]]:
     """Every task of a YYLO board: (incoming records with their ledger as steps, skips)."""
-    from ledgit.interop.common import Incoming, Skip, Step
+    from ledgit.interop.common import Incoming, Step, file_skip
 
     incoming: list[Incoming] = []
     skips: list[Skip] = []
@@ -277,11 +277,8 @@ def board_tasks(root: Path) -> tuple[list[Incoming], list[Skip]]:
                     _note(event),
                     {"yylo_event_id": str(event.get("event_id")),
                      "yylo_event_sha256": str(event.get("event_sha256"))}))
-        except LedgitError as exc:
-            skips.append(Skip(rel, exc.message.removeprefix(f"{rel}: ")))
-            continue
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            skips.append(Skip(rel, f"unreadable: {exc}"))
+        except (LedgitError, OSError, UnicodeDecodeError, ValueError) as exc:
+            skips.append(file_skip(rel, path, exc))
             continue
         incoming.append(Incoming(record, rel, tid, tuple(steps)))
     return incoming, skips
