@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
 
 
+_filled: list[int] = []  # the standard descriptors _fill_closed_streams opened
+
+
 def _fill_closed_streams() -> None:
     """A standard descriptor the caller closed (``ledgit list >&-``) is opened on the null
     device, so that nothing ledgit opens later (an index, a task file) takes its number and
@@ -40,6 +43,8 @@ def _fill_closed_streams() -> None:
         except OSError:
             pass
         null = os.open(os.devnull, os.O_RDWR)
+        if fd:  # stdout or stderr: a read then runs here, not in the watcher
+            _filled.append(fd)
         if null != fd:
             os.dup2(null, fd)
             os.close(null)

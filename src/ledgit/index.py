@@ -1120,7 +1120,7 @@ def index_dir(board: Board, *, create: bool) -> str | None:
 def private_dir_refusal(board: Board) -> str | None:
     """Why the worktree's private dir cannot hold the index and the locks (one sentence:
     read-only, or whose it is and the fix), None when it can (issue 13)."""
-    from ledgit.board import owner_detail
+    from ledgit.oserrors import owner_detail
 
     private = board.private_str
     probe = private
