@@ -70,6 +70,7 @@ COMMANDS: dict[str, str] = {
     "verify": "ledgit.gitcli:verify_cmd",  # cli.verify_cmd + the CI gate options
     "cache": "ledgit.cli:cache_group",
     "demo": "ledgit.demo:demo_cmd",
+    "board": "ledgit.boardpage.cli:board_cmd",
     "import": "ledgit.interop.cli:import_group",
     "export": "ledgit.interop.cli:export_group",
     "install": "ledgit.gitcli:install_cmd",
