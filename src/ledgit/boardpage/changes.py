@@ -19,6 +19,8 @@ from ledgit.board import Board
 from ledgit.index import Index
 
 TICK = 0.1  # seconds between two looks at the directories
+SETTLE = 0.03  # seconds to wait after a change for the rest of the same write
+HISTORY_GRACE = 0.5  # seconds a change of the history directory alone waits for its task
 FULL_CHECK = 5.0  # seconds between two index freshness checks (in-place edits)
 
 
@@ -28,18 +30,18 @@ class DirectoryWatch:
     def __init__(self, board: Board) -> None:
         self.board = board
         self._index: Index | None = None
-        self._seen = self._stamp()
+        self._tasks = self._stamp(board.tasks_str)
+        self._history = self._stamp(board.history_str)
+        self._history_moved: float | None = None
         self._checked = time.monotonic()
 
-    def _stamp(self) -> tuple[int, ...]:
-        out: list[int] = []
-        for path in (self.board.tasks_str, self.board.history_str):
-            try:
-                st = os.stat(path)
-                out.extend((st.st_mtime_ns, st.st_ino))
-            except OSError:
-                out.extend((0, 0))
-        return tuple(out)
+    @staticmethod
+    def _stamp(path: str) -> tuple[int, int]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return (0, 0)
+        return (st.st_mtime_ns, st.st_ino)
 
     def index(self) -> Index:
         """The open index, brought up to date (opened on first use, in the calling thread)."""
@@ -49,14 +51,28 @@ class DirectoryWatch:
         return self._index
 
     def wait_changed(self, timeout: float) -> bool:
-        """Block until a task file or history changes (True) or ``timeout`` s pass (False)."""
+        """Block until a task file or history changes (True) or ``timeout`` s pass (False).
+
+        A new history file comes before its task file (the write path appends the history
+        first, DESIGN §6): a change of the history directory alone counts only once it has
+        stood for :data:`HISTORY_GRACE` s, so that one ``create`` is one change."""
         deadline = time.monotonic() + timeout
         while True:
-            stamp = self._stamp()
-            if stamp != self._seen:
-                self._seen = stamp
-                return True
             now = time.monotonic()
+            tasks = self._stamp(self.board.tasks_str)
+            history = self._stamp(self.board.history_str)
+            if tasks != self._tasks:
+                time.sleep(SETTLE)  # the rest of the same write (or checkout)
+                self._tasks = self._stamp(self.board.tasks_str)
+                self._history = self._stamp(self.board.history_str)
+                self._history_moved = None
+                return True
+            if history != self._history:
+                if self._history_moved is None:
+                    self._history_moved = now
+                elif now - self._history_moved >= HISTORY_GRACE:
+                    self._history, self._history_moved = history, None
+                    return True
             if now - self._checked >= FULL_CHECK:
                 self._checked = now
                 if self._index is not None:

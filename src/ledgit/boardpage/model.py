@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ledgit.readout import NOT_READY_OUTCOMES, build_readout, epoch_seconds
+from ledgit.readout import NOT_READY_OUTCOMES, build_readout, epoch_seconds, freshness_of
 
 #: Column keys and titles, in board order (DESIGN §4; open is split into ready / blocked).
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -54,24 +54,26 @@ def column_of(fields: Mapping[str, Any], status_of: Mapping[str, str]
 
 
 def card_of(row: Mapping[str, Any], status_of: Mapping[str, str], now: str,
-            ttl: int) -> dict[str, Any]:
+            ttl: int, unknown: Sequence[Mapping[str, str]] | None = None) -> dict[str, Any]:
     """One task's card: id, title, status, column, priority, owner, worker, labels,
     dependencies (each with its status and whether it blocks), claim freshness (state,
     reason, holder, since, heartbeat, age in s; ``UNKNOWN`` reasons from the readout), the
-    outcome, next action, times and the readout's UNKNOWN list. ``row``: an index row."""
+    outcome, next action, times and the readout's UNKNOWN list. ``row``: an index row;
+    ``unknown``: :func:`static_unknown` of the row when known (else computed here)."""
     f: Mapping[str, Any] = row["fields"]
     column, blocked_by = column_of(f, status_of)
-    readout = build_readout(f, str(row["body"]), path=str(row["path"]),
-                            revision=str(row["revision"]), now=now, ttl=ttl)
-    fresh = readout["freshness"]
+    fresh = freshness_of(f, now, ttl)
+    if unknown is None:
+        unknown = static_unknown(row, now, ttl)
+    unknown = list(unknown)
+    if fresh.state in ("stale", "contested"):  # as build_readout: it changes with the clock
+        unknown.append({"field": "claim", "reason": fresh.reason})
     claim = f.get("claim")
     claim_view = None
     if claim:
         claim_view = {"holder": claim.get("by"), "since": claim.get("at"),
                       "heartbeat": claim.get("heartbeat"), "note": claim.get("note"),
-                      "state": fresh["state"], "reason": fresh["reason"],
-                      "age": fresh["age_seconds"]}
-    unknown = readout["unknown"]
+                      "state": fresh.state, "reason": fresh.reason, "age": fresh.age}
     claim_unknown = [u["reason"] for u in unknown if u["field"] == "claim"]
     deps = []
     for dep in f.get("depends_on") or []:
@@ -88,6 +90,19 @@ def card_of(row: Mapping[str, Any], status_of: Mapping[str, str], now: str,
         "last_modified": f.get("last_modified"), "path": row["path"],
         "revision": row["revision"], "unknown": unknown,
     }
+
+
+def static_unknown(row: Mapping[str, Any], now: str, ttl: int) -> list[dict[str, str]]:
+    """The readout's UNKNOWN list of an index row (:func:`ledgit.readout.build_readout`)
+    without the entry that claim freshness adds (stale, contested): what depends only on the
+    record, so it can be kept while the revision stays the same."""
+    f: Mapping[str, Any] = row["fields"]
+    readout = build_readout(f, str(row["body"]), path=str(row["path"]),
+                            revision=str(row["revision"]), now=now, ttl=ttl)
+    fresh = freshness_of(f, now, ttl)
+    dynamic = fresh.reason if fresh.state in ("stale", "contested") else None
+    return [u for u in readout["unknown"] if not (u["field"] == "claim"
+                                                  and u["reason"] == dynamic)]
 
 
 def lanes_of(cards: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -120,17 +135,20 @@ def lanes_of(cards: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- per task
 
 
-def task_extras(task_id: str, body: str, history: str | None,
-                render_body: RenderBody) -> Extras:
+def task_extras(row: Mapping[str, Any], history: str | None, render_body: RenderBody,
+                now: str, ttl: int) -> Extras:
     """What a task's detail and the plots need beyond its row: ``body_html`` (the body
     rendered by ``render_body``), ``timeline`` (see :func:`timeline_of`), ``history_error``
     (why the history could not be read or replayed, else None), ``done_at`` (when it was last
     made done) and ``claims`` ([agent, at] per new claim). ``history``: the history file's
-    text, None when it is missing. Marshal-able (it crosses :mod:`ledgit.parallel`)."""
+    text, None when it is missing; ``unknown``: :func:`static_unknown`. ``row``: an index
+    row. Marshal-able (it crosses :mod:`ledgit.parallel`)."""
     from ledgit.history import HistoryError, parse_events
 
-    extras: Extras = {"id": task_id, "body_html": render_body(body), "timeline": [],
-                      "history_error": None, "done_at": None, "claims": []}
+    task_id = str(row["id"])
+    extras: Extras = {"id": task_id, "body_html": render_body(str(row["body"])),
+                      "timeline": [], "history_error": None, "done_at": None, "claims": [],
+                      "unknown": static_unknown(row, now, ttl)}
     if history is None:
         extras["history_error"] = "no history file"
         return extras
@@ -258,15 +276,15 @@ class ExtrasCache:
         self.render_body = render_body
         self._entries: dict[str, tuple[tuple[Any, ...], Extras]] = {}
 
-    def fill(self, rows: Sequence[Mapping[str, Any]], history_dir: str, *,
-             fork: bool = True) -> dict[str, Extras]:
-        """The extras of every row (index rows: id, body, revision), computing only the
-        missing or outdated ones -- in forked workers when ``fork`` and there are many
-        (:mod:`ledgit.parallel`). Entries of tasks not in ``rows`` are dropped."""
+    def fill(self, rows: Sequence[Mapping[str, Any]], history_dir: str, *, now: str,
+             ttl: int, fork: bool = True) -> dict[str, Extras]:
+        """The extras of every row (index rows), computing only the missing or outdated
+        ones -- in forked workers when ``fork`` and there are many (:mod:`ledgit.parallel`).
+        Entries of tasks not in ``rows`` are dropped."""
         from ledgit import parallel
 
         keys: dict[str, tuple[Any, ...]] = {}
-        todo: list[tuple[str, str, str]] = []
+        todo: list[tuple[Mapping[str, Any], str]] = []
         for row in rows:
             tid = str(row["id"])
             path = os.path.join(history_dir, f"{tid}.jsonl")
@@ -279,12 +297,11 @@ class ExtrasCache:
             keys[tid] = key
             known = self._entries.get(tid)
             if known is None or known[0] != key:
-                todo.append((tid, str(row["body"]), path))
+                todo.append((row, path))
         render = self.render_body
 
-        def work(part: Sequence[tuple[str, str, str]]) -> list[Any]:
-            return [task_extras(tid, body, _read_text(path), render)
-                    for tid, body, path in part]
+        def work(part: Sequence[tuple[Mapping[str, Any], str]]) -> list[Any]:
+            return [task_extras(row, _read_text(path), render, now, ttl) for row, path in part]
 
         workers = parallel.workers_for(len(todo), 200) if fork else 1
         done = parallel.map_slices(todo, work, workers) if workers > 1 else work(todo)
@@ -332,16 +349,36 @@ def detail_of(card: Mapping[str, Any], row: Mapping[str, Any],
 
 def build_model(rows: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]],
                 extras: Mapping[str, Extras], *, now: str, ttl: int, archived: bool,
-                board_name: str, details: bool) -> dict[str, Any]:
+                board_name: str, details: bool,
+                card_cache: dict[str, tuple[Any, dict[str, Any]]] | None = None
+                ) -> dict[str, Any]:
     """The page model (docs/board.md): ``meta`` (board name, generated at, TTL, ``total``
     tasks on the board -- archived included, as ``ledgit list --all`` -- ``shown``,
     ``archived`` count and whether they are shown, skipped malformed files), ``columns``
     (key, title, count), ``cards``, ``lanes``, ``plots`` (SVG text) and, when ``details``,
-    ``details`` per task id. ``rows``: every valid task's index row, archived included."""
+    ``details`` per task id. ``rows``: every valid task's index row, archived included.
+    ``card_cache``: cards of an earlier call, reused while a task's revision and its
+    dependencies' statuses stay the same and it holds no claim (whose age moves with the
+    clock); updated in place."""
     from ledgit.boardpage.plots import claims_plot, opened_done_plot
 
     status_of = {str(r["id"]): str(r["fields"]["status"]) for r in rows}
-    all_cards = [card_of(r, status_of, now, ttl) for r in rows]
+    cache = card_cache if card_cache is not None else {}
+    all_cards = []
+    for r in rows:
+        tid = str(r["id"])
+        f = r["fields"]
+        key = (r["revision"], tuple(status_of.get(d) for d in f.get("depends_on") or ()))
+        known = cache.get(tid)
+        if known is not None and known[0] == key and not f.get("claim"):
+            all_cards.append(known[1])
+            continue
+        card = card_of(r, status_of, now, ttl,
+                       extras[tid]["unknown"] if tid in extras else None)
+        cache[tid] = (key, card)
+        all_cards.append(card)
+    for tid in set(cache) - set(status_of):
+        del cache[tid]
     cards = [c for c in all_cards if archived or c["column"] != "archived"]
     counts: dict[str, int] = {}
     for c in cards:

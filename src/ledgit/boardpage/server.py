@@ -67,8 +67,9 @@ class BoardService:
         self.board = board
         self.source = PageSource(board, archived=archived)
         self.serial = 0
-        self.page = b""
         self.data = b""
+        self._model: dict[str, Any] = {}
+        self._page: tuple[int, bytes] = (-1, b"")
         self.changed = threading.Condition()
         self.stopping = False
         self._thread: threading.Thread | None = None
@@ -87,9 +88,19 @@ class BoardService:
             serial = self.serial + 1
             model["meta"]["serial"] = serial
             data = json.dumps(model, separators=(",", ":")).encode("utf-8")
-            page = render_page(model, live=True).encode("utf-8")
-            self.serial, self.data, self.page = serial, data, page
+            self.serial, self.data, self._model = serial, data, model
             self.changed.notify_all()
+
+    def page(self) -> bytes:
+        """The page of the last model (rendered on the first request after a change)."""
+        with self.changed:
+            serial, model = self.serial, self._model
+            if self._page[0] == serial:
+                return self._page[1]
+        page = render_page(model, live=True).encode("utf-8")
+        with self.changed:
+            self._page = (serial, page)
+        return page
 
     def start_watching(self) -> None:
         """Start the watcher thread (daemon): rebuild and notify on every change."""
@@ -178,7 +189,7 @@ class Handler(BaseHTTPRequestHandler):
         path = url.path
         service = self.service
         if path in ("/", "/index.html"):
-            self._send(HTTPStatus.OK, service.page, "text/html; charset=utf-8", head)
+            self._send(HTTPStatus.OK, service.page(), "text/html; charset=utf-8", head)
         elif path == "/data.json":
             self._send(HTTPStatus.OK, service.data, "application/json", head)
         elif path.startswith("/task/") and path.endswith(".json"):
