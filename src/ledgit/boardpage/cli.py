@@ -41,8 +41,8 @@ def board_cmd(html_path: str | None, serve: bool, host: str | None, port: int,
     if host is not None and not serve:
         raise LedgitError("board --host needs --serve", USAGE)
     try:
-        import jinja2  # noqa: F401 - the page's libraries, imported here to say what is missing
-        import markdown_it  # noqa: F401
+        import cmarkgfm  # noqa: F401 - the page's libraries, imported here to say what is missing
+        import jinja2  # noqa: F401
     except ImportError as exc:
         raise LedgitError(f"board needs {exc.name}: pip install 'ledgit[board]'", USAGE) from None
     board = find_board()

@@ -25,6 +25,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("done", "Done"), ("dropped", "Dropped"), ("archived", "Archived"))
 TRUST_GROUPS = ("locked", "candidate", "deprecated")
 MODEL_VERSION = 1
+SHORT_ID = 12  # hex digits of an event id or revision the page shows (as `ledgit history`)
 
 Extras = dict[str, Any]
 RenderBody = Callable[[str], str]
@@ -88,7 +89,7 @@ def card_of(row: Mapping[str, Any], status_of: Mapping[str, str], now: str,
         "outcome": f.get("outcome"), "next_action": f.get("next_action"),
         "waiting_on": f.get("waiting_on"), "created": f.get("created"),
         "last_modified": f.get("last_modified"), "path": row["path"],
-        "revision": row["revision"], "unknown": unknown,
+        "revision": str(row["revision"])[:SHORT_ID], "unknown": unknown,
     }
 
 
@@ -159,10 +160,11 @@ def task_extras(row: Mapping[str, Any], history: str | None, render_body: Render
         extras["history_error"] = str(exc)
         return extras
     for entry in extras["timeline"]:
-        if entry["done"]:
+        if entry.pop("done"):
             extras["done_at"] = entry["at"]
-        if entry["claimed_by"]:
-            extras["claims"].append([entry["claimed_by"], entry["at"]])
+        claimed_by = entry.pop("claimed_by")
+        if claimed_by:
+            extras["claims"].append([claimed_by, entry["at"]])
     return extras
 
 
@@ -210,8 +212,8 @@ def timeline_of(events: Sequence[Mapping[str, Any]], task_id: str) -> list[dict[
             merge = merge_provenance(events, states, e, by_id)
             if merge["claim"] and merge["claim"]["changed"]:
                 claimed_by = None  # the merge picks a claim; it makes none
-        out.append({"id": e["id"], "at": e["at"], "actor": e["actor"], "op": e["op"],
-                    "note": e.get("note"), "changed": changed, "done": done,
+        out.append({"id": e["id"][:SHORT_ID], "at": e["at"], "actor": e["actor"],
+                    "op": e["op"], "note": e.get("note"), "changed": changed, "done": done,
                     "claimed_by": claimed_by, "merge": merge})
     return out
 
@@ -224,15 +226,17 @@ def merge_provenance(events: Sequence[Mapping[str, Any]], states: Mapping[str, A
     event id when two sides share an actor) whose state holds the merged value, ``both``
     when every side does, ``merged`` when none does (sets, items, bodies combined by rule,
     DESIGN §7); only fields that differ from the sides' common ancestor are listed.
-    ``claim``: ``{winner, lost, changed}`` when a claim was set at the merge, else None."""
+    ``claim``: ``{winner, lost, changed}`` when a side held a claim (``lost``: claimants
+    contested by this merge, not already on a side's list), else None."""
     from ledgit.merge import best_common_ancestor
 
     parents = list(event["parents"])
     merged = _flat(states[event["id"]])
-    actors = [str(by_id[p]["actor"]) if p in by_id else "?" for p in parents]
+    actors = [("merge " + p[:8] if by_id[p]["op"] == "merge" else str(by_id[p]["actor"]))
+              if p in by_id else "?" for p in parents]
     names = [a if actors.count(a) == 1 else f"{a} ({p[:8]})"
              for a, p in zip(actors, parents, strict=True)]
-    sides = [{"event": p, "actor": a, "at": by_id[p]["at"] if p in by_id else None}
+    sides = [{"event": p[:SHORT_ID], "actor": a, "at": by_id[p]["at"] if p in by_id else None}
              for p, a in zip(parents, actors, strict=True)]
     base_id = best_common_ancestor([dict(e) for e in events], parents[0], parents[1])
     base = _flat(states[base_id]) if base_id is not None and base_id in states else {}
@@ -252,7 +256,7 @@ def merge_provenance(events: Sequence[Mapping[str, Any]], states: Mapping[str, A
     side_claims = [s.get("claim") for s in side_states]
     if merged_claim or any(side_claims):
         winner = merged_claim.get("by") if isinstance(merged_claim, dict) else None
-        before = {str(c.get("by")) for c in base.get("contested") or []}
+        before = {str(c.get("by")) for s in side_states for c in s.get("contested") or []}
         lost = sorted({str(c.get("by")) for c in merged.get("contested") or []} - before)
         claim = {"winner": winner, "lost": lost,
                  "changed": merged_claim != base.get("claim")}

@@ -3,9 +3,12 @@
 page model as JSON (Jinja2's ``tojson``: ``<``, ``>``, ``&`` and ``'`` escaped, so no task
 text can close the script element). No network, no CDN: the file opens from disk.
 
-Task bodies are Markdown, rendered by markdown-it-py in CommonMark mode with raw HTML off
-(``html=False``: a ``<script>`` in a body is shown as text) and its link validation on
-(``javascript:``, ``vbscript:``, ``file:`` and non-image ``data:`` links are not made).
+Task bodies are Markdown (GitHub flavour: tables, strikethrough, autolinks), rendered by
+cmarkgfm (the Python binding of GitHub's cmark-gfm) in its default safe mode: raw HTML is
+dropped (``<!-- raw HTML omitted -->``) and ``javascript:``, ``vbscript:``, ``file:`` and
+non-image ``data:`` link targets are emptied. It renders 10,000 task bodies in ~0.15 s of
+CPU where markdown-it-py needs ~6 s, which the ``board --html`` budget (bench/board_bench.py)
+cannot pay.
 """
 
 from __future__ import annotations
@@ -18,10 +21,16 @@ PAGE_SIZE = 50  # cards per column before "show more" (the page says how many th
 
 def markdown_renderer() -> Callable[[str], str]:
     """A function from Markdown text to safe HTML (see the module docstring)."""
-    from markdown_it import MarkdownIt
+    import cmarkgfm
+    from cmarkgfm.cmark import Options
 
-    md = MarkdownIt("commonmark", {"html": False})
-    return md.render
+    options = Options.CMARK_OPT_VALIDATE_UTF8  # CMARK_OPT_UNSAFE is never set
+
+    def render(text: str) -> str:
+        html: str = cmarkgfm.github_flavored_markdown_to_html(text, options)
+        return html
+
+    return render
 
 
 def render_page(model: Mapping[str, Any], *, live: bool) -> str:
@@ -33,6 +42,8 @@ def render_page(model: Mapping[str, Any], *, live: bool) -> str:
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("ledgit.boardpage", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
+    # tojson stays HTML-safe (it escapes < > & '); unsorted and compact: ~2x faster at 10,000
+    env.policies["json.dumps_kwargs"] = {"separators": (",", ":"), "ensure_ascii": False}
     template = env.get_template("board.html.j2")
     return template.render(model=model, meta=model["meta"], live=live, page_size=PAGE_SIZE,
                            plots={k: Markup(v)

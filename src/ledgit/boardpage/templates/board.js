@@ -1,7 +1,7 @@
 "use strict";
 // The board page (docs/board.md). Task text is only ever put in the page as text
 // (textContent, option text); the two kinds of markup the page inserts are made by ledgit:
-// a body rendered by markdown-it-py with raw HTML off, and the plots' SVG.
+// a body rendered by cmarkgfm with raw HTML dropped, and the plots' SVG.
 (function () {
   const LIVE = document.body.dataset.live === "yes";
   const PAGE = parseInt(document.body.dataset.pageSize, 10) || 50;
@@ -114,7 +114,8 @@
       });
       node.appendChild(deps);
     }
-    if (c.blocked_by.length) node.appendChild(el("div", "meta blocked", "blocked: " + c.blocked_by.join("; ")));
+    const why = c.blocked_by.filter((r) => !r.startsWith("depends on "));  // deps: shown above
+    if (why.length) node.appendChild(el("div", "meta blocked", "blocked: " + why.join("; ")));
     const claim = claimLine(c);
     if (claim) node.appendChild(claim);
     for (const lost of c.contested) node.appendChild(el("div", "claim contested", "contested: " + lost.by + " lost"));
@@ -218,8 +219,8 @@
     field(box, "waiting on", c.waiting_on);
     field(box, "signal", d.signal);
     field(box, "commits", d.commits);
-    const claim = claimLine(c);
-    if (claim) { claim.textContent = claim.title || claim.textContent; box.appendChild(claim); }
+    if (c.claim) box.appendChild(el("div", "claim " + c.claim.state, c.claim.state + ": " + c.claim.reason));
+    else if (c.claim_unknown.length) box.appendChild(el("div", "claim unknown", "claim UNKNOWN: " + c.claim_unknown.join("; ")));
     for (const lost of c.contested) box.appendChild(el("div", "claim contested", "contested: " + lost.by + " (claimed " + lost.at + ") lost it in a merge"));
     if (c.outcome) field(box, "outcome", c.outcome.kind + (c.outcome.reason ? ": " + c.outcome.reason : "") +
       (c.outcome.reuse ? " (reuse: " + c.outcome.reuse + ")" : ""));
@@ -232,7 +233,7 @@
     }
     box.appendChild(el("h3", null, "Body"));
     const body = el("div", "body");
-    body.innerHTML = d.body_html;  // markdown-it-py, raw HTML off (render.py)
+    body.innerHTML = d.body_html;  // cmarkgfm, raw HTML dropped (render.py)
     box.appendChild(body);
     for (const trust of ["locked", "candidate", "deprecated"]) {
       const items = d.items[trust] || [];
