@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 from stresskit import Figures, Scale, git, isolated_env, ledgit, make_scale
 
-# Tests start no watcher daemons (docs/watch.md) unless they ask: a board of >= 1,000
-# tasks (the Beads import) would otherwise leave one running for its idle timeout.
+# Long-lived processes started here do not watch unless a test asks (docs/watch.md).
 os.environ.setdefault("LEDGIT_WATCH", "0")
 
 

@@ -96,7 +96,7 @@ def isolated_env(home: Path, actor: str = "stress") -> dict[str, str]:
         "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
         "GIT_CONFIG_GLOBAL": str(gitconfig), "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true", "LC_ALL": "C.UTF-8",
-        "LEDGIT_ACTOR": actor, "LEDGIT_WATCH": "0",  # no watcher daemons (docs/watch.md)
+        "LEDGIT_ACTOR": actor, "LEDGIT_WATCH": "0",  # no in-process watching (docs/watch.md)
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
     })
     return env

@@ -12,8 +12,8 @@ from gitutil import CliRun, hermetic_environ, isolate_env
 
 from ledgit.board import Board, init_board
 
-# Tests start no watcher daemons (docs/watch.md) unless they ask: a board of >= 1,000
-# tasks (the Beads import) would otherwise leave one running for its idle timeout.
+# Long-lived processes started by tests (ledgit mcp) do not watch unless a test asks
+# (docs/watch.md): the stat check is the baseline every test exercises.
 os.environ.setdefault("LEDGIT_WATCH", "0")
 
 

@@ -73,7 +73,7 @@ def hermetic_environ(machine: Path) -> dict[str, str]:
 
 def isolate_env(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No GIT_* or LEDGIT_* setting from outside, HOME at ``home``, no system Git config, no
-    watcher daemons (LEDGIT_WATCH=0: tests/test_index_watch.py turns them on itself). The
+    in-process watching (LEDGIT_WATCH=0: tests that need it turn it on themselves). The
     session's own Git global config (:func:`hermetic_environ`) is kept."""
     keep = {key: os.environ[key] for key in ("GIT_CONFIG_GLOBAL",) if key in os.environ}
     for key in list(os.environ):

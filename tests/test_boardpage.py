@@ -341,3 +341,37 @@ def test_live_model_after_writes_equals_a_fresh_build(lg: CliRun) -> None:
     assert [c["id"] for c in got["cards"]][:2] == [ids[0], ids[2]]  # P0, oldest first
     assert new in [c["id"] for c in got["cards"]]
     assert "Renamed" in [c["title"] for c in got["cards"]]
+
+
+def test_the_page_is_a_face_nothing_imports() -> None:
+    """DESIGN §11: boardpage calls down (board, index, readout, history, merge, parallel);
+    no other ledgit module imports it, and it imports no other face."""
+    import ast
+
+    import ledgit
+
+    src = Path(ledgit.__file__).parent
+    faces = {"ledgit.cli", "ledgit.gitcli", "ledgit.mcpserver", "ledgit.hooks",
+             "ledgit.mergedriver", "ledgit.demo", "ledgit.interop"}
+    for path in src.rglob("*.py"):
+        inside = "boardpage" in path.parts
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                if inside:
+                    assert not any(name == f or name.startswith(f + ".") for f in faces), \
+                        (path, name)
+                else:
+                    assert not name.startswith("ledgit.boardpage"), (path, name)
+    assert "ledgit.boardpage.cli:board_cmd" in Path(src / "cli.py").read_text()
+
+
+def test_other_commands_do_not_import_the_page_libraries(lg: CliRun) -> None:
+    lg("create", "One", "--by", "lead")
+    code = ("import sys; from ledgit.__main__ import run; run(['list']); "
+            "print(sorted(m for m in ('jinja2', 'cmarkgfm', 'ledgit.boardpage') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=lg.root)
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

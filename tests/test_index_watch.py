@@ -1,46 +1,54 @@
-"""The index with a watcher daemon (ledgit.watch, docs/watch.md): real daemons, real files.
+"""The index with an in-process watcher (ledgit.watch, docs/watch.md): real files.
 
-With a daemon answering, a read re-checks only the names the daemon reports (and the racy
-and dirty ones) instead of stat-ing every task file: a change that keeps the file's stat
-exactly as it was -- invisible to a stat scan -- is still seen, because the daemon saw the
-write. Boards of >= watch.SPAWN_MIN_FILES task files start a daemon on their first full scan
-unless ``LEDGIT_WATCH=0``.
+With a watcher attached (as :mod:`ledgit.live` attaches one), a refresh re-checks only the
+names it reports (and the racy and dirty ones) instead of stat-ing every task file: a change
+that keeps the file's stat exactly as it was -- invisible to a stat scan -- is still seen,
+because the watcher saw the write. A plain process has no watcher and does the stat scan.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import test_watch
-from test_watch import Daemons, alive, pids_with, wait_for
 
 from ledgit import watch
 from ledgit.board import Board, init_board
-from ledgit.index import Index
+from ledgit.index import RACY_WINDOW_NS, Index
 from ledgit.record import make_record, render_record
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify: Linux")
-base = test_watch.base  # the fixtures: a short temp dir, daemons killed afterwards
-daemons = test_watch.daemons
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not os.path.isdir("/proc/sys/fs/inotify"),
+    reason="the watcher needs Linux inotify")
 
 
 @pytest.fixture
-def watched(base: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Board]:
-    """A board outside Git under a short temp dir (its socket path fits), watching on."""
+def watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Board]:
+    """A board outside Git."""
     for name in ("LEDGIT_ROOT", "LEDGIT_ACTOR"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LEDGIT_WATCH", "1")
-    yield init_board(Path(base) / "b")
+    yield init_board(tmp_path / "b")
 
 
-def sock_of(board: Board) -> str:
-    sock = watch.socket_path(board.private_str)
-    assert sock is not None
-    return sock
+class Reader:
+    """One long-lived index with a watcher attached (what ledgit.live holds)."""
+
+    def __init__(self, board: Board) -> None:
+        self.watcher = watch.Watcher(board.tasks_str)
+        self.index = Index.open(board)
+        self.index.watcher = self.watcher
+
+    def titles(self) -> dict[str, str]:
+        self.index.refresh()
+        return {r["id"]: r["title"] for r in self.index.rows()}
+
+    def close(self) -> None:
+        self.index.close()
+        self.watcher.close()
 
 
 def titles(board: Board) -> dict[str, str]:
@@ -53,89 +61,6 @@ def stored_token(board: Board) -> object:
         return index._meta("watch")
 
 
-def test_a_read_uses_the_daemons_answer_not_the_stat_scan(watched: Board,
-                                                         daemons: Daemons) -> None:
-    a = watched.create({"title": "alpha"}, "", "t")
-    b = watched.create({"title": "beta"}, "", "t")
-    assert titles(watched) == {a.id: "alpha", b.id: "beta"}
-    os.makedirs(watched.private_str, exist_ok=True)
-    daemons.start(watched.tasks_str, sock_of(watched))
-    daemons.ready(sock_of(watched))
-    assert titles(watched) == {a.id: "alpha", b.id: "beta"}  # full scan, token stored
-    assert isinstance(stored_token(watched), str)
-
-    # An in-place edit that keeps size and mtime: a stat scan cannot see it (the file is
-    # not racy: its mtime is made old), the daemon saw the write.
-    path = watched.task_file(a.id)
-    old = os.stat(path)
-    os.utime(path, ns=(old.st_atime_ns, old.st_mtime_ns - 10**10))
-    assert titles(watched)[a.id] == "alpha"
-    before = os.stat(path)
-    data = Path(path).read_bytes()
-    with open(path, "r+b") as fh:
-        fh.write(data.replace(b"title: alpha", b"title: gamma"))
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert os.stat(path)[6:9] == before[6:9] and os.stat(path).st_size == before.st_size
-    assert titles(watched)[a.id] == "gamma"
-
-    # New, removed and renamed-over files are reported too.
-    c = watched.create({"title": "delta"}, "", "t")
-    os.unlink(watched.task_file(b.id))
-    assert titles(watched) == {a.id: "gamma", c.id: "delta"}
-    tmp = watched.task_file(c.id) + ".new"
-    with open(tmp, "wb") as fh:
-        fh.write(render_record(make_record({**watched.read(c.id).fields, "title": "eps"})
-                               ).encode())
-    os.rename(tmp, watched.task_file(c.id))
-    assert titles(watched) == {a.id: "gamma", c.id: "eps"}
-
-
-def test_without_a_daemon_a_read_is_the_full_scan(watched: Board) -> None:
-    a = watched.create({"title": "alpha"}, "", "t")
-    assert titles(watched) == {a.id: "alpha"}
-    assert stored_token(watched) is None  # no daemon answered; small boards start none
-    assert not os.path.exists(sock_of(watched))
-
-
-def fill(board: Board, n: int) -> None:
-    """``n`` valid task files written directly (fast)."""
-    for i in range(n):
-        tid = f"T-{i:010d}"
-        rec = make_record({"id": tid, "title": f"task {i}", "status": "open",
-                           "created": "2026-01-01T00:00:00.000000Z",
-                           "last_modified": "2026-01-01T00:00:00.000000Z"}, "")
-        with open(board.task_file(tid), "w", encoding="utf-8") as fh:
-            fh.write(render_record(rec))
-
-
-def test_a_big_board_starts_a_daemon_and_later_reads_use_it(watched: Board, base: str,
-                                                            daemons: Daemons) -> None:
-    fill(watched, watch.SPAWN_MIN_FILES)
-    assert len(titles(watched)) == watch.SPAWN_MIN_FILES  # built: no refresh, no daemon yet
-    assert len(titles(watched)) == watch.SPAWN_MIN_FILES  # a full scan: starts one
-    reply = daemons.ready(sock_of(watched))
-    assert alive(int(reply["pid"]))
-    titles(watched)  # stores a token
-    token = stored_token(watched)
-    assert isinstance(token, str)
-    path = watched.task_file("T-0000000007")
-    text = Path(path).read_text(encoding="utf-8")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text.replace("task 7", "seventh"))
-    assert titles(watched)["T-0000000007"] == "seventh"
-    assert stored_token(watched) != token
-
-
-def test_watch_off_starts_no_daemon(watched: Board, base: str,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LEDGIT_WATCH", "0")
-    fill(watched, watch.SPAWN_MIN_FILES)
-    titles(watched)
-    titles(watched)
-    assert not os.path.exists(sock_of(watched))
-    wait_for(lambda: not pids_with(base), "no daemon", deadline=2.0)
-
-
 def rewrite_keeping_stat(path: str, old: bytes, new: bytes) -> None:
     """Replace ``old`` by ``new`` (same length) in place, then put the mtime back: a stat scan
     cannot see the write."""
@@ -145,27 +70,91 @@ def rewrite_keeping_stat(path: str, old: bytes, new: bytes) -> None:
     with open(path, "r+b") as fh:
         fh.write(data.replace(old, new))
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_mtime_ns, after.st_size) == (before.st_mtime_ns, before.st_size)
 
 
-def test_after_the_daemon_is_gone_every_file_is_checked_again(watched: Board,
-                                                             daemons: Daemons) -> None:
-    """Rows changed while watched make the stored stat scan obsolete: when the daemon is
-    gone, the next refresh re-checks every file by content once, so a write that kept the
-    stat is still found."""
+def age(board: Board, *ids: str) -> None:
+    """Old mtimes: no file is racy (re-checked by content anyway)."""
+    for tid in ids:
+        st = os.stat(board.task_file(tid))
+        os.utime(board.task_file(tid), ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))
+
+
+def test_a_refresh_uses_the_watchers_answer_not_the_stat_scan(watched: Board) -> None:
     a = watched.create({"title": "alpha"}, "", "t")
-    b = watched.create({"title": "bravo"}, "", "t")
-    for tid in (a.id, b.id):  # old mtimes: no file is racy
-        st = os.stat(watched.task_file(tid))
-        os.utime(watched.task_file(tid), ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))
-    titles(watched)
-    os.makedirs(watched.private_str, exist_ok=True)
-    proc = daemons.start(watched.tasks_str, sock_of(watched))
-    daemons.ready(sock_of(watched))
-    titles(watched)  # token stored
-    rewrite_keeping_stat(watched.task_file(a.id), b"title: alpha", b"title: gamma")
-    assert titles(watched)[a.id] == "gamma"  # watched: seen
-    proc.terminate()
-    proc.wait(10)
-    wait_for(lambda: not os.path.exists(sock_of(watched)), "the socket to go")
-    rewrite_keeping_stat(watched.task_file(b.id), b"title: bravo", b"title: delta")
-    assert titles(watched) == {a.id: "gamma", b.id: "delta"}  # unwatched: every file re-read
+    b = watched.create({"title": "beta"}, "", "t")
+    age(watched, a.id, b.id)
+    reader = Reader(watched)
+    try:
+        assert reader.titles() == {a.id: "alpha", b.id: "beta"}
+        reader.titles()  # the token is stored
+        assert isinstance(stored_token(watched), str)
+        rewrite_keeping_stat(watched.task_file(a.id), b"title: alpha", b"title: gamma")
+        assert reader.titles()[a.id] == "gamma"
+        # New, removed and renamed-over files are reported too.
+        c = watched.create({"title": "delta"}, "", "t")
+        os.unlink(watched.task_file(b.id))
+        assert reader.titles() == {a.id: "gamma", c.id: "delta"}
+        tmp = watched.task_file(c.id) + ".new"
+        with open(tmp, "wb") as fh:
+            fh.write(render_record(make_record({**watched.read(c.id).fields, "title": "eps"})
+                                   ).encode())
+        os.rename(tmp, watched.task_file(c.id))
+        assert reader.titles() == {a.id: "gamma", c.id: "eps"}
+    finally:
+        reader.close()
+
+
+def test_a_plain_process_has_no_watcher_and_stores_no_token(watched: Board) -> None:
+    a = watched.create({"title": "alpha"}, "", "t")
+    assert titles(watched) == {a.id: "alpha"}
+    assert stored_token(watched) is None
+    with Index.open(watched) as index:
+        assert index.watcher is None
+
+
+def test_a_plain_reader_after_a_watched_one_is_right_and_cheap(watched: Board) -> None:
+    """A watched refresh keeps the stored stat scan true (the re-checked files' new stats,
+    the racy ones kept racy): a reader without a watcher then re-checks only those, not
+    every file, and sees what the watched reader saw."""
+    ids = [watched.create({"title": f"task {i:02d}"}, "", "t").id for i in range(20)]
+    age(watched, *ids)
+    time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)  # every file's ctime out of the racy window
+    assert len(titles(watched)) == 20
+    reader = Reader(watched)
+    try:
+        reader.titles()
+        reader.titles()
+        rewrite_keeping_stat(watched.task_file(ids[0]), b"task 00", b"task ZZ")
+        assert reader.titles()[ids[0]] == "task ZZ"
+    finally:
+        reader.close()
+    with Index.open(watched) as index:
+        stats = index.refresh()
+        assert stats.rechecked <= 1, stats  # only the racy one; not all 20 files
+        assert {r["id"]: r["title"] for r in index.rows()}[ids[0]] == "task ZZ"
+    path = watched.task_file(ids[1])
+    Path(path).write_bytes(Path(path).read_bytes().replace(b"task 01", b"task 01-b"))
+    assert titles(watched)[ids[1]] == "task 01-b"
+
+
+def test_two_watched_readers_on_one_index_both_stay_right(watched: Board) -> None:
+    """The stored token is the last refresher's: the other reader's watcher cannot vouch for
+    it (a stat scan), and re-checks the names it saw since its own last token, so a write that
+    keeps the stat is still seen by both."""
+    a = watched.create({"title": "alpha"}, "", "t")
+    age(watched, a.id)
+    one, two = Reader(watched), Reader(watched)
+    try:
+        for title in (b"gamma", b"delta", b"omega"):
+            before = one.titles()[a.id].encode()
+            one.titles()
+            assert two.titles()[a.id] == before.decode()  # two's token is stored last
+            rewrite_keeping_stat(watched.task_file(a.id), b"title: " + before,
+                                 b"title: " + title)
+            assert one.titles()[a.id] == title.decode()
+            assert two.titles()[a.id] == title.decode()
+    finally:
+        one.close()
+        two.close()

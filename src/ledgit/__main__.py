@@ -14,9 +14,6 @@ from __future__ import annotations
 import os
 import sys
 
-# = ledgit.readserver.READS (a test checks): reads the watcher daemon may run
-_REMOTE_READS = ("get", "list", "search", "ready")
-
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with its code (DESIGN §9 exit codes). A character that stdout's
@@ -48,12 +45,6 @@ def run(args: list[str]) -> int:
         return merge_driver(list(args[1:]))
     if args[:2] == ["hook", "pre-commit"]:
         return _pre_commit(list(args[2:]))
-    if args and args[0] in _REMOTE_READS:
-        from ledgit.readserver import run_remote
-
-        code = run_remote(args)
-        if code is not None:
-            return code
     from ledgit.argspec import find, parse
     from ledgit.commands import FAST, guarded, run_spec
 

@@ -79,6 +79,7 @@ COMMANDS: dict[str, str] = {
     "resolve": "ledgit.gitcli:resolve_cmd",
     "hook": "ledgit.gitcli:hook_cmd",
     "merge-driver": "ledgit.gitcli:merge_driver_cmd",
+    "mcp": "ledgit.cli:mcp_cmd",
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -257,3 +258,26 @@ cache_group = _group("cache")
 
 __all__ = ["COMMANDS", "INTERNAL_ERROR", "LazyGroup", "actor_or_warn", "by_option", "cli",
            "click_command", "click_param", "json_option", "report_problems", "run"]
+
+
+@click.command("mcp")
+@click.option("--http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="HTTP address; another than 127.0.0.1 needs a bearer token.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True,
+              help="HTTP port.")
+@click.option("--token", default=None, envvar="LEDGIT_MCP_TOKEN",
+              help="Bearer token required on every HTTP request (or $LEDGIT_MCP_TOKEN).")
+def mcp_cmd(http: bool, host: str, port: int, token: str | None) -> int:
+    """Serve the board to agents over the Model Context Protocol (docs/mcp.md): stdio by
+    default. Needs the extra: pip install 'ledgit[mcp]'."""
+    from ledgit.errors import LedgitError
+
+    if not http and (host != "127.0.0.1" or token):
+        raise LedgitError("--host and --token need --http", USAGE)
+    try:
+        from ledgit.mcpserver import serve
+    except ImportError as exc:
+        raise LedgitError(f"ledgit mcp needs the MCP SDK: pip install 'ledgit[mcp]' "
+                          f"({exc})", USAGE) from None
+    return serve(http=http, host=host, port=port, token=token)

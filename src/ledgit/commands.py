@@ -212,12 +212,14 @@ def _now() -> str:
 
 
 def _write(task: str, by: str | None, expect: str | None,
-           op: Op) -> tuple[bool, Record, Change, str]:
+           op: Op, board: Board | None = None) -> tuple[bool, Record, Change, str]:
     """Apply ``op(record, actor, now, ttl)`` to one task through the board's write path
     (lock, read the truth, check --expect, write); returns (written?, record now on disk,
     change, actor). A change that alters nothing writes nothing (written = False).
+    ``board``: the board to write (default: the working directory's; ``ledgit mcp`` passes
+    its own).
     """
-    board = _board()
+    board = board if board is not None else _board()
     tid = board.resolve_id(task)
     actor = actor_or_warn(by, board.root_str)
     ttl = int(board.config.claim_ttl)
@@ -231,6 +233,9 @@ def _write(task: str, by: str | None, expect: str | None,
     record = board.mutate(tid, change, actor, expect=expect)
     before, result = done[-1]
     return record.revision != before.revision, record, result, actor
+
+
+write_task = _write  # the public name, for other faces (ledgit mcp)
 
 
 def _mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,

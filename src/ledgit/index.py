@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from ledgit.board import Board
     from ledgit.record import Record
+    from ledgit.watch import Watcher
 
     T = TypeVar("T")
     # What a writer knows of a task file it has just written (Index.rebuild_written):
@@ -59,7 +60,6 @@ INDEX_NAME = "index.sqlite3"
 RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
 BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
 WRITE_PATH_BUSY_TIMEOUT = 2.0  # the write path gives up on the index sooner (best effort)
-WATCH_TIMEOUT = 0.5  # seconds a read waits for a watcher daemon before a full stat scan
 MAX_SEARCH_CHARS = 10_000  # a search text, casefolded (SQLite's LIKE takes <= 50,000 bytes)
 # A search with a limit, sorted by last_modified, first looks at the newest (oldest)
 # 1/SEARCH_PROBE_PART of the tasks, then, if their matches promise enough, up to
@@ -219,6 +219,10 @@ class Index:
         self._inode: int | None = None  # of the file opened: tells a replaced file apart
         self._built: RefreshStats | None = None  # set when opening built it from scratch
         self._known = known or {}  # id -> (record, bytes): indexed without parsing (rebuild_from)
+        # Set by a long-lived process that watches the tasks directory (ledgit.live):
+        # refresh re-checks the names it reports instead of stat-ing every file.
+        self.watcher: Watcher | None = None
+        self._token: str | None = None  # the watcher token this instance last stored or kept
 
     # ------------------------------------------------------------------ opening
 
@@ -373,14 +377,21 @@ class Index:
 
     # ------------------------------------------------------------------ freshness
 
-    @_recovering
     def refresh(self) -> RefreshStats:
         """Bring the index up to date with the task files (the stat scan described in the
         module docstring): re-check changed, new, dirty and racy files; drop rows of removed
         files. Writes only when something changed. Never raises for a malformed file.
 
-        On a board watched by a :mod:`ledgit.watch` daemon (docs/watch.md) the names it
-        reports as changed since the stored token replace the stat scan of every file."""
+        With a :attr:`watcher` (docs/watch.md) the names it reports as changed since the
+        stored token replace the stat scan of every file. When another process stored its
+        token since (another long-lived reader, a CLI read), the stat scan runs and the names
+        this watcher reported since this instance's own last token are re-checked too."""
+        stats, self._token = self._refresh()
+        return stats
+
+    @_recovering
+    def _refresh(self) -> tuple[RefreshStats, str | None]:
+        """:meth:`refresh`; also returns the watcher token the refresh stored or kept."""
         started = time.perf_counter()
         scan_ns = time.time_ns()
         self._built = None
@@ -390,22 +401,24 @@ class Index:
         dirty = [r[0] for r in self.db.execute("SELECT id FROM dirty")]
         racy = _unmarshal(meta.get("racy"), list)
         old_token = meta.get("watch")
-        sock, answer = self._watch_query(old_token)
+        answer = self._watch_query(old_token)
         token = answer[0] if answer is not None else None
         self._fresh = True
         if answer is not None and answer[1] is not None and isinstance(old_token, str):
             return self._refresh_watched(answer[1], racy, dirty, answer[0], old_token, started,
-                                         scan_ns)
+                                         scan_ns), token
+        if answer is not None and self._token is not None and self._token != old_token:
+            own = self._watch_query(self._token)  # what this watcher saw since its token
+            if own is not None and own[1] is not None:
+                dirty = [*dirty, *(n[:-3] for n in own[1] if _task_name(n))]
         blob = self._meta("scan")
         current = _stat_scan(self._tasks)
-        if answer is None and sock is not None and len(current) >= _watch().SPAWN_MIN_FILES:
-            _watch().spawn(self._tasks, sock)  # the next read asks it
         if not racy and not dirty and blob == marshal.dumps(current, _MARSHAL):
             # The common case: nothing changed since the last scan, one memcmp. (marshal's
             # bytes follow listdir's order; another order only takes the path below.)
             self._keep_token(token, old_token)
             return RefreshStats(len(current), 0, 0, 0, 0, False,
-                                time.perf_counter() - started)
+                                time.perf_counter() - started), token
         stored = _unmarshal(blob, dict)
         horizon = scan_ns - RACY_WINDOW_NS
         candidates: list[str] = []
@@ -429,7 +442,7 @@ class Index:
         if not (rows or removed or dirty or moved or sorted(new_racy) != sorted(racy)):
             self._keep_token(token, old_token)
             return RefreshStats(len(current), len(candidates), 0, 0, 0, False,
-                                time.perf_counter() - started)
+                                time.perf_counter() - started), token
         with self._writing():
             self.db.executemany(_TOUCH_SQL, touched)
             self._delete([*removed, *(r.task[0] for r in rows)])
@@ -439,18 +452,18 @@ class Index:
             self._set_meta("watch", token)
         return RefreshStats(len(current), len(candidates), len(rows), len(removed),
                             sum(1 for r in rows if r.doc is None), False,
-                            time.perf_counter() - started)
+                            time.perf_counter() - started), token
 
     def _refresh_watched(self, reported: list[str], racy: list[str], dirty: list[str],
                          token: str, old_token: str, started: float,
                          scan_ns: int) -> RefreshStats:
         """:meth:`refresh` on a watched board: the rows are the files as they were when
-        ``old_token`` was issued, so only the names the daemon reports since (and the racy
+        ``old_token`` was issued, so only the names the watcher reports since (and the racy
         and dirty ones) can differ -- each is re-checked by content even when its stat agrees
-        (a write that keeps size and mtime is still a write). No racy window is kept: the
-        daemon reports a later write of the same tick too. A changed row makes the stored
-        stat scan (the unwatched baseline) obsolete, so it is dropped: without a daemon the
-        next refresh re-checks every file once."""
+        (a write that keeps size and mtime is still a write). The stored stat scan (the
+        baseline of readers without a watcher, e.g. a CLI read) gets the new stats of the
+        re-checked files, and those within the racy window are kept racy for such readers:
+        unreported files kept their stats, so the scan stays true without a full scan."""
         names = {n[:-3] for n in reported if _task_name(n)}
         names.update(racy, dirty)
         if not names:
@@ -465,14 +478,23 @@ class Index:
             else:
                 current[name] = st
         touched, rows, unreadable = self._examine(list(current), current, scan_ns)
+        horizon = scan_ns - RACY_WINDOW_NS
+        new_racy = [n for n, st in current.items() if st[0] >= horizon]
+        new_racy.extend(n for n in unreadable if n not in new_racy)  # re-read until readable
+        blob = self._meta("scan")
         with self._writing():
             self.db.executemany(_TOUCH_SQL, touched)
             self._delete([*removed, *(r.task[0] for r in rows)])
             self._insert(rows)
             self.db.executemany("DELETE FROM dirty WHERE id = ?", [(n,) for n in dirty])
-            self._set_meta("racy", marshal.dumps(unreadable))  # re-read until readable
-            if rows or removed:
-                self.db.execute("DELETE FROM meta WHERE key = 'scan'")
+            if blob is not None:
+                stored = _unmarshal(blob, dict)
+                for name in removed:
+                    stored.pop(name, None)
+                stored.update(current)
+                self._store_scan(stored, new_racy, scan_ns)
+            else:
+                self._set_meta("racy", marshal.dumps(new_racy))
             self._set_meta("watch", token)
         return RefreshStats(len(current), len(current), len(rows), len(removed),
                             sum(1 for r in rows if r.doc is None), False,
@@ -485,20 +507,12 @@ class Index:
             with self._writing():
                 self._set_meta("watch", token)
 
-    def _watch_query(self, token: Any) -> tuple[str | None, tuple[str, list[str] | None] | None]:
-        """(the watcher socket of this worktree or None, the daemon's answer for ``token``
-        or None when no daemon answered): see :func:`ledgit.watch.query`. No watcher for an
-        in-memory index, where ``LEDGIT_WATCH=0`` or off Linux."""
-        if self.path == ":memory:":
-            return None, None
-        watch = _watch()
-        if not watch.available():
-            return None, None
-        sock = watch.socket_path(self.board.private_str)
-        if sock is None:
-            return None, None
-        return sock, watch.query(sock, token if isinstance(token, str) else None,
-                                 timeout=WATCH_TIMEOUT)
+    def _watch_query(self, token: Any) -> tuple[str, list[str] | None] | None:
+        """The :attr:`watcher`'s answer for ``token`` (:meth:`ledgit.watch.Watcher.changes`),
+        or None without a watcher (a plain process: the stat scan)."""
+        if self.watcher is None:
+            return None
+        return self.watcher.changes(token if isinstance(token, str) else None)
 
     def _writing(self) -> _Transaction:
         """One write transaction, for ``with`` (BEGIN IMMEDIATE: waits up to the busy
@@ -562,7 +576,7 @@ class Index:
         current: dict[str, Stat] = {}
         rows: list[_Row] = []
         unreadable: list[str] = []
-        _sock, answer = self._watch_query(None)  # before the listing, as in _fill
+        answer = self._watch_query(None)  # before the listing, as in _fill
         try:
             names = sorted(os.listdir(self._tasks))
         except (FileNotFoundError, NotADirectoryError):
@@ -614,7 +628,7 @@ class Index:
         import hashlib  # noqa: F401 - loaded: every row's revision hashes with OpenSSL's sha256
 
         # A watcher's token taken before the files are read vouches for them (docs/watch.md).
-        _sock, answer = self._watch_query(None)
+        answer = self._watch_query(None)
         for name, st, data in _read_all(self._tasks):
             current[name] = st
             if isinstance(data, OSError):
@@ -1134,14 +1148,6 @@ def _canonical() -> Callable[[Any], str]:
     from ledgit.canonjson import plain_encoder
 
     return plain_encoder()
-
-
-@functools.lru_cache(maxsize=1)
-def _watch() -> Any:
-    """:mod:`ledgit.watch`, imported on first need."""
-    from ledgit import watch
-
-    return watch
 
 
 def _stat_scan(tasks_dir: Path | str) -> dict[str, Stat]:

@@ -1,8 +1,8 @@
 """Where the board is, from the file system alone (DESIGN §2): no Git process, no pathlib.
 
-Shared by :mod:`ledgit.board` (``find_board``, ``Board.private_str``), the pre-commit hook
-(:mod:`ledgit.hooks`) and the read client of :mod:`ledgit.readserver`, which must find the
-watcher's socket before importing anything else (import cost is a budget, DESIGN §10).
+Shared by :mod:`ledgit.board` (``find_board``, ``Board.private_str``) and the pre-commit
+hook (:mod:`ledgit.hooks`), which must find the board before importing anything else
+(import cost is a budget, DESIGN §10).
 """
 
 import os

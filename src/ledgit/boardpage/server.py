@@ -11,9 +11,9 @@ any other method is 405):
 =====================  =====================================================================
 
 One thread watches the board through :class:`ledgit.live.LiveBoard` (the in-process watcher
-of the MCP face) when that module is present, else :class:`ledgit.boardpage.changes.
-DirectoryWatch`; on a change it rebuilds the model (only the changed tasks' extras), then
-wakes every event stream. Request threads only read the last built bytes. On a loopback
+the MCP face uses too: inotify on the tasks and history directories, no polling of every
+task file); on a change it rebuilds the model (only what changed), then wakes every event
+stream. Request threads only read the last built bytes. On a loopback
 address, requests whose ``Host`` is not a loopback name are refused (403: DNS rebinding).
 """
 
@@ -23,6 +23,7 @@ import ipaddress
 import json
 import sys
 import threading
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -34,6 +35,8 @@ from ledgit.boardpage.source import PageSource
 from ledgit.errors import LedgitError
 
 KEEPALIVE = 15.0  # seconds between two comment lines on an idle event stream
+SETTLE = 0.05  # a rebuild waits for this many quiet seconds after a change (the same write)
+SETTLE_MAX = 0.3  # ... but no longer than this
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
        "img-src data:; connect-src 'self'")
 LOOPBACK_NAMES = ("localhost",)
@@ -47,17 +50,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def _live_board(board: Board) -> Any:
-    """The in-process watcher: ledgit.live.LiveBoard when present, else the stand-in."""
-    try:
-        from ledgit.live import LiveBoard  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        from ledgit.boardpage.changes import DirectoryWatch
-
-        return DirectoryWatch(board)
-    return LiveBoard(board)
 
 
 class BoardService:
@@ -109,12 +101,18 @@ class BoardService:
         self._thread.start()
 
     def _watch(self) -> None:
-        live = _live_board(self.board)
+        from ledgit.live import LiveBoard
+
+        live = LiveBoard(self.board)
         try:
             live.index()
+            seen = live.generation
             while not self.stopping:
-                if not live.wait_changed(1.0):
+                if not live.wait_changed(1.0, since=seen):
                     continue
+                # A write appends the history, then renames the task file: one rebuild for
+                # both, usually; a change during the rebuild wakes the next wait at once.
+                seen = self._settle(live)
                 try:
                     with self._source_lock:
                         model = self.source.model(live.index(), details=False, fork=False)
@@ -124,6 +122,16 @@ class BoardService:
                 self._publish(model)
         finally:
             live.close()
+
+    @staticmethod
+    def _settle(live: Any) -> int:
+        """Wait until ``live`` saw no change for :data:`SETTLE` s (at most
+        :data:`SETTLE_MAX` s); its generation then."""
+        deadline = time.monotonic() + SETTLE_MAX
+        seen = live.generation
+        while time.monotonic() < deadline and live.wait_changed(SETTLE, since=seen):
+            seen = live.generation
+        return int(live.generation)
 
     def detail(self, task_id: str) -> bytes | None:
         """One task's detail as JSON bytes, None when the last model has no such task."""

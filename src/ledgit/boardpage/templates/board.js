@@ -320,6 +320,7 @@
     $("plot-opened-done").innerHTML = data.plots.opened_done;  // ledgit's SVG (plots.py)
     $("plot-claims").innerHTML = data.plots.claims;
     document.body.dataset.ready = "yes";
+    document.body.dataset.renderedAt = String(Date.now());  // ms since the epoch (tests, bench)
   }
   function focusCard(node) {
     if (!node) return;

@@ -1,0 +1,376 @@
+"""``ledgit mcp`` against the round trip of a no-op tool, and against Backlog.md's MCP server.
+
+Usage::
+
+    python bench/mcp_bench.py                    # sizes 100 and 10,000; Backlog.md at 1,000
+    python bench/mcp_bench.py --sizes 100 1000 --calls 50 --no-backlog
+
+For each board size it builds a ledgit board in a throwaway Git repository (bench/run.py's
+builder: the real Beads task shapes of ../shared/data) and times tool calls through the
+official SDK's client (``mcp.Client``), one call at a time, p50 over ``--calls`` calls after
+a warm-up, on two transports:
+
+* **in-process**: ``Client(server)``, the SDK's memory transport, against ``build_server``;
+* **stdio**: ``ledgit mcp`` as a subprocess (what an MCP client launches).
+
+The floor on each transport is a no-op tool of a server on the same SDK
+(bench/mcp_noop_server.py). Backlog.md's server (npm ``backlog.md``, ``backlog mcp start``)
+is installed with ``npm install --prefix`` into the bench's temp dir and timed through the
+same client over stdio on a 1,000-task board of the same shapes (skipped, with the reason,
+when npm or the install fails). Writes bench/results/mcp_latest.md and mcp_latest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+import mcp_noop_server  # noqa: E402
+import run as runbench  # noqa: E402
+
+RESULTS = BENCH / "results"
+OPS = ("get", "list", "search", "update", "claim")
+READS = ("get", "list", "search")
+
+
+async def p50(call: Callable[[int], Awaitable[Any]], calls: int, warmup: int = 5
+              ) -> dict[str, Any]:
+    """Median (and p90) wall time in ms of ``call(i)`` over ``calls`` calls."""
+    for i in range(warmup):
+        await call(-1 - i)
+    times = []
+    for i in range(calls):
+        t0 = time.perf_counter()
+        await call(i)
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    return {"p50_ms": round(statistics.median(times), 3),
+            "p90_ms": round(times[int(len(times) * 0.9) - 1], 3), "calls": calls}
+
+
+def checked(result: Any, what: str) -> Any:
+    if result.is_error:
+        raise RuntimeError(f"{what}: {result.content[0].text[:300] if result.content else ''}")
+    return result
+
+
+async def ledgit_ops(client: Client, picks: dict[str, Any], calls: int) -> dict[str, Any]:
+    ids = picks["ids"]
+    out: dict[str, Any] = {}
+
+    async def get(i: int) -> None:
+        checked(await client.call_tool("get", {"task": ids[(i * 7919) % len(ids)]}), "get")
+
+    async def listing(i: int) -> None:
+        checked(await client.call_tool("list", {"limit": 20}), "list")
+
+    async def search(i: int) -> None:
+        checked(await client.call_tool("search", {"text": runbench.SEARCH_TERM, "limit": 20}),
+                "search")
+
+    async def update(i: int) -> None:
+        checked(await client.call_tool("update", {"task": picks["update"],
+                                                  "response": f"bench call {i}"}), "update")
+
+    for name, fn in (("get", get), ("list", listing), ("search", search), ("update", update)):
+        out[name] = await p50(fn, calls)
+    # claim: each timed call is claim + an untimed release (the task must be open again).
+    times = []
+    for i in range(calls + 5):
+        t0 = time.perf_counter()
+        checked(await client.call_tool("claim", {"task": picks["claim"]}), "claim")
+        t1 = time.perf_counter()
+        checked(await client.call_tool("claim", {"task": picks["claim"], "action": "release"}),
+                "release")
+        if i >= 5:
+            times.append((t1 - t0) * 1000)
+    times.sort()
+    out["claim"] = {"p50_ms": round(statistics.median(times), 3),
+                    "p90_ms": round(times[int(len(times) * 0.9) - 1], 3), "calls": calls,
+                    "note": "claim only; an untimed release follows each"}
+    return out
+
+
+async def noop(client: Client, calls: int) -> dict[str, Any]:
+    async def call(i: int) -> None:
+        checked(await client.call_tool("noop", {}), "noop")
+
+    return await p50(call, calls)
+
+
+def ledgit_stdio(repo: Path, env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(command=runbench.ledgit_argv()[0],
+                                 args=[*runbench.ledgit_argv()[1:], "mcp"], cwd=str(repo),
+                                 env=env)
+
+
+def noop_stdio(env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable,
+                                 args=[str(BENCH / "mcp_noop_server.py")], env=env)
+
+
+async def bench_size(repo: Path, picks: dict[str, Any], env: dict[str, str], calls: int
+                     ) -> dict[str, Any]:
+    from ledgit.mcpserver import build_server
+
+    result: dict[str, Any] = {}
+    old = os.environ.copy()
+    os.environ.clear()
+    os.environ.update(env)  # the in-process server acts as the subprocess would
+    try:
+        server, boards = build_server(repo)
+        try:
+            async with Client(server) as client:  # type: ignore[arg-type]
+                result["in-process"] = {"protocol": client.protocol_version,
+                                        **await ledgit_ops(client, picks, calls)}
+        finally:
+            boards.close()
+        async with Client(mcp_noop_server.build()) as client:  # type: ignore[arg-type]
+            result["in-process"]["noop"] = await noop(client, calls)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    async with Client(ledgit_stdio(repo, env)) as client:  # type: ignore[arg-type]
+        result["stdio"] = {"protocol": client.protocol_version,
+                           **await ledgit_ops(client, picks, calls)}
+    async with Client(noop_stdio(env)) as client:  # type: ignore[arg-type]
+        result["stdio"]["noop"] = await noop(client, calls)
+    return result
+
+
+# --------------------------------------------------------------------------- Backlog.md
+
+
+def install_backlog(tmp: Path) -> tuple[list[str] | None, str]:
+    """(argv of ``backlog``, version) from ``npm install --prefix TMP/npm backlog.md``, or
+    (None, why not)."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return None, "npm not found"
+    prefix = tmp / "npm"
+    try:
+        runbench.sh([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                     "backlog.md"], tmp, dict(os.environ), timeout=900)
+    except runbench.SetupError as exc:
+        return None, f"npm install backlog.md failed: {exc}"
+    exe = prefix / "node_modules" / ".bin" / "backlog"
+    if not exe.exists():
+        return None, f"{exe} missing after npm install"
+    try:
+        version = runbench.sh([str(exe), "--version"], tmp, dict(os.environ)).stdout.strip()
+    except runbench.SetupError as exc:
+        return None, str(exc)
+    return [str(exe)], version
+
+
+def _arg(schema: dict[str, Any], *names: str) -> str | None:
+    props = schema.get("properties", {})
+    return next((n for n in names if n in props), None)
+
+
+async def backlog_ops(argv: list[str], repo: Path, env: dict[str, str],
+                      picks: dict[str, Any], calls: int) -> dict[str, Any]:
+    """get/list/search/edit through Backlog.md's own MCP tools (chosen by name from its
+    listing; the arguments used are reported)."""
+    params = StdioServerParameters(command=argv[0], args=[*argv[1:], "mcp", "start"],
+                                   cwd=str(repo), env=env)
+    out: dict[str, Any] = {}
+    async with Client(params) as client:  # type: ignore[arg-type]
+        out["protocol"] = client.protocol_version
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        out["tools"] = sorted(tools)
+
+        def pick(*names: str) -> Any:
+            return next((tools[n] for n in names if n in tools), None)
+
+        plan: dict[str, tuple[str, Callable[[int], dict[str, Any]]]] = {}
+        view = pick("task_view", "task_get", "get_task")
+        if view is not None:
+            key = _arg(view.input_schema, "id", "taskId", "task_id") or "id"
+            plan["get"] = (view.name, lambda i: {key: picks["get"]})
+        lst = pick("task_list", "list_tasks")
+        if lst is not None:
+            lim = _arg(lst.input_schema, "limit")
+            plan["list"] = (lst.name, lambda i: {lim: 20} if lim else {})
+        srch = pick("task_search", "search", "search_tasks")
+        if srch is not None:
+            q = _arg(srch.input_schema, "query", "q", "text", "search") or "query"
+            lim = _arg(srch.input_schema, "limit")
+            plan["search"] = (srch.name, lambda i: {q: runbench.SEARCH_TERM,
+                                                    **({lim: 20} if lim else {})})
+        edit = pick("task_edit", "task_update", "edit_task", "update_task")
+        if edit is not None:
+            key = _arg(edit.input_schema, "id", "taskId", "task_id") or "id"
+            field = _arg(edit.input_schema, "notesAppend", "notes", "implementationNotes",
+                         "description", "title")
+            prop = edit.input_schema.get("properties", {}).get(field or "title", {})
+            as_list = prop.get("type") == "array"
+            plan["update"] = (edit.name, lambda i: {
+                key: picks["update"],
+                field or "title": [f"bench call {i}"] if as_list else f"bench call {i}"})
+        out["calls_used"] = {op: {"tool": name, "args": make(0)}
+                             for op, (name, make) in plan.items()}
+        for op, (name, make) in plan.items():
+            async def call(i: int, name: str = name,
+                           make: Callable[[int], dict[str, Any]] = make) -> None:
+                checked(await client.call_tool(name, make(i)), f"backlog {name}")
+
+            try:
+                out[op] = await p50(call, calls, warmup=3)
+            except RuntimeError as exc:
+                out[op] = {"error": str(exc)}
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+
+def budget_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
+    lines: list[dict[str, Any]] = []
+    sizes = sorted(int(s) for s in data["ledgit"])
+    big, small = max(sizes), min(sizes)
+    for transport in ("in-process", "stdio"):
+        at = data["ledgit"][str(big)][transport]
+        floor = at["noop"]["p50_ms"]
+        for op in OPS:
+            limit = 2.0 if op in READS else 6.0
+            r = at[op]["p50_ms"] / floor
+            lines.append({"budget": f"MCP {transport} {op} p50 <= {limit:g}x no-op "
+                                    f"({big:,} tasks)",
+                          "figure": f"{at[op]['p50_ms']:.2f} / {floor:.2f} ms = {r:.2f}x",
+                          "status": "PASS" if r <= limit else "MISS"})
+        if big != small:
+            low = data["ledgit"][str(small)][transport]
+            for op in OPS:
+                r = at[op]["p50_ms"] / low[op]["p50_ms"]
+                lines.append({"budget": f"MCP {transport} {op} flat {small:,} -> {big:,} "
+                                        f"(within 20%)",
+                              "figure": f"{at[op]['p50_ms']:.2f} / {low[op]['p50_ms']:.2f} ms"
+                                        f" = {r:.2f}x",
+                              "status": "PASS" if r <= 1.2 else "MISS"})
+    peer = data.get("backlog", {})
+    if peer.get("skipped"):
+        lines.append({"budget": "vs Backlog.md MCP >= 10x per call", "figure":
+                      f"skipped: {peer['skipped']}", "status": "n/a"})
+    elif peer:
+        mine = data["ledgit_backlog_board"]["stdio"]
+        for op in ("get", "list", "search", "update"):
+            theirs = peer.get(op, {}).get("p50_ms")
+            label = "edit" if op == "update" else op
+            if theirs is None:
+                lines.append({"budget": f"vs Backlog.md MCP {label} >= 10x", "figure":
+                              f"no Backlog.md figure: {peer.get(op, {}).get('error', 'no tool')}",
+                              "status": "n/a"})
+                continue
+            r = theirs / mine[op]["p50_ms"]
+            lines.append({"budget": f"vs Backlog.md MCP {label} >= 10x (stdio, "
+                                    f"{data['backlog_size']:,} tasks)",
+                          "figure": f"{theirs:.2f} / {mine[op]['p50_ms']:.2f} ms = {r:.1f}x",
+                          "status": "PASS" if r >= 10 else "MISS"})
+    return lines
+
+
+def write_report(data: dict[str, Any]) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "mcp_latest.json").write_text(json.dumps(data, indent=2) + "\n",
+                                             encoding="utf-8")
+    out = ["# ledgit mcp bench", "", f"{data['when']} · {data['machine']} · "
+           f"{data['calls']} calls per figure (p50) · SDK mcp {data['sdk']}", ""]
+    for size, per in sorted(data["ledgit"].items(), key=lambda kv: int(kv[0])):
+        out += [f"## {int(size):,} tasks", "", "| op | in-process p50 ms | stdio p50 ms |",
+                "|---|---|---|"]
+        for op in (*OPS, "noop"):
+            out.append(f"| {op} | {per['in-process'][op]['p50_ms']:.2f} | "
+                       f"{per['stdio'][op]['p50_ms']:.2f} |")
+        out.append(f"\nprotocol: in-process {per['in-process']['protocol']}, stdio "
+                   f"{per['stdio']['protocol']}\n")
+    if data.get("backlog"):
+        out += ["## vs Backlog.md's MCP server", "", json.dumps(data["backlog"], indent=1)[:4000],
+                ""]
+    out += ["## Budgets", "", "| budget | figure | status |", "|---|---|---|"]
+    out += [f"| {b['budget']} | {b['figure']} | {b['status']} |" for b in data["budgets"]]
+    (RESULTS / "mcp_latest.md").write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 10_000])
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--backlog-size", type=int, default=1_000)
+    parser.add_argument("--no-backlog", action="store_true")
+    parser.add_argument("--data", type=Path, default=runbench.DEFAULT_DATA)
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir")
+    args = parser.parse_args(argv)
+    if not args.data.exists():
+        print(f"mcp_bench: {args.data} not found (the real task shapes)", file=sys.stderr)
+        return 2
+    import importlib.metadata
+
+    shapes = runbench.load_shapes(args.data)
+    tmp = Path(tempfile.mkdtemp(prefix="ledgit-mcp-bench-"))
+    data: dict[str, Any] = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
+                                       f"Python {platform.python_version()}",
+                            "sdk": importlib.metadata.version("mcp"), "calls": args.calls,
+                            "ledgit": {}}
+    try:
+        env = runbench.git_env(tmp / "home")
+        (tmp / "home").mkdir()
+        (tmp / "home" / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+        for size in args.sizes:
+            repo = tmp / f"ledgit-{size}"
+            print(f"building a {size:,}-task board ...", file=sys.stderr)
+            picks = runbench.build_ledgit(repo, runbench.board_shapes(shapes, size), env)
+            data["ledgit"][str(size)] = anyio.run(bench_size, repo, picks, env, args.calls)
+            print(json.dumps(data["ledgit"][str(size)]), file=sys.stderr)
+        if not args.no_backlog:
+            size = args.backlog_size
+            data["backlog_size"] = size
+            exe, version = install_backlog(tmp)
+            if exe is None:
+                data["backlog"] = {"skipped": version}
+            else:
+                board_shapes = runbench.board_shapes(shapes, size)
+                peer = runbench.Peer("backlog", exe, version=version)
+                brepo = tmp / f"backlog-{size}"
+                bpicks = runbench.build_backlog(peer, brepo, board_shapes, env)
+                lrepo = tmp / f"ledgit-backlog-{size}"
+                lpicks = runbench.build_ledgit(lrepo, board_shapes, env)
+                data["ledgit_backlog_board"] = anyio.run(bench_size, lrepo, lpicks, env,
+                                                         args.calls)
+                try:
+                    data["backlog"] = {"version": version, **anyio.run(
+                        backlog_ops, exe, brepo, env, bpicks, max(args.calls // 4, 20))}
+                except Exception as exc:  # noqa: BLE001 - a peer failing is a figure
+                    data["backlog"] = {"skipped": f"backlog mcp start failed: "
+                                                  f"{type(exc).__name__}: {exc}"}
+        data["budgets"] = budget_lines(data)
+        write_report(data)
+        for line in data["budgets"]:
+            print(f"{line['status']:5} {line['budget']}: {line['figure']}")
+        return 0
+    finally:
+        if args.keep:
+            print(f"kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""ledgit.live: a board held open by a long-lived process, on real files and threads."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ledgit import live
+from ledgit.board import Board, init_board
+
+INOTIFY = sys.platform.startswith("linux") and os.path.isdir("/proc/sys/fs/inotify")
+
+
+@pytest.fixture(params=["watched", "polled"])
+def held(request: pytest.FixtureRequest, tmp_path: Path,
+         monkeypatch: pytest.MonkeyPatch) -> Iterator[live.LiveBoard]:
+    """A LiveBoard on a fresh board, watching (inotify) or not (LEDGIT_WATCH=0)."""
+    for name in ("LEDGIT_ROOT", "LEDGIT_ACTOR"):
+        monkeypatch.delenv(name, raising=False)
+    if request.param == "watched":
+        if not INOTIFY:
+            pytest.skip("inotify: Linux")
+        monkeypatch.setenv("LEDGIT_WATCH", "1")
+    else:
+        monkeypatch.setenv("LEDGIT_WATCH", "0")
+        monkeypatch.setattr(live, "POLL_INTERVAL", 0.05)
+    board = init_board(tmp_path / "b")
+    held = live.LiveBoard(board)
+    assert held.watching == (request.param == "watched")
+    yield held
+    held.close()
+
+
+def titles(held: live.LiveBoard) -> dict[str, str]:
+    return {r["id"]: r["title"] for r in held.index().rows()}
+
+
+def other_board(held: live.LiveBoard) -> Board:
+    """The same board as another process would open it."""
+    return Board(held.board.root)
+
+
+def test_the_index_follows_writes(held: live.LiveBoard) -> None:
+    assert titles(held) == {}
+    writer = other_board(held)
+    a = writer.create({"title": "alpha"}, "", "w")
+    assert titles(held) == {a.id: "alpha"}
+    b = writer.create({"title": "beta"}, "", "w")
+    assert titles(held) == {a.id: "alpha", b.id: "beta"}
+    os.unlink(writer.task_file(b.id))
+    assert titles(held) == {a.id: "alpha"}
+    assert held.index() is held.index()  # one open index per thread
+
+
+@pytest.mark.skipif(not INOTIFY, reason="inotify: Linux")
+def test_a_write_that_keeps_the_stat_is_seen_when_watched(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    monkeypatch.setenv("LEDGIT_WATCH", "1")
+    board = init_board(tmp_path / "b")
+    a = board.create({"title": "alpha"}, "", "w")
+    path = board.task_file(a.id)
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))  # not racy
+    with live.LiveBoard(board) as held:
+        assert titles(held) == {a.id: "alpha"}
+        assert titles(held) == {a.id: "alpha"}
+        before = os.stat(path)
+        data = Path(path).read_bytes().replace(b"title: alpha", b"title: gamma")
+        with open(path, "r+b") as fh:
+            fh.write(data)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert titles(held) == {a.id: "gamma"}
+
+
+def test_wait_changed_times_out_without_a_change(held: live.LiveBoard) -> None:
+    started = time.monotonic()
+    assert held.wait_changed(0.2) is False
+    assert time.monotonic() - started >= 0.19
+
+
+def test_wait_changed_wakes_every_waiter_on_a_task_write(held: live.LiveBoard) -> None:
+    results: list[bool] = []
+    since = held.generation
+    waiters = [threading.Thread(target=lambda: results.append(held.wait_changed(20, since)))
+               for _ in range(4)]
+    for t in waiters:
+        t.start()
+    other_board(held).create({"title": "alpha"}, "", "w")
+    for t in waiters:
+        t.join(30)
+    assert results == [True] * 4
+
+
+def test_a_history_change_alone_wakes_a_waiter(held: live.LiveBoard) -> None:
+    board = other_board(held)
+    a = board.create({"title": "alpha"}, "", "w")
+    titles(held)
+    time.sleep(0.2)  # the create's events are counted
+    since = held.generation
+    with open(board.history_file(a.id), "ab") as fh:
+        fh.write(b"")
+        os.utime(fh.fileno())
+    assert held.wait_changed(20, since) is True
+
+
+def test_a_change_between_reads_is_not_missed_with_since(held: live.LiveBoard) -> None:
+    since = held.generation
+    other_board(held).create({"title": "alpha"}, "", "w")
+    time.sleep(0.3)
+    assert held.wait_changed(0.01, since) is True  # it happened before the wait began
+
+
+def test_each_thread_gets_its_own_index(held: live.LiveBoard) -> None:
+    a = other_board(held).create({"title": "alpha"}, "", "w")
+    seen: list[dict[str, str]] = []
+    t = threading.Thread(target=lambda: seen.append(titles(held)))
+    t.start()
+    t.join(30)
+    assert seen == [{a.id: "alpha"}]
+    assert titles(held) == {a.id: "alpha"}
+
+
+def test_close_stops_the_thread_and_ends_waits(held: live.LiveBoard) -> None:
+    result: list[bool] = []
+    waiter = threading.Thread(target=lambda: result.append(held.wait_changed(60)))
+    waiter.start()
+    time.sleep(0.1)
+    held.close()
+    waiter.join(10)
+    assert result == [False]
+    assert not [t for t in threading.enumerate() if t.name == "ledgit-live"]
+    held.close()  # idempotent
+
+
+@pytest.mark.skipif(not INOTIFY, reason="inotify: Linux")
+def test_a_replaced_tasks_directory_is_watched_again(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEDGIT_WATCH", "1")
+    board = init_board(tmp_path / "b")
+    a = board.create({"title": "alpha"}, "", "w")
+    with live.LiveBoard(board) as held:
+        assert titles(held) == {a.id: "alpha"}
+        tasks = board.tasks_str
+        os.rename(tasks, tasks + ".old")
+        os.mkdir(tasks)
+        deadline = time.monotonic() + 20
+        while titles(held) != {} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert titles(held) == {}
+        os.rename(os.path.join(tasks + ".old", a.id + ".md"), board.task_file(a.id))
+        assert titles(held) == {a.id: "alpha"}
