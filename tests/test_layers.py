@@ -28,7 +28,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
              "ledgit.canonjson", "ledgit.readout", "ledgit.record", "ledgit.patch",
              "ledgit.history", "ledgit.merge", "ledgit.ops"),
     # a board on disk, its index, its watcher, its config, Git
-    "storage": ("ledgit.locate", "ledgit.oserrors", "ledgit.locks", "ledgit.parallel", "ledgit.config",
+    "storage": ("ledgit.locate", "ledgit.oserrors", "ledgit.locks", "ledgit.parallel",
+                "ledgit.config",
                 "ledgit.git", "ledgit.watch", "ledgit.index", "ledgit.board", "ledgit.live"),
     # what the commands and hooks run: the gate, resolve, install/doctor, import/export
     "operations": ("ledgit.gate", "ledgit.resolve", "ledgit.install", "ledgit.projects",
@@ -38,7 +39,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the command table and its functions, read by both parsers
     "commands": ("ledgit.argspec", "ledgit.commands"),
     # thin: parse, call, print
-    "faces": ("ledgit.cli", "ledgit.helpdoc", "ledgit.mcpserver", "ledgit.check",
+    "faces": ("ledgit.cli", "ledgit.helpdoc", "ledgit.boardpage", "ledgit.boardpage.cli",
+              "ledgit.boardpage.model", "ledgit.boardpage.plots", "ledgit.boardpage.render",
+              "ledgit.boardpage.server", "ledgit.boardpage.source", "ledgit.mcpserver",
+              "ledgit.check",
               "ledgit.gitcli", "ledgit.interop.cli",
               "ledgit.hooks", "ledgit.mergedriver", "ledgit.demo", "ledgit.__main__"),
 }

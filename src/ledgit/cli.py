@@ -73,6 +73,7 @@ COMMANDS: dict[str, str] = {
     "cache": "ledgit.cli:cache_group",
     "project": "ledgit.cli:project_group",
     "demo": "ledgit.demo:demo_cmd",
+    "board": "ledgit.boardpage.cli:board_cmd",
     "import": "ledgit.interop.cli:import_group",
     "export": "ledgit.interop.cli:export_group",
     "install": "ledgit.gitcli:install_cmd",
@@ -101,7 +102,7 @@ SECTION: dict[str, str] = {
     "import": "Import / export", "export": "Import / export",
     "check": "Maintenance", "record": "Maintenance", "cache": "Maintenance",
     "demo": "Maintenance", "help": "Maintenance",
-    "project": "Tasks", "mcp": "Agent state", "revert": "Tasks",
+    "project": "Tasks", "mcp": "Agent state", "revert": "Tasks", "board": "Tasks",
 }
 # Run by Git, not by people: left out of the main list (still ``ledgit help hook``).
 PLUMBING = ("hook", "merge-driver")
@@ -162,6 +163,7 @@ EXAMPLES: dict[str, str] = {
     "project remove": "ledgit project remove lib",
     "mcp": "ledgit mcp --http --port 8765",
     "revert": "ledgit revert T-k3v 3f9c0a1b",
+    "board": "ledgit board --serve",
 }
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,0 +1,121 @@
+"""The ``ledgit board`` command: ``--html FILE`` writes the page, ``--serve`` serves it live.
+
+Exit codes (DESIGN §9): 0 ok (``--serve``: stopped with Ctrl-C or SIGTERM); 2 usage (neither
+or an unusable ``--html`` path, a port that cannot be bound); 4 no board; 5 busy index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+import click
+
+from ledgit.board import Board
+from ledgit.errors import OK, USAGE, LedgitError
+
+
+@click.command("board")
+@click.option("--html", "html_path", metavar="FILE",
+              type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write the board as one self-contained HTML file ('-' = stdout).")
+@click.option("--serve", is_flag=True,
+              help="Serve the board read-only and update it live (Ctrl-C stops).")
+@click.option("--host", default=None, metavar="HOST",
+              help="Address to serve on (default 127.0.0.1; anything else is reachable by "
+                   "others: a warning is printed).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port to serve on (0: a free one).")
+@click.option("--archived", is_flag=True, help="Show the archived column too.")
+def board_cmd(html_path: str | None, serve: bool, host: str | None, port: int,
+              archived: bool) -> int:
+    """The board as a page people can look at: columns per status, lanes per agent, task
+    details with their history, plots. --html FILE writes one self-contained file; --serve
+    serves it on 127.0.0.1 and updates it live."""
+    from ledgit.board import find_board
+
+    if not html_path and not serve:
+        raise LedgitError("board needs --html FILE or --serve (see: ledgit board --help)",
+                          USAGE)
+    if host is not None and not serve:
+        raise LedgitError("board --host needs --serve", USAGE)
+    try:
+        import cmarkgfm  # noqa: F401 - the page's libraries, imported here to say what is missing
+        import jinja2  # noqa: F401
+    except ImportError as exc:
+        raise LedgitError(f"board needs {exc.name}: pip install 'ledgit[board]'", USAGE) from None
+    board = find_board()
+    if html_path:
+        write_html(board, html_path, archived=archived)
+    if serve:
+        return serve_board(board, host or "127.0.0.1", port, archived=archived)
+    return OK
+
+
+def write_html(board: Board, path: str, *, archived: bool) -> None:
+    """Write the page of ``board`` to ``path`` atomically (a temp file in the same directory,
+    then a rename: a reader never sees half a page), or to stdout for ``-``."""
+    from ledgit.boardpage.render import render_page
+    from ledgit.boardpage.source import PageSource
+    from ledgit.index import Index
+
+    with Index.open(board) as index:
+        model = PageSource(board, archived=archived).model(index, details=True)
+    page = render_page(model, live=False)
+    if path == "-":
+        sys.stdout.write(page)
+        return
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        raise LedgitError(f"board --html {path}: no such directory {folder}", USAGE)
+    tmp = os.path.join(folder, f".{os.path.basename(target)}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(page)
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise LedgitError(f"board --html {path}: cannot write: {exc.strerror or exc}",
+                          USAGE) from None
+    click.echo(f"wrote {path}: {model['meta']['total']:,} task(s)", err=True)
+
+
+def serve_board(board: Board, host: str, port: int, *, archived: bool) -> int:
+    """Serve ``board`` until Ctrl-C or SIGTERM; prints the URL on stdout. Returns 0."""
+    import signal
+
+    from ledgit.boardpage.server import BoardService, is_loopback, make_server
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)  # a stop while starting up is a stop too: exit 0
+    service = BoardService(board, archived=archived)
+    server = None
+    try:
+        service.build_first()
+        if not is_loopback(host):
+            click.echo(f"ledgit: warning: serving on {host}: anyone who can reach this "
+                       f"address can read the whole board", err=True)
+        try:
+            server = make_server(service, host, port)
+        except OSError as exc:
+            raise LedgitError(f"board --serve: cannot listen on {host}:{port}: "
+                              f"{exc.strerror or exc}", USAGE) from None
+        bound_host, bound_port = str(server.server_address[0]), int(server.server_address[1])
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        click.echo(f"serving {board.root} at http://{shown}:{bound_port}/ (read-only; "
+                   f"Ctrl-C stops)")
+        sys.stdout.flush()
+        service.start_watching()
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        service.stop()
+        if server is not None:
+            server.server_close()
+    return OK

@@ -1,0 +1,81 @@
+"""The page's data from one board: index rows, histories, the extras cache, the model.
+
+:class:`PageSource` turns an open :class:`ledgit.index.Index` into the page model
+(:func:`ledgit.boardpage.model.build_model`) and keeps the per-task extras (rendered body,
+timeline, plot points) between calls, so a live page pays only for what changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledgit.board import Board
+from ledgit.boardpage.model import ExtrasCache, build_model, detail_of
+from ledgit.boardpage.render import markdown_renderer
+from ledgit.index import Index
+
+
+class PageSource:
+    """The page model of ``board``; ``archived``: show the archived column too."""
+
+    def __init__(self, board: Board, *, archived: bool = False) -> None:
+        self.board = board
+        self.archived = archived
+        self.cache = ExtrasCache(markdown_renderer())
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._cards: dict[str, dict[str, Any]] = {}
+        self._extras: dict[str, dict[str, Any]] = {}
+        self._card_cache: dict[str, tuple[Any, dict[str, Any]]] = {}
+
+    def model(self, index: Index, *, details: bool, fork: bool = True) -> dict[str, Any]:
+        """The page model from ``index`` (refreshed by the caller or by its first query):
+        every valid task, archived included (the page shows them only when asked, and always
+        says how many there are); ``details``: embed every shown task's detail (a file
+        page); ``fork``: compute missing extras in forked workers (not from a threaded
+        server). Raises LedgitError as the index does (busy: exit 5)."""
+        from ledgit.readout import now_timestamp
+
+        rows = self._current_rows(index)
+        errors = index.errors()
+        now, ttl = now_timestamp(), int(self.board.config.claim_ttl)
+        extras = self.cache.fill(rows, self.board.history_str, now=now, ttl=ttl, fork=fork)
+        model = build_model(rows, errors, extras, now=now, ttl=ttl, archived=self.archived,
+                            board_name=self.board.root.name, details=details,
+                            card_cache=self._card_cache)
+        self._rows = {str(r["id"]): r for r in rows}
+        self._cards = {str(c["id"]): c for c in model["cards"]}
+        self._extras = extras
+        return model
+
+    def _current_rows(self, index: Index) -> list[dict[str, Any]]:
+        """Every valid task's index row, in priority order (as ``index.rows(sort=
+        "priority")``): the first time all of them, later only those whose revision moved
+        (:meth:`ledgit.index.Index.revisions`, then one :meth:`~ledgit.index.Index.get`
+        each) when few did."""
+        if not self._rows:
+            return index.rows(include_archived=True, sort="priority")
+        revisions = index.revisions()
+        moved = [t for t, rev in revisions.items()
+                 if t not in self._rows or self._rows[t]["revision"] != rev]
+        if len(moved) > max(50, len(revisions) // 10):
+            return index.rows(include_archived=True, sort="priority")
+        rows = {t: self._rows[t] for t in revisions if t not in moved}
+        for tid in moved:
+            row = index.get(tid)
+            if row is not None and row.get("error") is None:
+                rows[tid] = row
+        return sorted(rows.values(), key=_priority_order)
+
+    def detail(self, task_id: str) -> dict[str, Any] | None:
+        """The detail of a task of the last :meth:`model`, None when it had no such card."""
+        card = self._cards.get(task_id)
+        if card is None or task_id not in self._extras:
+            return None
+        return detail_of(card, self._rows[task_id], self._extras[task_id])
+
+
+def _priority_order(row: dict[str, Any]) -> tuple[int, str, str]:
+    """The index's ``priority`` sort: priority (none = 5), then oldest created, then id."""
+    priority = row.get("priority")
+    return (5 if priority is None else int(priority), str(row.get("created") or ""),
+            str(row["id"]))
