@@ -272,7 +272,7 @@ def _work_tree_of(listed: Path, cwd: Path) -> Path:
         return listed
     proc = run_git(["--git-dir", str(listed), "rev-parse", "--show-toplevel"], cwd, check=False)
     top = os.fsdecode(proc.stdout.rstrip(b"\n"))
-    return Path(top) if proc.returncode == 0 and top else listed
+    return type(listed)(top) if proc.returncode == 0 and top else listed
 
 
 def head_oid(cwd: Path) -> str | None:
