@@ -587,6 +587,15 @@ def row_view(row: dict[str, Any], now: float, ttl: int) -> dict[str, Any]:
     return view
 
 
+def row_line(v: dict[str, Any]) -> str:
+    """The text line of one :func:`row_view` (list, search, ready): id, status, priority,
+    title, the claim's holder and freshness, the outcome kind."""
+    prio = "-" if v["priority"] is None else str(v["priority"])
+    claim = f"  [{v['claim'].get('by')} {v['freshness']['state']}]" if v["claim"] else ""
+    outcome = f"  ({v['outcome']['kind']})" if v.get("outcome") else ""
+    return f"{v['id']}  {v['status']:<11}  P{prio}  {v['title']}{claim}{outcome}\n"
+
+
 def _print_rows(rows: list[dict[str, Any]], as_json: bool, board: Board,
                 errors: list[tuple[str, str]]) -> None:
     import time
@@ -605,12 +614,7 @@ def _print_rows(rows: list[dict[str, Any]], as_json: bool, board: Board,
         return
     lines = []
     for v in views:
-        prio = "-" if v["priority"] is None else str(v["priority"])
-        claim = ""
-        if v["claim"]:
-            claim = f"  [{v['claim'].get('by')} {v['freshness']['state']}]"
-        outcome = f"  ({v['outcome']['kind']})" if v.get("outcome") else ""
-        lines.append(f"{v['id']}  {v['status']:<11}  P{prio}  {v['title']}{claim}{outcome}\n")
+        lines.append(row_line(v))
     out("".join(lines), nl=False)
 
 
@@ -771,12 +775,7 @@ def _across_projects(what: str, as_json: bool, **kw: Any) -> int:
                   "boards": [name for name, _ in boards]})
         return OK
     width = max(len(name) for name, _ in boards)
-    lines = []
-    for v in views:
-        prio = "-" if v["priority"] is None else str(v["priority"])
-        claim = f"  [{v['claim'].get('by')} {v['freshness']['state']}]" if v["claim"] else ""
-        lines.append(f"{v['board']:<{width}}  {v['id']}  {v['status']:<11}  P{prio}  "
-                     f"{v['title']}{claim}\n")
+    lines = [f"{v['board']:<{width}}  {row_line(v)}" for v in views]
     out("".join(lines), nl=False)
     return OK
 
