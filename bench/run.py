@@ -69,6 +69,11 @@ OP_LABELS = {
 }
 
 
+# The ops compared with the --base commit.
+BASE_OPS = ("version", "create", "get", "list", "search", "update", "claim", "verify",
+            "rebuild", "refresh", "precommit", "driver", "driver_history")
+
+
 # --------------------------------------------------------------------------- task shapes
 
 
@@ -392,6 +397,21 @@ def ledgit_cases(repo: Path, env: dict[str, str], picks: dict[str, Any],
              drv["dir"], env, pre=drv["reset"]("task"), any_exit=True,
              note="plain line merge of the same task triple; exit code = number of conflicts"),
     ]
+    return cases
+
+
+def base_cases(board: Path, repo: Path, env: dict[str, str], picks: dict[str, Any],
+               tmp: Path) -> list[Case]:
+    """The same ledgit cases for the ``--base`` commit (``env`` puts its code on PYTHONPATH),
+    on a copy of the freshly built board with the base's own hooks and driver installed and
+    its own index warmed; contender ``base``."""
+    shutil.copytree(board, repo, symlinks=True)
+    lg = ledgit_argv()
+    sh([*lg, "install"], repo, env)
+    sh([*lg, "list", "--limit", "1"], repo, env)  # builds the base's index
+    cases = [c for c in ledgit_cases(repo, env, picks, tmp) if c.contender == "ledgit"]
+    for c in cases:
+        c.contender = "base"
     return cases
 
 
@@ -859,6 +879,19 @@ def budgets(results: dict[str, Any], sizes: list[int], rebase: dict[str, Any]
                                                 f"{a:.1f} ms = {r:.2f}x{note}",
                       "ratio": round(r, 3),
                       "limit": 3.0, "status": "PASS" if r >= 3.0 else "MISS"})
+    for size in sizes:  # --base: every figure within 10% of the commit before (issue 14)
+        for op in BASE_OPS:
+            a, b = med(results, size, "ledgit", op), med(results, size, "base", op)
+            if b is None:
+                continue
+            text = f"{OP_LABELS[op]} within 10% of the base commit ({size:,} tasks)"
+            if a is None:
+                lines.append({"budget": text, "figure": "no ledgit figure", "status": "MISS"})
+                continue
+            note = cpu_note(results, size, ("ledgit", op), ("base", op))
+            lines.append({"budget": text, "figure": f"{a:.1f} / {b:.1f} ms = {a / b:.2f}x{note}",
+                          "ratio": round(a / b, 3), "limit": 1.1,
+                          "status": "PASS" if a / b <= 1.1 else "MISS"})
     a, b = med(results, mid, "ledgit", "driver"), med(results, mid, "git", "merge")
     if a is not None and b is not None:
         lines.append({"budget": f"one merge: driver vs plain git merge-file (at {mid:,} tasks; "
@@ -885,7 +918,10 @@ def write_markdown(path: Path, data: dict[str, Any]) -> None:
            + (" (a `git archive` snapshot of that commit)" if data["ledgit"].get("snapshot")
               else "")
            + (" (src has uncommitted changes)" if data["ledgit"].get("src_dirty") else "")
-           + ".", ""]
+           + "."
+           + (f" Side by side with the base commit `{data['ledgit']['base']}` (a `git archive` "
+              f"snapshot on PYTHONPATH, on a copy of each ledgit board, its read daemon off: "
+              f"`LEDGIT_WATCH=0`)." if data["ledgit"].get("base") else ""), ""]
     out += ["Peers: " + "; ".join(
         f"**{p}** " + (f"`{v['version']}`" if not v.get("skipped") else f"SKIPPED — {v['skipped']}")
         for p, v in data["peers"].items()) + f". Peer sizes: {data['peer_sizes']}.", ""]
@@ -901,6 +937,10 @@ def write_markdown(path: Path, data: dict[str, Any]) -> None:
         out += [f"## {size:,} tasks", ""]
         head = "| command | ledgit ms | CPU ms | × ledgit --version | × python3 -c pass |"
         sep = "|---|---:|---:|---:|---:|"
+        with_base = "base" in cell
+        if with_base:
+            head += " base ms | ledgit ÷ base |"
+            sep += "---:|---:|"
         for p in peers:
             head += f" {p} ms | {p} ÷ ledgit |"
             sep += "---:|---:|"
@@ -915,6 +955,9 @@ def write_markdown(path: Path, data: dict[str, Any]) -> None:
                   f"{fmt(med(res, size, 'ledgit', op, key='cpu_median_ms'))} | " \
                   f"{'—' if a is None or not ver else f'{a / ver:.2f}'} | " \
                   f"{'—' if a is None or not py else f'{a / py:.2f}'} |"
+            if with_base:
+                v = med(res, size, "base", op)
+                row += f" {fmt(v)} | {'—' if v is None or a is None else f'{a / v:.2f}x'} |"
             for p in peers:
                 v = med(res, size, p, op)
                 row += f" {fmt(v)} | {'—' if v is None or a is None else f'{v / a:.1f}x'} |"
@@ -1014,15 +1057,15 @@ def machine() -> dict[str, Any]:
             "git": git_v[0] if git_v else "?"}
 
 
-def snapshot_source(tmp: Path) -> tuple[Path, str]:
-    """``git archive HEAD src`` of the checkout holding bench/ into ``tmp``: the measured code
-    cannot change under a long run while others commit. Returns (src dir, commit)."""
+def snapshot_source(tmp: Path, rev: str = "HEAD") -> tuple[Path, str]:
+    """``git archive REV src`` of the checkout holding bench/ into ``tmp``: the measured code
+    cannot change under a long run while others commit. Returns (src dir, short commit)."""
     repo = BENCH.parent
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", f"{rev}^{{commit}}"],
                             capture_output=True, text=True, check=True).stdout.strip()
     dest = tmp / f"ledgit-{commit}"
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(repo), "archive", "HEAD", "src"],
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "src"],
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     # Bytecode, as `pip install` leaves it (nothing may depend on a first-run compile).
@@ -1072,6 +1115,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument("--base", metavar="REV",
+                    help="also measure ledgit at commit REV (a `git archive` snapshot) on a copy "
+                         "of every ledgit board, side by side in the same rounds, and check "
+                         "each figure within 10%% of it (issue 14)")
     ap.add_argument("--snapshot", action="store_true",
                     help="measure `git archive HEAD src` of this checkout (via PYTHONPATH), "
                          "not the live, possibly changing, working tree")
@@ -1112,6 +1159,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"measuring a snapshot of ledgit at {snapshot}: {src}", flush=True)
     env = git_env(home)
     source = ledgit_source(env, snapshot)
+    base_env: dict[str, str] | None = None
+    if args.base:
+        base_src, base_commit = snapshot_source(tmp / "base", args.base)
+        # The base's own code on PYTHONPATH (the hooks and the driver inherit it). Its
+        # auto-spawned read daemon (boards >= 1,000 tasks, deleted by issue 15) is off, so
+        # both sides read in-process and no process outlives the run.
+        base_env = dict(env, PYTHONPATH=str(base_src), LEDGIT_WATCH="0")
+        source["base"] = base_commit
+        print(f"base: ledgit at {base_commit} ({base_src}), side by side", flush=True)
     results: dict[str, Any] = {}
     builds: dict[str, Any] = {}
     commands: list[str] = []
@@ -1130,6 +1186,9 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 picks = build_ledgit(lrepo, board, env)
                 bt["ledgit"] = round(time.perf_counter() - t0, 1)
+                if base_env is not None:
+                    cases += base_cases(lrepo, tmp / f"base-{size}", base_env, picks,
+                                        tmp / f"driver-base-{size}")
                 cases += ledgit_cases(lrepo, env, picks, tmp / f"driver-{size}")
                 cases += floor_cases(lrepo, env, tmp)
             except Exception as exc:  # noqa: BLE001 - reported, never a crash
