@@ -19,7 +19,7 @@ from ledgit.history import event_line, parse_events
 from ledgit.interop import common
 from ledgit.interop.beads import STATUS_MAP, beads_to_record
 from ledgit.interop.common import Progress
-from ledgit.record import render_record
+from ledgit.render import render_record
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beads-issues.jsonl"
 needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} not present")

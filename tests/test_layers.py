@@ -25,7 +25,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # no I/O, nothing of ledgit above: the record, the history, the merge policy, the
     # transitions and what they need
     "core": ("ledgit", "ledgit.errors", "ledgit.markers", "ledgit.lifecycle",
-             "ledgit.canonjson", "ledgit.readout", "ledgit.record", "ledgit.patch",
+             "ledgit.canonjson", "ledgit.readout", "ledgit.timestamps", "ledgit.revision",
+             "ledgit.schema", "ledgit.canonread", "ledgit.frontmatter", "ledgit.render",
+             "ledgit.record", "ledgit.layoutloss", "ledgit.patch",
              "ledgit.history", "ledgit.merge", "ledgit.ops"),
     # a board on disk, its index, its watcher, its config, Git
     "storage": ("ledgit.locate", "ledgit.oserrors", "ledgit.locks", "ledgit.parallel",

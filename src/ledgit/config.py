@@ -175,7 +175,7 @@ def _simple_value(text: str) -> str | None:
 def _yaml_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]:
     import yaml
 
-    from ledgit.record import _LOADER  # the composer without implicit typing
+    from ledgit.frontmatter import _LOADER  # the composer without implicit typing
 
     loader = _LOADER(text)
     try:

@@ -15,15 +15,8 @@ import json
 from typing import TYPE_CHECKING
 
 from ledgit.canonjson import plain_encoder
-from ledgit.record import (
-    MAX_RECORD_BYTES,
-    Record,
-    canonical_json,
-    record_from_state,
-    revision_of,
-    sha256_function,
-    sha256_hex,
-)
+from ledgit.record import MAX_RECORD_BYTES, Record, record_from_state
+from ledgit.revision import canonical_json, revision_of, sha256_function, sha256_hex
 
 EVENT_KEYS = frozenset(("id", "parents", "at", "actor", "op", "patch", "before", "after", "note",
                         "meta"))

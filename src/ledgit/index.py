@@ -720,7 +720,7 @@ class Index:
         """Refresh one task's row after a write (called by Board.mutate/create). ``record``
         must be what was written to ``path``; the next scan re-checks the file anyway, so
         a wrong call costs a re-parse, never a wrong answer."""
-        from ledgit.record import render_record
+        from ledgit.render import render_record
 
         base = os.path.basename(path)
         name = base[:-3] if base.endswith(".md") else base
@@ -1025,7 +1025,7 @@ class Index:
     def _build(self, name: str, st: Stat, checked_ns: int, data: bytes,
                record: Record | None = None) -> _Row:
         """Rows for one task file (parsed from ``data`` unless ``record`` is given)."""
-        from ledgit.record import sha256_function
+        from ledgit.revision import sha256_function
 
         sha256 = sha256_function()
         rel = self._rel_dir + name + ".md"

@@ -10,18 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ledgit.record import (
-    FIELD_ORDER,
-    SET_FIELDS,
-    TERMINAL_RANK,
-    TRUST_RANK,
-    Record,
-    canonical_json,
-    lifecycle_problems,
-    make_record,
-    record_from_state,
-    revision_of,
-)
+from ledgit.lifecycle import lifecycle_problems
+from ledgit.record import Record, make_record, record_from_state
+from ledgit.revision import canonical_json, revision_of
+from ledgit.schema import FIELD_ORDER, SET_FIELDS, TERMINAL_RANK, TRUST_RANK
 
 if TYPE_CHECKING:
     from ledgit.history import Event

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
+from ledgit.lifecycle import lifecycle_problems
 from ledgit.readout import (
     NOT_READY_OUTCOMES,
     Freshness,
@@ -27,15 +28,10 @@ from ledgit.readout import (
     handoff_of,
     render_handoff,
 )
-from ledgit.record import (
-    ITEM_KINDS,
-    OUTCOME_KINDS,
-    Record,
-    lifecycle_problems,
-    make_record,
-    parse_timestamp,
-    sha256_hex,
-)
+from ledgit.record import Record, make_record
+from ledgit.revision import sha256_hex
+from ledgit.schema import ITEM_KINDS, OUTCOME_KINDS
+from ledgit.timestamps import parse_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence

@@ -205,7 +205,7 @@ def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip
     """Classify every incoming record against the board (reads only). ``actor`` (of this
     import) lets it recognise what an interrupted import by the same actor left: a history
     holding exactly the events this import would write, a task file cut short."""
-    from ledgit.record import render_record
+    from ledgit.render import render_record
 
     new: list[Incoming] = []
     changed: list[tuple[Incoming, Record]] = []
@@ -529,7 +529,7 @@ def _write_new(board: Board, items: Sequence[Incoming], actor: str, source: str,
     crash picks. Then the flush starts (see :class:`_Flush`).
     Returns (id -> (record, the task file's bytes, its stat, the record's revision): what
     ``Index.rebuild_written`` takes, the flush to wait for)."""
-    from ledgit.record import render_record
+    from ledgit.render import render_record
 
     written: dict[str, Written] = {}
     if not items:
@@ -1002,9 +1002,10 @@ def merge_import(base: Record | None, ours: Record, theirs: Record
     difference by its rules (:func:`ledgit.ops.clashes`), and for overlapping body edits,
     the board's value stays: nothing local is overwritten. When the board's values do not
     fit the merged record's lifecycle, the board's record stays whole."""
+    from ledgit.lifecycle import lifecycle_problems
     from ledgit.merge import merge_records
     from ledgit.ops import clashes
-    from ledgit.record import lifecycle_problems, make_record
+    from ledgit.record import make_record
 
     merged = merge_records(base, ours, theirs)
     paths = clashes(base, ours, theirs)
@@ -1071,7 +1072,8 @@ def _update(board: Board, item: Incoming, actor: str, source: str) -> Reimport:
         parse_checked,
         replay,
     )
-    from ledgit.record import record_from_state, render_record
+    from ledgit.record import record_from_state
+    from ledgit.render import render_record
 
     tid = item.record.id
     theirs = item.record

@@ -32,14 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from ledgit.errors import USAGE, LedgitError, located
 from ledgit.merge import NO_ACCOUNT
-from ledgit.record import (
-    Record,
-    format_timestamp,
-    is_valid_id,
-    make_record,
-    normalize_timestamp,
-    parse_timestamp,
-)
+from ledgit.record import Record, make_record
+from ledgit.schema import is_valid_id
+from ledgit.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
 
 if TYPE_CHECKING:
     from ledgit.interop.common import Incoming, Skip
