@@ -36,7 +36,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # what the commands and hooks run: the gate, resolve, install/doctor, import/export
     "operations": ("ledgit.gate", "ledgit.resolve", "ledgit.install", "ledgit.projects",
                    "ledgit.interop",
-                   "ledgit.interop.common", "ledgit.interop.beads", "ledgit.interop.backlog",
+                   "ledgit.interop.incoming", "ledgit.interop.summary", "ledgit.interop.sources",
+                   "ledgit.interop.genesis", "ledgit.interop.staging",
+                   "ledgit.interop.historywriter", "ledgit.interop.plan", "ledgit.interop.reimport",
+                   "ledgit.interop.bulkimport", "ledgit.interop.beads", "ledgit.interop.backlog",
                    "ledgit.interop.yylo", "ledgit.interop.stateframe"),
     # the command table and its functions, read by both parsers
     "commands": ("ledgit.argspec", "ledgit.commands"),

@@ -36,7 +36,7 @@ from ledgit.schema import is_valid_id
 from ledgit.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
 
 if TYPE_CHECKING:
-    from ledgit.interop.common import Incoming, Skip
+    from ledgit.interop.incoming import Incoming, Skip
 
 SOURCE = "beads"
 
@@ -483,7 +483,7 @@ def _same_instant(text: str, canonical: str) -> bool:
 def load_beads(path: str) -> tuple[list[Incoming], list[Skip]]:
     """Read a Beads ``issues.jsonl``: one Incoming per issue, one Skip per malformed line
     (with its line number). Raises LedgitError when the file cannot be read."""
-    from ledgit.interop.common import read_jsonl
+    from ledgit.interop.sources import read_jsonl
 
     def source_id(obj: Any) -> str:
         return str(obj.get("id", "?")) if isinstance(obj, Mapping) else "?"

@@ -18,7 +18,8 @@ import click
 from ledgit.errors import CHECK_FAILED, OK
 
 if TYPE_CHECKING:
-    from ledgit.interop.common import Incoming, Skip, Summary
+    from ledgit.interop.incoming import Incoming, Skip
+    from ledgit.interop.summary import Summary
 
 Loader = Callable[[str], "tuple[list[Incoming], list[Skip]]"]
 
@@ -42,8 +43,9 @@ def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | 
     """Load ``path`` with ``load``, import into the board of the working directory, print."""
     from ledgit.board import find_board
     from ledgit.cli import actor_or_warn
-    from ledgit.interop import common
-    from ledgit.interop.common import Progress, import_records, print_summary
+    from ledgit.interop import historywriter
+    from ledgit.interop.bulkimport import import_records
+    from ledgit.interop.summary import Progress, print_summary
 
     board = find_board()
     actor = actor_or_warn(by, board.root)
@@ -56,8 +58,9 @@ def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | 
     collecting = gc.isenabled()
     gc.disable()
     # A large source file may bring thousands of new tasks: their histories are written by
-    # a helper process, forked now, before the records fill this one (common.HistoryWriter).
-    writer = common.HistoryWriter.spawn() if _size(path) >= common.HELPER_MIN_BYTES else None
+    # a helper process, forked now, before the records fill this one (HistoryWriter).
+    big = _size(path) >= historywriter.HELPER_MIN_BYTES
+    writer = historywriter.HistoryWriter.spawn() if big else None
     try:
         incoming, skips = load(path)
         progress = Progress(f"import {source}", len(incoming))

@@ -37,7 +37,7 @@ from ledgit.schema import is_valid_id
 from ledgit.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
 
 if TYPE_CHECKING:
-    from ledgit.interop.common import Incoming, Skip
+    from ledgit.interop.incoming import Incoming, Skip
 
 SOURCE = "stateframe"
 SCHEMA_FILE = "stateframe.task.ledger.schema.json"
@@ -232,7 +232,7 @@ def load_stateframe(path: str) -> tuple[list[Incoming], list[Skip]]:
     """Read one ``task.ledger.json``: ([the task], []) or ([], [why not])."""
     import os
 
-    from ledgit.interop.common import Incoming, Skip
+    from ledgit.interop.incoming import Incoming, Skip
 
     name = os.path.basename(path)
     try:

@@ -39,7 +39,7 @@ from ledgit.schema import COMMIT_RE, is_valid_id
 from ledgit.timestamps import normalize_timestamp
 
 if TYPE_CHECKING:
-    from ledgit.interop.common import Incoming, Skip, Step
+    from ledgit.interop.incoming import Incoming, Skip, Step
 
 SOURCE = "yylo"
 STATUS_MAP = {"backlog": "open", "todo": "open", "in_progress": "in_progress", "done": "done",
@@ -208,7 +208,7 @@ def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def read_task_file(path: Path) -> dict[str, Any]:
     """A task ``.md`` as a dict: front matter without implicit typing (every scalar a
     string; empty → None), ``body`` and ``agent_response`` from their marked blocks."""
-    from ledgit.interop.common import read_front_matter
+    from ledgit.interop.sources import read_front_matter
 
     front, rest = read_front_matter(path)
     task = {k: (None if v == "" else v) for k, v in front.items()}
@@ -257,7 +257,8 @@ def _note(event: Mapping[str, Any]) -> str:
 
 def board_tasks(root: Path) -> tuple[list[Incoming], list[Skip]]:
     """Every task of a YYLO board: (incoming records with their ledger as steps, skips)."""
-    from ledgit.interop.common import Incoming, Step, file_skip
+    from ledgit.interop.incoming import Incoming, Step
+    from ledgit.interop.sources import file_skip
 
     incoming: list[Incoming] = []
     skips: list[Skip] = []
