@@ -421,7 +421,7 @@ class Board:
         (an interrupted write is rolled forward instead). The schema still applies (exit 2).
 
         A file whose front matter holds what the canonical writer will not keep -- a YAML
-        comment, custom quoting or layout (:func:`ledgit.record.layout_loss`) -- is refused,
+        comment, custom quoting or layout (:func:`ledgit.layoutloss.layout_loss`) -- is refused,
         exit 2, ``path:line: what``, nothing written, so it is never lost silently by a later
         write; ``normalize`` accepts the canonical form: the edit is recorded and the file
         rewritten canonically at once (same revision), the change visible in ``git diff``.
@@ -448,7 +448,7 @@ class Board:
 
     def layout_loss(self, task_id: str, record: Record) -> tuple[int, str] | None:
         """What rewriting the task file canonically would not keep, as ``(line, what)``
-        (:func:`ledgit.record.layout_loss`; ``record`` is what the file parses to), or None
+        (:func:`ledgit.layoutloss.layout_loss`; ``record`` is what the file parses to), or None
         (also when the file cannot be read)."""
         from ledgit.layoutloss import layout_loss
 

@@ -9,7 +9,7 @@ scalar is a string, coerced here)::
 Unknown settings are refused (a typo must not be silently ignored); extensions go under ``x:``.
 The common flat file is read by a tiny line parser so that reads do not pay for importing
 PyYAML (nor re, dataclasses or pathlib: every command reads this file); anything beyond
-``key: scalar`` lines goes through the YAML loader of record.py.
+``key: scalar`` lines goes through the YAML loader of ledgit.frontmatter.
 """
 
 from __future__ import annotations

@@ -164,6 +164,9 @@ def _refuse_anchors(yaml_text: str, path: str) -> None:
 
 
 def front_matter_values(root: yaml.MappingNode, path: str) -> dict[str, Any]:
+    """The composed front matter as plain values: str, list and dict (every scalar a string).
+    Raises LedgitError ``path:line: field: message`` for a YAML tag, a key that is not a
+    plain string, a duplicate key, or nesting deeper than 32 levels."""
     try:
         value = _walk(root, 0)
     except _FieldError as exc:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ledgit.canonjson import plain_encoder
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
@@ -19,15 +21,10 @@ def canonical_json(value: Any) -> bytes:
     Raises ValueError on a float (hashed content holds none).
     """
     _reject_floats(value)
-    global _encode
-    if _encode is None:
-        from ledgit.canonjson import plain_encoder  # lazy: json, 7.5 ms; the driver needs none
-
-        _encode = plain_encoder()
     return _encode(value).encode("utf-8")
 
 
-_encode: Callable[[Any], str] | None = None  # canonjson.plain_encoder(), made on first use
+_encode = plain_encoder()
 
 
 def _reject_floats(value: Any) -> None:

@@ -60,7 +60,7 @@ def genesis_events(item: Incoming, actor: str, source: str) -> list[Event]:
 
 
 def _canonical(value: Any) -> bytes:
-    """Canonical JSON of ``value`` as bytes (record.canonical_json without its float walk:
+    """Canonical JSON of ``value`` as bytes (revision.canonical_json without its float walk:
     a Record's state never holds a float -- make_record refuses them -- and neither do the
     notes and meta built here); the C encoder is built once (ledgit.canonjson)."""
     return _encode(value).encode("utf-8")
@@ -88,7 +88,7 @@ def _genesis_line(record: Record, at: str, actor: str, note: str | None,
 
 def _encoded(record: Record) -> tuple[bytes, bytes, str]:
     """(canonical JSON of the body, of the fields, the record's revision: the sha256 of the
-    state's canonical JSON ``{"body":...,"fields":...}``, as record.revision_of computes
+    state's canonical JSON ``{"body":...,"fields":...}``, as revision.revision_of computes
     it), each text encoded once."""
     body = _canonical(record.body)
     fields = _canonical(record.fields)

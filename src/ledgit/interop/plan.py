@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 
 class Plan(NamedTuple):
+    """Where each incoming record goes: written as new, re-imported (with the board's
+    record now), left as it is, or skipped (with why)."""
+
     new: list[Incoming]
     changed: list[tuple[Incoming, Record]]
     unchanged: list[Incoming]
