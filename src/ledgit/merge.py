@@ -446,7 +446,7 @@ class HistoryMerge:
 def best_common_ancestor(events: Sequence[Event], x: str, y: str) -> str | None:
     """The best common ancestor of events ``x`` and ``y``: of their common ancestors that are
     no ancestor of another, the latest (by ``at``, then id); None if there is none."""
-    from ledgit.history import ancestors  # lazy: 7 ms; the driver's task files need none
+    from ledgit.history import ancestors  # lazy: 6 ms; the driver's task files need none
 
     common = ancestors(events, x) & ancestors(events, y)
     if not common:
@@ -469,7 +469,7 @@ def _checked_events(text: str, task: str) -> list[dict[str, Any]]:
     HistoryError (rule ``hash``) naming the line; the driver then falls back to a marked line
     merge, the same both ways round. Cheap: a canonical line is hashed as it stands, without
     its id member; any other line is re-encoded first."""
-    from ledgit.history import HistoryError, Problem, _parse_lines, event_id  # lazy: as above
+    from ledgit.history import HistoryError, Problem, _parse_lines, event_id  # lazy: 6 ms
 
     sha256 = sha256_function()
     out = []
@@ -504,7 +504,7 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
     returns ``conflict=True`` (text = None-free marker text is the caller's job) only when the
     two sides share no genesis.
     """
-    # lazy: ledgit.history, 7 ms; the driver's task files need none
+    # lazy: ledgit.history, 6 ms; the driver's task files need none
     from ledgit.history import (
         MERGE_OP,
         heads,
@@ -579,7 +579,7 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
 def _single_head(text: str, task: str) -> str | None:
     """The one head of the history ``text`` (Git's merge base version), or None when it is
     empty, unreadable or has more heads (then the DAG's common ancestors are used)."""
-    from ledgit.history import HistoryError, _parse_lines, heads  # lazy: as above
+    from ledgit.history import HistoryError, _parse_lines, heads  # lazy: 6 ms, as above
 
     if not text.strip():
         return None

@@ -179,7 +179,7 @@ def parse_record(data: str | bytes, path: str = "<record>") -> Record:
         # text is exactly what the YAML path would return.
         if fast is not None and render_record(fast) == text:
             return fast
-    from ledgit import frontmatter  # lazy: PyYAML, 20 ms (-X importtime); not for our files
+    from ledgit import frontmatter  # lazy: PyYAML, 11 ms (-X importtime); not for our files
 
     root = frontmatter.load_front_matter(yaml_text, path)
     raw = frontmatter.front_matter_values(root, path)

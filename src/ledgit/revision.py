@@ -51,6 +51,6 @@ def sha256_hex(data: bytes) -> str:
 
 def sha256_function() -> Callable[[bytes], Any]:
     """``hashlib.sha256`` (``f(data).hexdigest()``), for a caller hashing many values."""
-    import hashlib  # lazy: OpenSSL, 4.2 ms (-X importtime); writes need it, reads do not
+    import hashlib  # lazy: OpenSSL, 2.5 ms (-X importtime); the merge driver needs none
 
     return hashlib.sha256

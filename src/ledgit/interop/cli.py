@@ -44,10 +44,10 @@ def _common(f: Any) -> Any:
 def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | None,
                as_json: bool) -> int:
     """Load ``path`` with ``load``, import into the board of the working directory, print."""
-    from ledgit.board import find_board  # lazy: 34 ms; `ledgit --help` loads this module
-    from ledgit.interop import historywriter  # lazy: 50 ms, as find_board
-    from ledgit.interop.bulkimport import import_records  # lazy: 85 ms, as find_board
-    from ledgit.interop.summary import Progress, print_summary  # lazy: 1.4 ms, as find_board
+    from ledgit.board import find_board  # lazy: 10 ms; `ledgit --help` loads this module
+    from ledgit.interop import historywriter  # lazy: 25 ms, as find_board
+    from ledgit.interop.bulkimport import import_records  # lazy: 45 ms, as find_board
+    from ledgit.interop.summary import Progress, print_summary  # lazy: 1.2 ms, as find_board
 
     board = find_board()
     actor = actor_or_warn(by, board.root)
@@ -72,7 +72,7 @@ def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | 
         if collecting:
             gc.enable()
     if as_json:
-        import json  # lazy: 2.2 ms; `ledgit --help` loads this module
+        import json  # lazy: 1.5 ms; `ledgit --help` loads this module
 
         click.echo(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
     else:
@@ -99,7 +99,7 @@ def import_group() -> None:
 @_common
 def import_beads_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a Beads issues.jsonl (one issue per line)."""
-    from ledgit.interop.beads import load_beads  # lazy: 87 ms; `ledgit --help` needs none
+    from ledgit.interop.beads import load_beads  # lazy: 25 ms; `ledgit --help` needs none
 
     return run_import("beads", path, load_beads, strict=strict, by=by, as_json=as_json)
 
@@ -109,7 +109,7 @@ def import_beads_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> 
 @_common
 def import_stateframe_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a Stateframe task.ledger.json (one task, its commits and state items)."""
-    from ledgit.interop.stateframe import load_stateframe  # lazy: 165 ms (jsonschema), as beads
+    from ledgit.interop.stateframe import load_stateframe  # lazy: 74 ms (jsonschema), as beads
 
     return run_import("stateframe", path, load_stateframe, strict=strict, by=by,
                       as_json=as_json)
@@ -120,7 +120,7 @@ def import_stateframe_cmd(path: str, strict: bool, by: str | None, as_json: bool
 @_common
 def import_yylo_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a YYLO Ledger board (PATH/.juno_task, or the directory that holds it)."""
-    from ledgit.interop.yylo import load_yylo  # lazy: 99 ms, as beads
+    from ledgit.interop.yylo import load_yylo  # lazy: 27 ms, as beads
 
     return run_import("yylo", path, load_yylo, strict=strict, by=by, as_json=as_json)
 
@@ -146,8 +146,8 @@ def export_group() -> None:
               default="-", show_default=True, help="Write to FILE ('-' = stdout).")
 def export_stateframe_cmd(task: str, output: str) -> int:
     """Export one task as a Stateframe task.ledger.json (validated against its schema)."""
-    from ledgit.board import find_board  # lazy: 34 ms; `ledgit --help` needs none
-    from ledgit.interop.stateframe import export_text  # lazy: 165 ms (jsonschema), as board
+    from ledgit.board import find_board  # lazy: 10 ms; `ledgit --help` needs none
+    from ledgit.interop.stateframe import export_text  # lazy: 74 ms (jsonschema), as board
 
     board = find_board()
     tid = board.resolve_id(task)
@@ -155,7 +155,7 @@ def export_stateframe_cmd(task: str, output: str) -> int:
     if output == "-":
         click.echo(text, nl=False)
     else:
-        from pathlib import Path  # lazy: 12.6 ms; `ledgit --help` needs none
+        from pathlib import Path  # lazy: 3.4 ms; `ledgit --help` needs none
 
         Path(output).write_text(text, encoding="utf-8")
         click.echo(f"wrote {output}", err=True)

@@ -240,7 +240,7 @@ def move_each(board: Board, ids: Sequence[str], staged_history: str,
 
 def remove_tree(path: str) -> None:
     """Remove a staging directory and whatever is left in it (nothing after a success)."""
-    import shutil  # lazy: 10 ms (bz2, lzma); a re-import that writes nothing needs none
+    import shutil  # lazy: 1.9 ms (bz2, lzma); a re-import that writes nothing needs none
 
     shutil.rmtree(path, ignore_errors=True)
 
