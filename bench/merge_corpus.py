@@ -44,7 +44,8 @@ from ledgit.interop.beads import (
 )
 from ledgit.merge import merge_records
 from ledgit.mergedriver import merge_task_bytes
-from ledgit.record import parse_record, render_record
+from ledgit.record import parse_record
+from ledgit.render import render_record
 
 TEXT_KEYS = ("description", *(k for k, _ in SECTIONS))
 MARKERS = (b"<<<<<<< ", b"=======", b">>>>>>> ")

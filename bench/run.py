@@ -283,7 +283,8 @@ def build_ledgit(repo: Path, shapes: list[Shape], env: dict[str, str]) -> dict[s
     genesis ``create``; in-progress tasks also a ``claim``; done tasks ``claim`` + ``complete``.
     Committed to Git, index warmed. Returns ids picked for the timed commands."""
     from ledgit.history import event_line, new_event
-    from ledgit.record import make_record, render_record
+    from ledgit.record import make_record
+    from ledgit.render import render_record
 
     repo.mkdir(parents=True)
     sh(["git", "init", "-q", "-b", "main"], repo, env)
@@ -419,7 +420,8 @@ def driver_triple(repo: Path, tid: str, tmp: Path) -> dict[str, Any]:
     """A base/ours/theirs triple of one real board task and its history: ours changes
     priority, labels and claims it; theirs writes a response and a next action."""
     from ledgit.history import event_line, heads, new_event, parse_events, replay
-    from ledgit.record import make_record, render_record
+    from ledgit.record import make_record
+    from ledgit.render import render_record
 
     hist0 = (repo / ".ledgit" / "history" / f"{tid}.jsonl").read_text(encoding="utf-8")
     base_md = (repo / ".ledgit" / "tasks" / f"{tid}.md").read_text(encoding="utf-8")

@@ -13,7 +13,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ledgit.history import new_event, render_history
-from ledgit.record import Record, make_record, render_record
+from ledgit.record import Record, make_record
+from ledgit.render import render_record
 
 T0 = "2026-01-01T00:00:00.000000Z"
 

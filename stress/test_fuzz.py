@@ -40,13 +40,9 @@ from stresskit import Figures, Scale, isolated_env, ledgit, run
 
 from ledgit.errors import LedgitError
 from ledgit.history import Problem, parse_events, verify
-from ledgit.record import (
-    Record,
-    lifecycle_problems,
-    make_record,
-    parse_record,
-    render_record,
-)
+from ledgit.lifecycle import lifecycle_problems
+from ledgit.record import Record, make_record, parse_record
+from ledgit.render import render_record
 
 SLOW = 2.0  # CPU seconds: no single case may take longer (a refusal must be fast too)
 

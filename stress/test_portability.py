@@ -32,7 +32,8 @@ import pytest
 from stresskit import git, isolated_env, ledgit
 
 from ledgit.history import new_event, render_history
-from ledgit.record import Record, make_record, render_record
+from ledgit.record import Record, make_record
+from ledgit.render import render_record
 
 TID = "T-portable00"
 HOSTILE_DIR = "wört \"dq\" 'sq' $HOME ß"

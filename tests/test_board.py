@@ -20,7 +20,9 @@ from ledgit.config import BoardConfig, load_config, parse_duration
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError
 from ledgit.history import event_line, new_event, parse_events
 from ledgit.index import Index
-from ledgit.record import Record, is_valid_id, make_record, parse_record, render_record
+from ledgit.record import Record, make_record, parse_record
+from ledgit.render import render_record
+from ledgit.schema import is_valid_id
 
 pytest_plugins = ["gitutil"]
 

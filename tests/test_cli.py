@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from gitutil import isolate_env
 
-from ledgit import cli, commands, record
+from ledgit import cli, commands, schema
 from ledgit.__main__ import run as ledgit_run
 
 
@@ -537,9 +537,9 @@ def test_version_and_help(lg: Ledgit) -> None:
 
 
 def test_enumerations_match_the_record_schema() -> None:
-    assert commands.STATUSES == record.STATUSES
-    assert commands.OUTCOME_KINDS == record.OUTCOME_KINDS
-    assert commands.ITEM_KINDS == record.ITEM_KINDS
+    assert commands.STATUSES == schema.STATUSES
+    assert commands.OUTCOME_KINDS == schema.OUTCOME_KINDS
+    assert commands.ITEM_KINDS == schema.ITEM_KINDS
 
 
 def test_every_lazy_command_resolves() -> None:

@@ -23,7 +23,8 @@ from ledgit.history import (
 )
 from ledgit.hooks import _check_staged
 from ledgit.merge import merge_histories
-from ledgit.record import make_record, record_from_state, render_record
+from ledgit.record import make_record, record_from_state
+from ledgit.render import render_record
 
 TID = "T-growth1"
 MD, HIST = task_paths("", TID)

@@ -29,7 +29,8 @@ from ledgit.history import (
     verify,
     verify_with_head,
 )
-from ledgit.record import Record, canonical_json, make_record, revision_of
+from ledgit.record import Record, make_record
+from ledgit.revision import canonical_json, revision_of
 
 TASK = "T-k3v9q2mz7a"
 T0 = "2026-01-01T09:00:00.000000Z"
@@ -507,7 +508,7 @@ def test_the_plain_encoder_is_canonical_json() -> None:
     import json
 
     from ledgit import canonjson
-    from ledgit.record import canonical_json
+    from ledgit.revision import canonical_json
 
     encode = canonjson.plain_encoder()
     for value in ({"x": [1, {"é": None}], "a": "\u2028\x00"}, [], "plain", 12, True,

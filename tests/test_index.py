@@ -18,7 +18,9 @@ from gitutil import git
 from ledgit.board import Board, Change, find_board, init_board
 from ledgit.errors import BUSY, USAGE, LedgitError
 from ledgit.index import ROW_FIELDS, SCHEMA_VERSION, Index
-from ledgit.record import FIELD_ORDER, Record, render_record
+from ledgit.record import Record
+from ledgit.render import render_record
+from ledgit.schema import FIELD_ORDER
 
 pytest_plugins = ["gitutil"]
 

@@ -19,7 +19,8 @@ import pytest
 from ledgit import watch
 from ledgit.board import Board, init_board
 from ledgit.index import RACY_WINDOW_NS, Index
-from ledgit.record import make_record, render_record
+from ledgit.record import make_record
+from ledgit.render import render_record
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not os.path.isdir("/proc/sys/fs/inotify"),

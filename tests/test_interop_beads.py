@@ -21,7 +21,9 @@ from ledgit.interop.beads import (
     record_to_beads,
     split_body,
 )
-from ledgit.record import lifecycle_problems, parse_record, render_record
+from ledgit.lifecycle import lifecycle_problems
+from ledgit.record import parse_record
+from ledgit.render import render_record
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ISSUES = DATA / "beads-issues.jsonl"
@@ -176,7 +178,7 @@ def test_the_real_snapshot_and_every_merge_side_round_trip() -> None:
 @needs_data
 def test_the_fast_timestamp_path_agrees_with_normalize_timestamp() -> None:
     from ledgit.interop.beads import _fast_timestamp
-    from ledgit.record import normalize_timestamp
+    from ledgit.timestamps import normalize_timestamp
 
     texts = ["2025-11-02T21:58:07.2-08:00", "0001-01-01T00:00:00.000000+01:00",
              "9999-12-31T23:59:59.999999-01:00", "2025-02-29T00:00:00.000000+00:00",

@@ -16,10 +16,11 @@ import pytest
 from gitutil import CliRun
 
 from ledgit.history import event_line, parse_events
-from ledgit.interop import common
+from ledgit.interop import genesis, historywriter, incoming
+from ledgit.interop import staging as staging_files
 from ledgit.interop.beads import STATUS_MAP, beads_to_record
-from ledgit.interop.common import Progress
-from ledgit.record import render_record
+from ledgit.interop.summary import Progress
+from ledgit.render import render_record
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beads-issues.jsonl"
 needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} not present")
@@ -186,7 +187,7 @@ def test_the_real_snapshot(lg: CliRun) -> None:
 
 
 def _staging_left(root: Path) -> list[str]:
-    return [n for n in os.listdir(root / ".ledgit") if n.startswith(common.STAGING_PREFIX)]
+    return [n for n in os.listdir(root / ".ledgit") if n.startswith(staging_files.STAGING_PREFIX)]
 
 
 def test_a_first_import_moves_whole_directories_in(lg: CliRun, tmp_path: Path) -> None:
@@ -195,7 +196,7 @@ def test_a_first_import_moves_whole_directories_in(lg: CliRun, tmp_path: Path) -
     tasks = lg.root / ".ledgit" / "tasks"
     tasks.chmod(0o750)
     swaps: list[str] = []
-    real = common._swap_in
+    real = staging_files.swap_in
 
     def spy(staged: str, target: str) -> bool:
         done = real(staged, target)
@@ -203,7 +204,7 @@ def test_a_first_import_moves_whole_directories_in(lg: CliRun, tmp_path: Path) -
         return done
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(common, "_swap_in", spy)
+        mp.setattr(staging_files, "swap_in", spy)
         assert lg("import", "beads", str(src))[0] == 0
     assert swaps == ["history:True", "tasks:True"]  # histories first (write-ahead)
     assert stat.S_IMODE(tasks.stat().st_mode) == 0o750  # the directory's mode is kept
@@ -230,7 +231,7 @@ def test_a_crash_while_staging_leaves_the_board_untouched(lg: CliRun, tmp_path: 
     objs = real_lines(6)
     src = write_jsonl(tmp_path / "issues.jsonl", objs)
     calls = 0
-    real = common._create
+    real = staging_files._create
 
     def dying(path: str, data: bytes, want_stat: bool = False) -> Any:
         nonlocal calls
@@ -242,7 +243,7 @@ def test_a_crash_while_staging_leaves_the_board_untouched(lg: CliRun, tmp_path: 
         return real(path, data, want_stat)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(common, "_create", dying)
+        mp.setattr(staging_files, "_create", dying)
         code, _, _ = lg("import", "beads", str(src))
     assert code != 0 and calls == 7
     board = lg.board()
@@ -263,16 +264,16 @@ def test_a_killed_import_is_completed_and_its_staging_removed(lg: CliRun,
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
     board = lg.board()
-    staging = lg.root / ".ledgit" / f"{common.STAGING_PREFIX}{dead}-0badf00d"
+    staging = lg.root / ".ledgit" / f"{staging_files.STAGING_PREFIX}{dead}-0badf00d"
     (staging / "tasks-0badf00d").mkdir(parents=True)
     (staging / "tasks-0badf00d" / f"{objs[0]['id']}.md").write_bytes(b"---\n")
-    young = lg.root / ".ledgit" / f"{common.STAGING_PREFIX}{dead}-00000001"
+    young = lg.root / ".ledgit" / f"{staging_files.STAGING_PREFIX}{dead}-00000001"
     young.mkdir()  # changed a moment ago: maybe an import of another PID namespace
-    old = time.time() - common.STALE_AFTER - 60
+    old = time.time() - staging_files.STALE_AFTER - 60
     os.utime(staging, (old, old))
     for obj in objs:
-        item = common.Incoming(beads_to_record(obj), "x", obj["id"])
-        board.history_path(obj["id"]).write_bytes(common.history_bytes(item, "me", "beads"))
+        item = incoming.Incoming(beads_to_record(obj), "x", obj["id"])
+        board.history_path(obj["id"]).write_bytes(genesis.history_bytes(item, "me", "beads"))
     code, out, err = lg("import", "beads", str(src), "--by", "me")
     assert code == 0, err
     assert f"imported {len(objs)}" in out
@@ -282,9 +283,9 @@ def test_a_killed_import_is_completed_and_its_staging_removed(lg: CliRun,
 
 def test_history_bytes_are_the_genesis_events(tmp_path: Path) -> None:
     for obj in real_lines(40):
-        item = common.Incoming(beads_to_record(obj), "x", obj["id"])
-        slow = "".join(event_line(e) for e in common.genesis_events(item, "Ölga", "beads"))
-        assert common.history_bytes(item, "Ölga", "beads") == slow.encode("utf-8")
+        item = incoming.Incoming(beads_to_record(obj), "x", obj["id"])
+        slow = "".join(event_line(e) for e in genesis.genesis_events(item, "Ölga", "beads"))
+        assert genesis.history_bytes(item, "Ölga", "beads") == slow.encode("utf-8")
         [event] = parse_events(slow, obj["id"])
         assert event["after"] == item.record.revision
 
@@ -380,19 +381,19 @@ def test_the_history_writer_process_writes_the_same_bytes(lg: CliRun, tmp_path: 
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     objs = real_lines(8)
     src = write_jsonl(tmp_path / "issues.jsonl", objs)
-    spawned: list[common.HistoryWriter] = []
-    real = common.HistoryWriter.spawn.__func__  # type: ignore[attr-defined]
+    spawned: list[historywriter.HistoryWriter] = []
+    real = historywriter.HistoryWriter.spawn.__func__  # type: ignore[attr-defined]
 
-    def spawn(cls: type[common.HistoryWriter]) -> common.HistoryWriter | None:
+    def spawn(cls: type[historywriter.HistoryWriter]) -> historywriter.HistoryWriter | None:
         writer = real(cls)
         if writer is not None:
             spawned.append(writer)
         return writer
 
-    monkeypatch.setattr(common, "FORK_MIN", 1)
-    monkeypatch.setattr(common, "HELPER_MIN_BYTES", 0)
-    monkeypatch.setattr(common, "_can_fork", lambda: hasattr(os, "fork"))
-    monkeypatch.setattr(common.HistoryWriter, "spawn", classmethod(spawn))
+    monkeypatch.setattr(historywriter, "FORK_MIN", 1)
+    monkeypatch.setattr(historywriter, "HELPER_MIN_BYTES", 0)
+    monkeypatch.setattr(historywriter, "_can_fork", lambda: hasattr(os, "fork"))
+    monkeypatch.setattr(historywriter.HistoryWriter, "spawn", classmethod(spawn))
     code, out, err = lg("import", "beads", str(src), "--by", "me")
     assert code == 0, err
     if not hasattr(os, "fork"):
@@ -403,8 +404,8 @@ def test_the_history_writer_process_writes_the_same_bytes(lg: CliRun, tmp_path: 
     board = lg.board()
     assert board.verify() == []
     for obj in objs:
-        item = common.Incoming(beads_to_record(obj), "x", obj["id"])
-        assert board.history_path(obj["id"]).read_bytes() == common.history_bytes(item, "me",
+        item = incoming.Incoming(beads_to_record(obj), "x", obj["id"])
+        assert board.history_path(obj["id"]).read_bytes() == genesis.history_bytes(item, "me",
                                                                                   "beads")
         assert board.task_path(obj["id"]).read_bytes() == render_record(item.record).encode()
     assert _staging_left(lg.root) == []
@@ -414,8 +415,8 @@ def test_the_history_writer_process_writes_the_same_bytes(lg: CliRun, tmp_path: 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
 def test_the_history_writer_reports_its_errors(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(common, "_can_fork", lambda: True)
-    writer = common.HistoryWriter.spawn()
+    monkeypatch.setattr(historywriter, "_can_fork", lambda: True)
+    writer = historywriter.HistoryWriter.spawn()
     assert writer is not None
     try:
         writer.send(str(tmp_path), str(tmp_path / "missing"), [("a.jsonl", b"x\n")])
@@ -423,7 +424,7 @@ def test_the_history_writer_reports_its_errors(tmp_path: Path,
             writer.join()
     finally:
         writer.close()
-    idle = common.HistoryWriter.spawn()  # closed without a request: exits quietly
+    idle = historywriter.HistoryWriter.spawn()  # closed without a request: exits quietly
     assert idle is not None
     idle.close()
     assert os.listdir(tmp_path) == []
@@ -435,18 +436,18 @@ def test_a_slow_staged_directory_is_left_for_another(lg: CliRun, tmp_path: Path,
     # times per directory; the import is the same.
     objs = real_lines(9)
     src = write_jsonl(tmp_path / "issues.jsonl", objs)
-    monkeypatch.setattr(common, "CHUNK", 2)
-    monkeypatch.setattr(common, "SLOW_CREATE", -1.0)
+    monkeypatch.setattr(staging_files, "CHUNK", 2)
+    monkeypatch.setattr(staging_files, "SLOW_CREATE", -1.0)
     made: list[str] = []
-    real = common._staged_dir
+    real = staging_files._staged_dir
 
     def staged_dir(staging: str, base: str) -> str:
         made.append(base)
         return real(staging, base)
 
-    monkeypatch.setattr(common, "_staged_dir", staged_dir)
+    monkeypatch.setattr(staging_files, "_staged_dir", staged_dir)
     assert lg("import", "beads", str(src), "--by", "me")[0] == 0
-    assert Counter(made) == {"history": 1 + common.MOVES, "tasks": 1 + common.MOVES}
+    assert Counter(made) == {"history": 1 + staging_files.MOVES, "tasks": 1 + staging_files.MOVES}
     board = lg.board()
     assert sorted(board.list_ids()) == sorted(o["id"] for o in objs)
     assert board.verify() == []

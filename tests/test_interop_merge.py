@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from ledgit.merge import NO_ACCOUNT, merge_records
-from ledgit.record import Record, make_record, render_record
+from ledgit.record import Record, make_record
+from ledgit.render import render_record
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "data" / "beads-merges.jsonl"

@@ -20,7 +20,9 @@ from ledgit.interop.stateframe import (
     record_to_ledger,
     schema,
 )
-from ledgit.record import lifecycle_problems, parse_record, render_record
+from ledgit.lifecycle import lifecycle_problems
+from ledgit.record import parse_record
+from ledgit.render import render_record
 
 HERE = Path(__file__).resolve().parent
 # Stateframe's own example ledger (github.com/42amps/stateframe, MIT: tests/data/stateframe/LICENSE)

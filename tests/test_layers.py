@@ -25,7 +25,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # no I/O, nothing of ledgit above: the record, the history, the merge policy, the
     # transitions and what they need
     "core": ("ledgit", "ledgit.errors", "ledgit.markers", "ledgit.lifecycle",
-             "ledgit.canonjson", "ledgit.readout", "ledgit.record", "ledgit.patch",
+             "ledgit.canonjson", "ledgit.readout", "ledgit.timestamps", "ledgit.revision",
+             "ledgit.schema", "ledgit.canonread", "ledgit.frontmatter", "ledgit.render",
+             "ledgit.record", "ledgit.layoutloss", "ledgit.patch",
              "ledgit.history", "ledgit.merge", "ledgit.ops"),
     # a board on disk, its index, its watcher, its config, Git
     "storage": ("ledgit.locate", "ledgit.oserrors", "ledgit.locks", "ledgit.parallel",
@@ -34,7 +36,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # what the commands and hooks run: the gate, resolve, install/doctor, import/export
     "operations": ("ledgit.gate", "ledgit.resolve", "ledgit.install", "ledgit.projects",
                    "ledgit.interop",
-                   "ledgit.interop.common", "ledgit.interop.beads", "ledgit.interop.backlog",
+                   "ledgit.interop.incoming", "ledgit.interop.summary", "ledgit.interop.sources",
+                   "ledgit.interop.genesis", "ledgit.interop.staging",
+                   "ledgit.interop.historywriter", "ledgit.interop.plan", "ledgit.interop.reimport",
+                   "ledgit.interop.bulkimport", "ledgit.interop.beads", "ledgit.interop.backlog",
                    "ledgit.interop.yylo", "ledgit.interop.stateframe"),
     # the command table and its functions, read by both parsers
     "commands": ("ledgit.argspec", "ledgit.commands"),

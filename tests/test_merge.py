@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledgit.history import heads, new_event, parse_events, render_history, verify
+from ledgit.lifecycle import lifecycle_problems
 from ledgit.merge import (
     RULE_EARLIER_CLAIM,
     RULE_LATER,
@@ -19,7 +20,8 @@ from ledgit.merge import (
     merge_records,
     merge_set,
 )
-from ledgit.record import Record, lifecycle_problems, make_record, parse_record, render_record
+from ledgit.record import Record, make_record, parse_record
+from ledgit.render import render_record
 
 T0 = "2026-01-01T00:00:00.000000Z"
 

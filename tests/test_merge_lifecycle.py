@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 from ledgit import ops
 from ledgit.errors import LedgitError
 from ledgit.history import heads, new_event, parse_events, render_history, verify
+from ledgit.lifecycle import lifecycle_problems
 from ledgit.merge import merge_histories, merge_records
 from ledgit.readout import build_readout
-from ledgit.record import Record, lifecycle_problems, make_record, render_record
+from ledgit.record import Record, make_record
+from ledgit.render import render_record
 
 T0 = "2026-01-01T00:00:00.000000Z"
 HOUR = 3600

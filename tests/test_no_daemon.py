@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from ledgit.board import init_board
-from ledgit.record import make_record, render_record
+from ledgit.record import make_record
+from ledgit.render import render_record
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 

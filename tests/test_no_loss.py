@@ -498,7 +498,8 @@ CANONICAL = ('---\nid: T-1\ntitle: Hello\nstatus: open\ncreated: "2026-01-01T00:
 ])
 def test_layout_loss_names_the_first_thing_the_canonical_writer_drops(
         old: str, new: str, found: tuple[int, str] | None) -> None:
-    from ledgit.record import layout_loss, parse_record
+    from ledgit.layoutloss import layout_loss
+    from ledgit.record import parse_record
 
     text = CANONICAL.replace(old, new) if old else CANONICAL
     assert layout_loss(text.encode(), parse_record(text)) == found

@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 
-from ledgit import lifecycle, ops, readout, record
+from ledgit import lifecycle, ops, readout
 from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
+from ledgit.lifecycle import lifecycle_problems
 from ledgit.readout import build_readout, render_readout
-from ledgit.record import Record, lifecycle_problems, parse_record, render_record
+from ledgit.record import Record, parse_record
+from ledgit.render import render_record
 
 T0 = datetime(2026, 8, 29, 10, 0, tzinfo=timezone.utc)
 TTL = 1800
@@ -444,7 +446,7 @@ def test_epoch_seconds_accepts_canonical_and_other_forms() -> None:
 ])
 def test_lifecycle_rules(fields: dict[str, Any], expected: list[tuple[str, str]]) -> None:
     assert lifecycle.lifecycle_problems(fields) == expected
-    assert record.lifecycle_problems is readout.lifecycle_problems is lifecycle.lifecycle_problems
+    assert readout.lifecycle_problems is lifecycle.lifecycle_problems
 
 
 def test_durations() -> None:

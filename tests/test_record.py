@@ -21,23 +21,21 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ledgit.record as record_module
+import ledgit.canonread as canonread
+import ledgit.frontmatter as frontmatter
 from ledgit.errors import LedgitError
-from ledgit.record import (
+from ledgit.record import Record, make_record, parse_record
+from ledgit.render import render_record
+from ledgit.revision import canonical_json, revision_of
+from ledgit.schema import (
+    FIELD_ORDER,
     ITEM_KINDS,
     OUTCOME_KINDS,
     STATUSES,
     TRUST_LEVELS,
-    Record,
-    canonical_json,
-    format_timestamp,
-    make_record,
-    normalize_timestamp,
-    parse_record,
-    render_record,
-    revision_of,
     validate_fields,
 )
+from ledgit.timestamps import format_timestamp, normalize_timestamp
 
 GOLDEN = Path(__file__).parent / "data" / "records"
 CASES = sorted(p.stem for p in GOLDEN.glob("*.md"))
@@ -77,7 +75,7 @@ def test_golden(case: str) -> None:
 def test_golden_with_the_pure_python_parser(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """PyYAML without libyaml reads every golden file alike (only its own YAML syntax
     messages are worded differently)."""
-    monkeypatch.setattr(record_module, "_LOADER", record_module._Loader)
+    monkeypatch.setattr(frontmatter, "_LOADER", frontmatter._Loader)
     got = _outcome(case)
     expected = json.loads((GOLDEN / f"{case}.expected.json").read_text(encoding="utf-8"))
     if "error" in expected and "invalid YAML:" in expected["error"]:
@@ -326,13 +324,13 @@ def test_hand_edits_are_read_exactly_or_refused_in_one_line(
     ('"ends in escape\\\\"', ("ends in escape\\", 18)),
 ])
 def test_canonical_reader_quoted_scalars(text: str, expected: tuple[str, int]) -> None:
-    assert record_module._canonical_quoted(text, 0) == expected
+    assert canonread._canonical_quoted(text, 0) == expected
 
 
 @pytest.mark.parametrize("text", ['"unclosed', '"escaped quote only\\"', '"bad \\x escape"'])
 def test_canonical_reader_refuses_broken_quoted_scalars(text: str) -> None:
-    with pytest.raises(record_module._NotCanonical):
-        record_module._canonical_quoted(text, 0)
+    with pytest.raises(canonread._NotCanonical):
+        canonread._canonical_quoted(text, 0)
 
 
 def test_a_located_message_is_one_line_whatever_the_field_holds() -> None:
@@ -345,7 +343,7 @@ def test_a_located_message_is_one_line_whatever_the_field_holds() -> None:
     assert len(text.splitlines()) == 1
 
 
-_TOP_KEYS = st.sampled_from([*record_module.FIELD_ORDER, "bogus", " title", "-", ""])
+_TOP_KEYS = st.sampled_from([*FIELD_ORDER, "bogus", " title", "-", ""])
 _TOP_TEXT = st.text(alphabet=st.sampled_from(list('ab1 :#"\\[]{}-,.\'é')), max_size=12)
 _TOP_VALUES = st.one_of(_TOP_TEXT, _TOP_TEXT.map(lambda v: f'"{v}"'))
 
@@ -355,15 +353,15 @@ _TOP_VALUES = st.one_of(_TOP_TEXT, _TOP_TEXT.map(lambda v: f'"{v}"'))
                           _TOP_VALUES), max_size=6))
 def test_the_canonical_readers_inlined_top_level_is_the_generic_map(
         entries: list[tuple[str, str, str]]) -> None:
-    """record._canonical_top inlines the common top-level lines of _canonical_map: for any
+    """canonread._canonical_top inlines the common top-level lines of _canonical_map: for any
     lines, both return the same mapping and end, or both refuse."""
     lines = [key + sep + value for key, sep, value in entries]
 
     def outcome(read: Any) -> Any:
         try:
             return read()
-        except (record_module._NotCanonical, ValueError, IndexError) as exc:
+        except (canonread._NotCanonical, ValueError, IndexError) as exc:
             return type(exc)
 
-    assert outcome(lambda: record_module._canonical_top(lines)) == \
-        outcome(lambda: record_module._canonical_map(lines, 0, 0, None))
+    assert outcome(lambda: canonread._canonical_top(lines)) == \
+        outcome(lambda: canonread._canonical_map(lines, 0, 0, None))

@@ -303,7 +303,9 @@ class Board:
         exit 2 for invalid fields, a lifecycle violation, or an id that already exists.
         """
         from ledgit.history import new_event
-        from ledgit.record import lifecycle_problems, make_record, normalize_timestamp
+        from ledgit.lifecycle import lifecycle_problems
+        from ledgit.record import make_record
+        from ledgit.timestamps import normalize_timestamp
 
         actor = _checked_actor(actor)
         try:
@@ -352,7 +354,8 @@ class Board:
         one head (1: run ``ledgit verify`` / ``ledgit resolve``).
         """
         from ledgit.history import new_event
-        from ledgit.record import lifecycle_problems, make_record
+        from ledgit.lifecycle import lifecycle_problems
+        from ledgit.record import make_record
 
         actor = _checked_actor(actor)
         if not self.exists(task_id):
@@ -418,7 +421,7 @@ class Board:
         (an interrupted write is rolled forward instead). The schema still applies (exit 2).
 
         A file whose front matter holds what the canonical writer will not keep -- a YAML
-        comment, custom quoting or layout (:func:`ledgit.record.layout_loss`) -- is refused,
+        comment, custom quoting or layout (:func:`ledgit.layoutloss.layout_loss`) -- is refused,
         exit 2, ``path:line: what``, nothing written, so it is never lost silently by a later
         write; ``normalize`` accepts the canonical form: the edit is recorded and the file
         rewritten canonically at once (same revision), the change visible in ``git diff``.
@@ -445,9 +448,9 @@ class Board:
 
     def layout_loss(self, task_id: str, record: Record) -> tuple[int, str] | None:
         """What rewriting the task file canonically would not keep, as ``(line, what)``
-        (:func:`ledgit.record.layout_loss`; ``record`` is what the file parses to), or None
+        (:func:`ledgit.layoutloss.layout_loss`; ``record`` is what the file parses to), or None
         (also when the file cannot be read)."""
-        from ledgit.record import layout_loss
+        from ledgit.layoutloss import layout_loss
 
         try:
             with open(self.task_file(task_id), "rb") as fh:
@@ -517,7 +520,7 @@ class Board:
         ``trusted`` revision (from a fresh index row) through its history alone when that
         finds nothing, every other one by :meth:`_verify_one`."""
         from ledgit.history import Problem, verify_with_head
-        from ledgit.record import lifecycle_problems
+        from ledgit.lifecycle import lifecycle_problems
 
         problems: list[Problem] = []
         for tid in names:
@@ -545,8 +548,8 @@ class Board:
     def _verify_one(self, tid: str) -> list[Problem]:
         """:meth:`verify` of one task, parsing its file (the reference check)."""
         from ledgit.history import Problem, verify
+        from ledgit.lifecycle import lifecycle_problems
         from ledgit.markers import RULE, marker_problem
-        from ledgit.record import lifecycle_problems
 
         problems: list[Problem] = []
         path, hpath = self.task_path(tid), self.history_path(tid)
@@ -701,7 +704,8 @@ class Board:
         with a leftover temp file or a history without its file, and those whose history is
         torn (no final newline) or one event ahead of the task file."""
         from ledgit.history import HistoryError, heads, parse_events, replay
-        from ledgit.record import parse_record, revision_of
+        from ledgit.record import parse_record
+        from ledgit.revision import revision_of
 
         leftovers, tasks, suspects = self._repair_suspects()
         found: set[str] = set()
@@ -938,7 +942,7 @@ class Board:
     def _write_task(self, task_id: str, record: Record) -> None:
         """Replace the task file atomically: temp file in the same dir (the file's mode
         kept), fsync, rename, fsync the dir. Raises OSError as the system does."""
-        from ledgit.record import render_record
+        from ledgit.render import render_record
 
         os.makedirs(self.tasks_str, exist_ok=True)
         path = self.task_file(task_id)
@@ -1257,7 +1261,7 @@ def _checked_actor(actor: str) -> str:
 
 
 def _now() -> str:
-    from ledgit.record import now_timestamp
+    from ledgit.readout import now_timestamp
 
     return now_timestamp()
 
@@ -1269,7 +1273,7 @@ def _later(previous: str, now: str) -> str:
         return now
     from datetime import timedelta
 
-    from ledgit.record import format_timestamp, parse_timestamp
+    from ledgit.timestamps import format_timestamp, parse_timestamp
 
     return format_timestamp(parse_timestamp(previous) + timedelta(microseconds=1))
 

@@ -1,6 +1,6 @@
 """Canonical JSON text (docs/history.md, "Hashing"), encoded by the :mod:`json` module.
 
-``record.canonical_json`` walks its value to refuse floats first; a value decoded by a
+``revision.canonical_json`` walks its value to refuse floats first; a value decoded by a
 decoder whose float hook raises, or built from such values (states replayed from events,
 records parsed and validated), holds none, so it can be encoded without the walk:
 :func:`plain_encoder` is that encoder.

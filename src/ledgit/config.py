@@ -9,7 +9,7 @@ scalar is a string, coerced here)::
 Unknown settings are refused (a typo must not be silently ignored); extensions go under ``x:``.
 The common flat file is read by a tiny line parser so that reads do not pay for importing
 PyYAML (nor re, dataclasses or pathlib: every command reads this file); anything beyond
-``key: scalar`` lines goes through the YAML loader of record.py.
+``key: scalar`` lines goes through the YAML loader of ledgit.frontmatter.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def _simple_value(text: str) -> str | None:
 def _yaml_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]:
     import yaml
 
-    from ledgit.record import _LOADER  # the composer without implicit typing
+    from ledgit.frontmatter import _LOADER  # the composer without implicit typing
 
     loader = _LOADER(text)
     try:

@@ -68,7 +68,7 @@ def os_failure(exc: OSError, path: str | None = None, detail: str | None = None
     system, permissions, quota, I/O error): ``WHAT: PATH[; DETAIL]`` with exit 2 (the
     environment refuses) or :data:`IO_ERROR`; None for any other errno. ``path`` defaults
     to the exception's file name."""
-    import errno
+    import errno  # lazy: 0.05 ms; keeps it out of `ledgit get`, which fails no write
 
     name = errno.errorcode.get(exc.errno or 0)
     known = _ENVIRONMENT.get(name or "")

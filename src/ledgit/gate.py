@@ -35,9 +35,10 @@ from ledgit.history import (
     parse_events,
     verify,
 )
+from ledgit.lifecycle import lifecycle_problems
 from ledgit.markers import RULE as MARKER_RULE
 from ledgit.markers import marker_problem
-from ledgit.record import Record, lifecycle_problems, parse_record
+from ledgit.record import Record, parse_record
 
 if TYPE_CHECKING:
     from pathlib import Path

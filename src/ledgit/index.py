@@ -580,7 +580,7 @@ class Index:
         the task files and knows them: ``written[id] = (record, bytes, stat, revision)``,
         ``stat`` the writer's :func:`file_stat` of the file it created (of ``os.fstat``, or
         of ``os.stat`` once in place if it was renamed since: a rename changes the ctime)
-        and ``revision`` the record's (:func:`ledgit.record.revision_of`).
+        and ``revision`` the record's (:func:`ledgit.revision.revision_of`).
         Such a file is not read back, parsed or hashed for its revision; an entry without a
         stat (None) is read and compared with its bytes (:meth:`rebuild_from`), and every
         other file of the directory is read and parsed as usual. The rows are those
@@ -720,7 +720,7 @@ class Index:
         """Refresh one task's row after a write (called by Board.mutate/create). ``record``
         must be what was written to ``path``; the next scan re-checks the file anyway, so
         a wrong call costs a re-parse, never a wrong answer."""
-        from ledgit.record import render_record
+        from ledgit.render import render_record
 
         base = os.path.basename(path)
         name = base[:-3] if base.endswith(".md") else base
@@ -1025,7 +1025,7 @@ class Index:
     def _build(self, name: str, st: Stat, checked_ns: int, data: bytes,
                record: Record | None = None) -> _Row:
         """Rows for one task file (parsed from ``data`` unless ``record`` is given)."""
-        from ledgit.record import sha256_function
+        from ledgit.revision import sha256_function
 
         sha256 = sha256_function()
         rel = self._rel_dir + name + ".md"
@@ -1042,7 +1042,7 @@ class Index:
                                           rel, None, "id"))
             f = record.fields
             body = record.body
-            # record.canonical_json of the state, in two parts ("body" sorts before
+            # revision.canonical_json of the state, in two parts ("body" sorts before
             # "fields"); no float check: parsed records hold none.
             encode = _canonical()
             canonical = '{"body":' + encode(body) + ',"fields":' + encode(f) + "}"
@@ -1239,7 +1239,7 @@ def _stat_one(tasks_dir: str, stem: str) -> Stat | None:
 
 @functools.lru_cache(maxsize=1)
 def _canonical() -> Callable[[Any], str]:
-    """record.canonical_json without its float walk (parsed records hold none), built once
+    """revision.canonical_json without its float walk (parsed records hold none), built once
     (:func:`ledgit.canonjson.plain_encoder`); imported only when a row is built."""
     from ledgit.canonjson import plain_encoder
 

@@ -7,21 +7,14 @@ on which side Git calls "ours" (a rebase swaps them).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ledgit.record import (
-    FIELD_ORDER,
-    SET_FIELDS,
-    TERMINAL_RANK,
-    TRUST_RANK,
-    Record,
-    canonical_json,
-    lifecycle_problems,
-    make_record,
-    record_from_state,
-    revision_of,
-)
+from ledgit.lifecycle import lifecycle_problems
+from ledgit.record import Record, make_record, record_from_state
+from ledgit.revision import canonical_json, revision_of, sha256_function, sha256_hex
+from ledgit.schema import FIELD_ORDER, SET_FIELDS, TERMINAL_RANK, TRUST_RANK
 
 if TYPE_CHECKING:
     from ledgit.history import Event
@@ -249,12 +242,10 @@ def _marker_label(last_modified: str, body: str, name: str | None = None) -> str
     the side (the branch ``git merge`` merges, ``HEAD``), else ``ledgit: <last_modified>
     <first 8 hex of its body's sha256>``: distinct even when both sides have the same
     ``last_modified``, and independent of which side Git calls ours. Only a conflicting body
-    needs it, so hashlib (avoided on the driver's usual path, DESIGN §7) is imported here."""
+    needs it, so hashlib (avoided on the driver's usual path, DESIGN §7) is loaded then."""
     if name:
         return f"{name} ({last_modified})"
-    import hashlib
-
-    digest = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    digest = sha256_hex(body.encode("utf-8", "surrogatepass"))[:8]
     return f"ledgit: {last_modified} {digest}"
 
 
@@ -263,7 +254,7 @@ def _merge_body(sides: _Sides, base: str, a: str, b: str, marker_size: int,
     value, src = _three_way(base, a, b)
     if src is not None or a == b:
         return value, False, src or BOTH
-    import merge3
+    import merge3  # lazy: 0.9 ms; a body changed on one side only needs none (the driver)
 
     m = merge3.Merge3(_split_lines(base), _split_lines(a), _split_lines(b))
     conflict = any(region[0] == "conflict" for region in m.merge_regions())
@@ -359,8 +350,6 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
         [_key(c).decode() for c in bf.get("contested", [])],
         [_key(c).decode() for c in af.get("contested", [])],
         [_key(c).decode() for c in bbf.get("contested", [])])
-    import json
-
     all_contested = [json.loads(c) for c in cont] + contested
     uniq: dict[bytes, dict[str, Any]] = {}
     for c in all_contested:
@@ -457,7 +446,7 @@ class HistoryMerge:
 def best_common_ancestor(events: Sequence[Event], x: str, y: str) -> str | None:
     """The best common ancestor of events ``x`` and ``y``: of their common ancestors that are
     no ancestor of another, the latest (by ``at``, then id); None if there is none."""
-    from ledgit.history import ancestors
+    from ledgit.history import ancestors  # lazy: 6 ms; the driver's task files need none
 
     common = ancestors(events, x) & ancestors(events, y)
     if not common:
@@ -480,11 +469,9 @@ def _checked_events(text: str, task: str) -> list[dict[str, Any]]:
     HistoryError (rule ``hash``) naming the line; the driver then falls back to a marked line
     merge, the same both ways round. Cheap: a canonical line is hashed as it stands, without
     its id member; any other line is re-encoded first."""
-    import hashlib
+    from ledgit.history import HistoryError, Problem, _parse_lines, event_id  # lazy: 6 ms
 
-    from ledgit.history import HistoryError, Problem, _parse_lines, event_id
-
-    sha256 = hashlib.sha256
+    sha256 = sha256_function()
     out = []
     for raw, event in _parse_lines(text, task):
         line, eid = event.pop("_line"), event["id"]
@@ -517,6 +504,7 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
     returns ``conflict=True`` (text = None-free marker text is the caller's job) only when the
     two sides share no genesis.
     """
+    # lazy: ledgit.history, 6 ms; the driver's task files need none
     from ledgit.history import (
         MERGE_OP,
         heads,
@@ -591,7 +579,7 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
 def _single_head(text: str, task: str) -> str | None:
     """The one head of the history ``text`` (Git's merge base version), or None when it is
     empty, unreadable or has more heads (then the DAG's common ancestors are used)."""
-    from ledgit.history import HistoryError, _parse_lines, heads
+    from ledgit.history import HistoryError, _parse_lines, heads  # lazy: 6 ms, as above
 
     if not text.strip():
         return None

@@ -66,7 +66,8 @@ def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
     Raises LedgitError/ValueError when a side cannot be parsed (the caller falls back).
     """
     from ledgit.merge import describe_provenance, merge_records
-    from ledgit.record import parse_record, render_record
+    from ledgit.record import parse_record
+    from ledgit.render import render_record
 
     if not base.strip():
         rec_o = parse_record(ours, f"{path} (ours)")

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
+from ledgit.errors import CHECK_FAILED, CLAIM, NOT_FOUND, USAGE, LedgitError
+from ledgit.history import ancestors
+from ledgit.lifecycle import lifecycle_problems
 from ledgit.readout import (
     NOT_READY_OUTCOMES,
     Freshness,
@@ -27,15 +29,10 @@ from ledgit.readout import (
     handoff_of,
     render_handoff,
 )
-from ledgit.record import (
-    ITEM_KINDS,
-    OUTCOME_KINDS,
-    Record,
-    lifecycle_problems,
-    make_record,
-    parse_timestamp,
-    sha256_hex,
-)
+from ledgit.record import Record, make_record
+from ledgit.revision import sha256_hex
+from ledgit.schema import ITEM_KINDS, OUTCOME_KINDS
+from ledgit.timestamps import parse_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -216,8 +213,6 @@ def claim_ended_by(events: Sequence[Mapping[str, Any]], by: str) -> str | None:
     or heartbeat is concurrent with someone else's ``complete`` (or drop, park, archive) --
     neither is an ancestor of the other -- and ``by`` has written nothing after that end.
     None otherwise. ``events``: the task's history (DESIGN §6), in file order."""
-    from ledgit.history import ancestors
-
     mine = [e for e in events if e.get("actor") == by and e.get("op") in ("claim",
                                                                          "heartbeat")]
     ends = [e for e in events if e.get("op") in _ENDED_BY and e.get("actor") != by]
@@ -598,7 +593,7 @@ def update(record: Record, *, title: str | None = None, priority: int | None = N
 def item_id(task: str, by: str, now: str, kind: str, text: str, salt: int = 0) -> str:
     """A short item id derived from its content: ``i-`` + 8 lower-case base32 characters
     (40 bits of sha256). Deterministic, so a replayed or merged item keeps its id."""
-    import base64
+    import base64  # lazy: 0.8 ms; only new items need it, not `ledgit update`
 
     digest = bytes.fromhex(sha256_hex(f"{task}\0{by}\0{now}\0{kind}\0{text}\0{salt}".encode()))
     return "i-" + base64.b32encode(digest).decode("ascii")[:8].lower()
@@ -929,8 +924,7 @@ def revert(record: Record, *, event: Mapping[str, Any], before: Record, after: R
     that a later event changed again (exit 1, naming each such field and, from ``later``
     (path -> "op by actor at"), who changed it: revert that event first, or edit by hand).
     Op ``revert``; the meta names the event (``reverts``) and the restored ``fields``."""
-    from ledgit.errors import CHECK_FAILED
-    from ledgit.merge import merge_records
+    from ledgit.merge import merge_records  # lazy: 4.1 ms; only revert merges
 
     eid = str(event["id"])
     what = f"{eid[:12]} ({event['op']} by {event['actor']})"

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ledgit.canonjson import plain_encoder
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
@@ -36,7 +38,7 @@ def make_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict
     ops = fast_patch(before, after)
     if ops is not None:
         return ops
-    import jsonpatch
+    import jsonpatch  # lazy: 2.8 ms; only lists and moves need it (ledgit update's do not)
 
     result: list[dict[str, Any]] = jsonpatch.make_patch(before, after).patch
     return result
@@ -58,8 +60,6 @@ def fast_patch(before: Mapping[str, Any], after: Mapping[str, Any]
         # jsonpatch pairs a removed and an added value equal as json.dumps(sort_keys=True)
         # text into a move; canonical JSON text is equal exactly then (both sort keys and
         # differ only in separators and escaping; what it refuses goes to jsonpatch).
-        from ledgit.canonjson import plain_encoder
-
         dumps = plain_encoder()
         try:
             removed = {dumps(v) for kind, v in moved if kind == "remove"}

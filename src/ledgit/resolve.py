@@ -39,14 +39,10 @@ from ledgit.history import (
     strip_lines,
 )
 from ledgit.merge import best_common_ancestor, describe_provenance, merge_histories, merge_records
-from ledgit.record import (
-    Record,
-    is_valid_id,
-    parse_record,
-    record_from_state,
-    render_record,
-    revision_of,
-)
+from ledgit.record import Record, parse_record, record_from_state
+from ledgit.render import render_record
+from ledgit.revision import revision_of
+from ledgit.schema import is_valid_id
 
 _START = re.compile(rb"^(<{7,})(?: |$)")
 

@@ -31,11 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 from ledgit.errors import USAGE, LedgitError, located
 from ledgit.interop.beads import pack
+from ledgit.interop.incoming import Incoming
+from ledgit.interop.sources import file_skip, read_front_matter
 from ledgit.merge import NO_ACCOUNT
-from ledgit.record import Record, is_valid_id, make_record, normalize_timestamp
+from ledgit.record import Record, make_record
+from ledgit.schema import is_valid_id
+from ledgit.timestamps import normalize_timestamp
 
 if TYPE_CHECKING:
-    from ledgit.interop.common import Incoming, Skip
+    from ledgit.interop.incoming import Skip
 
 SOURCE = "backlog"
 STATUS_MAP = {"To Do": "open", "In Progress": "in_progress", "Done": "done", "Draft": "parked"}
@@ -73,8 +77,6 @@ def backlog_date(text: str) -> str:
 
 def read_task_file(path: Path) -> tuple[dict[str, Any], str]:
     """(front matter, every scalar a string, body) of a Backlog.md task file."""
-    from ledgit.interop.common import read_front_matter
-
     return read_front_matter(path, closing_at_end=True)
 
 
@@ -172,8 +174,6 @@ def task_to_record(front: Mapping[str, Any], body: str, folder: str,
 
 def load_backlog(path: str) -> tuple[list[Incoming], list[Skip]]:
     """Read every task file of a Backlog.md folder (see :func:`find_root`)."""
-    from ledgit.interop.common import Incoming, file_skip
-
     root = find_root(os.fspath(path))
     incoming: list[Incoming] = []
     skips: list[Skip] = []

@@ -23,25 +23,23 @@ Where things go:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ledgit.errors import USAGE, LedgitError, located
+from ledgit.interop.sources import read_jsonl
 from ledgit.merge import NO_ACCOUNT
-from ledgit.record import (
-    Record,
-    format_timestamp,
-    is_valid_id,
-    make_record,
-    normalize_timestamp,
-    parse_timestamp,
-)
+from ledgit.record import Record, make_record
+from ledgit.schema import is_valid_id
+from ledgit.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
 
 if TYPE_CHECKING:
-    from ledgit.interop.common import Incoming, Skip
+    from ledgit.interop.incoming import Incoming, Skip
 
 SOURCE = "beads"
 
@@ -155,8 +153,6 @@ def unpack(mapping: Mapping[str, Any]) -> dict[str, Any]:
 def derived_id(source_id: str) -> str:
     """A ledgit id for a source id that is not a valid one: ``B-`` + 12 base32 characters of
     its sha256 (deterministic; the source id is kept in ``x.beads.id``)."""
-    import base64  # rare: only for ids that are not valid ledgit ids
-
     digest = hashlib.sha256(source_id.encode("utf-8")).digest()
     return "B-" + base64.b32encode(digest).decode("ascii").lower()[:12]
 
@@ -186,7 +182,6 @@ def _fast_timestamp(text: str) -> str | None:
     caller then gets normalize_timestamp's own answer or error)."""
     if not _OFFSET_TIMESTAMP.fullmatch(text):
         return None
-    from datetime import datetime, timezone
 
     try:
         moment = datetime.fromisoformat(text).astimezone(timezone.utc)
@@ -488,7 +483,6 @@ def _same_instant(text: str, canonical: str) -> bool:
 def load_beads(path: str) -> tuple[list[Incoming], list[Skip]]:
     """Read a Beads ``issues.jsonl``: one Incoming per issue, one Skip per malformed line
     (with its line number). Raises LedgitError when the file cannot be read."""
-    from ledgit.interop.common import read_jsonl
 
     def source_id(obj: Any) -> str:
         return str(obj.get("id", "?")) if isinstance(obj, Mapping) else "?"

@@ -9,16 +9,20 @@ file and line; the rest was imported, and the board's values were kept); 2 unrea
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from ledgit.cli import actor_or_warn
 from ledgit.errors import CHECK_FAILED, OK
 
 if TYPE_CHECKING:
-    from ledgit.interop.common import Incoming, Skip, Summary
+    from ledgit.interop.incoming import Incoming, Skip
+    from ledgit.interop.summary import Summary
 
 Loader = Callable[[str], "tuple[list[Incoming], list[Skip]]"]
 
@@ -40,10 +44,10 @@ def _common(f: Any) -> Any:
 def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | None,
                as_json: bool) -> int:
     """Load ``path`` with ``load``, import into the board of the working directory, print."""
-    from ledgit.board import find_board
-    from ledgit.cli import actor_or_warn
-    from ledgit.interop import common
-    from ledgit.interop.common import Progress, import_records, print_summary
+    from ledgit.board import find_board  # lazy: 10 ms; `ledgit --help` loads this module
+    from ledgit.interop import historywriter  # lazy: 25 ms, as find_board
+    from ledgit.interop.bulkimport import import_records  # lazy: 45 ms, as find_board
+    from ledgit.interop.summary import Progress, print_summary  # lazy: 1.2 ms, as find_board
 
     board = find_board()
     actor = actor_or_warn(by, board.root)
@@ -51,13 +55,12 @@ def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | 
     # record and nothing of it is garbage until the process ends, so each collection (one
     # per 700 allocations, the older generations ever larger) only walks live objects:
     # ~5% of an import's CPU time on the Beads snapshot.
-    import gc
-
     collecting = gc.isenabled()
     gc.disable()
     # A large source file may bring thousands of new tasks: their histories are written by
-    # a helper process, forked now, before the records fill this one (common.HistoryWriter).
-    writer = common.HistoryWriter.spawn() if _size(path) >= common.HELPER_MIN_BYTES else None
+    # a helper process, forked now, before the records fill this one (HistoryWriter).
+    big = _size(path) >= historywriter.HELPER_MIN_BYTES
+    writer = historywriter.HistoryWriter.spawn() if big else None
     try:
         incoming, skips = load(path)
         progress = Progress(f"import {source}", len(incoming))
@@ -69,7 +72,7 @@ def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | 
         if collecting:
             gc.enable()
     if as_json:
-        import json
+        import json  # lazy: 1.5 ms; `ledgit --help` loads this module
 
         click.echo(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
     else:
@@ -79,8 +82,6 @@ def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | 
 
 def _size(path: str) -> int:
     """The size of a regular file; 0 for a directory or what cannot be read."""
-    import os
-
     try:
         return os.stat(path).st_size if os.path.isfile(path) else 0
     except OSError:
@@ -98,7 +99,7 @@ def import_group() -> None:
 @_common
 def import_beads_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a Beads issues.jsonl (one issue per line)."""
-    from ledgit.interop.beads import load_beads
+    from ledgit.interop.beads import load_beads  # lazy: 25 ms; `ledgit --help` needs none
 
     return run_import("beads", path, load_beads, strict=strict, by=by, as_json=as_json)
 
@@ -108,7 +109,7 @@ def import_beads_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> 
 @_common
 def import_stateframe_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a Stateframe task.ledger.json (one task, its commits and state items)."""
-    from ledgit.interop.stateframe import load_stateframe
+    from ledgit.interop.stateframe import load_stateframe  # lazy: 74 ms (jsonschema), as beads
 
     return run_import("stateframe", path, load_stateframe, strict=strict, by=by,
                       as_json=as_json)
@@ -119,7 +120,7 @@ def import_stateframe_cmd(path: str, strict: bool, by: str | None, as_json: bool
 @_common
 def import_yylo_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a YYLO Ledger board (PATH/.juno_task, or the directory that holds it)."""
-    from ledgit.interop.yylo import load_yylo
+    from ledgit.interop.yylo import load_yylo  # lazy: 27 ms, as beads
 
     return run_import("yylo", path, load_yylo, strict=strict, by=by, as_json=as_json)
 
@@ -129,7 +130,7 @@ def import_yylo_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> i
 @_common
 def import_backlog_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a Backlog.md folder (PATH/backlog, or the directory that holds it)."""
-    from ledgit.interop.backlog import load_backlog
+    from ledgit.interop.backlog import load_backlog  # lazy: 27 ms, as beads
 
     return run_import("backlog", path, load_backlog, strict=strict, by=by, as_json=as_json)
 
@@ -145,8 +146,8 @@ def export_group() -> None:
               default="-", show_default=True, help="Write to FILE ('-' = stdout).")
 def export_stateframe_cmd(task: str, output: str) -> int:
     """Export one task as a Stateframe task.ledger.json (validated against its schema)."""
-    from ledgit.board import find_board
-    from ledgit.interop.stateframe import export_text
+    from ledgit.board import find_board  # lazy: 10 ms; `ledgit --help` needs none
+    from ledgit.interop.stateframe import export_text  # lazy: 74 ms (jsonschema), as board
 
     board = find_board()
     tid = board.resolve_id(task)
@@ -154,7 +155,7 @@ def export_stateframe_cmd(task: str, output: str) -> int:
     if output == "-":
         click.echo(text, nl=False)
     else:
-        from pathlib import Path
+        from pathlib import Path  # lazy: 3.4 ms; `ledgit --help` needs none
 
         Path(output).write_text(text, encoding="utf-8")
         click.echo(f"wrote {output}", err=True)

@@ -24,25 +24,22 @@ commits: one per history event, with deterministic UUIDs (uuid5 of the event id)
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import jsonschema
 
 from ledgit.errors import USAGE, LedgitError, located
+from ledgit.history import HistoryError, parse_events, replay, topological_order
+from ledgit.interop.incoming import Incoming, Skip
 from ledgit.merge import NO_ACCOUNT
-from ledgit.record import (
-    Record,
-    format_timestamp,
-    is_valid_id,
-    make_record,
-    normalize_timestamp,
-    parse_timestamp,
-)
-
-if TYPE_CHECKING:
-    from ledgit.interop.common import Incoming, Skip
+from ledgit.record import Record, make_record
+from ledgit.schema import is_valid_id
+from ledgit.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
 
 SOURCE = "stateframe"
 SCHEMA_FILE = "stateframe.task.ledger.schema.json"
@@ -88,8 +85,6 @@ def problems(ledger: Any) -> list[str]:
     path), then the reference rules of Stateframe's validator (task ids, dangling commit and
     item references, a deprecated item without ``superseded_in_commit``), then timestamps
     that are not RFC 3339. Empty when valid."""
-    import jsonschema
-
     validator = jsonschema.Draft202012Validator(
         schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     out = [f"{_path(e.absolute_path)}: {e.message}"
@@ -235,10 +230,6 @@ def ledger_to_record(ledger: Any, where: str = "<stateframe>") -> Record:
 
 def load_stateframe(path: str) -> tuple[list[Incoming], list[Skip]]:
     """Read one ``task.ledger.json``: ([the task], []) or ([], [why not])."""
-    import os
-
-    from ledgit.interop.common import Incoming, Skip
-
     name = os.path.basename(path)
     try:
         with open(path, "rb") as fh:
@@ -322,8 +313,6 @@ def record_to_ledger(record: Record, history: str | None = None) -> dict[str, An
     """A Stateframe ledger for one task (see the module doc). ``history``: the task's history
     file text; its events after the import (all of them for a task born in ledgit) become
     commits. Raises LedgitError (exit 1) if the result does not validate (a bug)."""
-    from ledgit.history import HistoryError, parse_events, replay, topological_order
-
     f = record.fields
     sx = _sx(f)
     task_id = str(sx.get("task_id") or (record.id if _is_uuid(record.id)

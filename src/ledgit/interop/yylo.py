@@ -33,11 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 from ledgit.errors import USAGE, LedgitError, located
 from ledgit.interop.beads import pack
+from ledgit.interop.incoming import Incoming, Step
+from ledgit.interop.sources import file_skip, read_front_matter
 from ledgit.merge import NO_ACCOUNT
-from ledgit.record import COMMIT_RE, Record, is_valid_id, make_record, normalize_timestamp
+from ledgit.record import Record, make_record
+from ledgit.schema import COMMIT_RE, is_valid_id
+from ledgit.timestamps import normalize_timestamp
 
 if TYPE_CHECKING:
-    from ledgit.interop.common import Incoming, Skip, Step
+    from ledgit.interop.incoming import Skip
 
 SOURCE = "yylo"
 STATUS_MAP = {"backlog": "open", "todo": "open", "in_progress": "in_progress", "done": "done",
@@ -206,8 +210,6 @@ def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def read_task_file(path: Path) -> dict[str, Any]:
     """A task ``.md`` as a dict: front matter without implicit typing (every scalar a
     string; empty → None), ``body`` and ``agent_response`` from their marked blocks."""
-    from ledgit.interop.common import read_front_matter
-
     front, rest = read_front_matter(path)
     task = {k: (None if v == "" else v) for k, v in front.items()}
     for m in _BLOCK.finditer(rest):
@@ -255,8 +257,6 @@ def _note(event: Mapping[str, Any]) -> str:
 
 def board_tasks(root: Path) -> tuple[list[Incoming], list[Skip]]:
     """Every task of a YYLO board: (incoming records with their ledger as steps, skips)."""
-    from ledgit.interop.common import Incoming, Step, file_skip
-
     incoming: list[Incoming] = []
     skips: list[Skip] = []
     for path in sorted(root.glob("tasks/*/*.md")):

@@ -1,0 +1,150 @@
+"""The first step of a bulk import: each incoming record classified against the board (reads
+only) as new, changed or unchanged, or skipped with a reason -- including what an interrupted
+import of the same source left, which is then completed."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ledgit.errors import LedgitError
+from ledgit.interop.genesis import history_bytes
+from ledgit.interop.incoming import Skip
+from ledgit.render import render_record
+
+if TYPE_CHECKING:
+    from ledgit.board import Board
+    from ledgit.interop.incoming import Incoming
+    from ledgit.record import Record
+
+
+class Plan(NamedTuple):
+    """Where each incoming record goes: written as new, re-imported (with the board's
+    record now), left as it is, or skipped (with why)."""
+
+    new: list[Incoming]
+    changed: list[tuple[Incoming, Record]]
+    unchanged: list[Incoming]
+    skipped: list[Skip]
+
+
+def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip],
+                source: str, actor: str | None = None) -> Plan:
+    """Classify every incoming record against the board (reads only). ``actor`` (of this
+    import) lets it recognise what an interrupted import by the same actor left: a history
+    holding exactly the events this import would write, a task file cut short."""
+    new: list[Incoming] = []
+    changed: list[tuple[Incoming, Record]] = []
+    unchanged: list[Incoming] = []
+    skipped = list(skips)
+    first: dict[str, str] = {}
+    existing = set(board.list_ids())
+    histories = _stems(board.history_str, ".jsonl")
+    for item in incoming:
+        tid = item.record.id
+        if tid in first:
+            skipped.append(Skip(item.where, f"duplicate id {tid} (first at {first[tid]})"))
+            continue
+        first[tid] = item.where
+        if tid not in existing:
+            if tid in histories and not (_interrupted_import(board, tid, source, False)
+                                         or _ours(board, item, actor, source)):
+                skipped.append(Skip(item.where, f"history without task file: {tid} "
+                                                f"(run: ledgit doctor --repair)"))
+            else:
+                new.append(item)
+            continue
+        if _size(board.history_file(tid)) <= 0:
+            # The history never made it to disk (a crash mid-import): write both again.
+            current = _read_or_none(board, tid)
+            if current is None or source in current.fields.get("x", {}):
+                new.append(item)
+            else:
+                skipped.append(Skip(item.where, f"id taken: {tid} exists and was not "
+                                                f"imported from {source}"))
+            continue
+        try:
+            with open(board.task_file(tid), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            data = b""
+        rendered = render_record(item.record).encode("utf-8")
+        if data == rendered:
+            unchanged.append(item)  # the bytes we would write: no parse needed
+            continue
+        if rendered.startswith(data) and (_interrupted_import(board, tid, source, False)
+                                          or _ours(board, item, actor, source)):
+            new.append(item)  # cut short (power lost before the flush): write it again
+            continue
+        try:
+            current = board.read(tid)
+        except LedgitError as exc:
+            if _interrupted_import(board, tid, source, False):
+                new.append(item)
+            else:
+                skipped.append(Skip(item.where, f"existing task unreadable: {exc}"))
+            continue
+        if source not in current.fields.get("x", {}):
+            skipped.append(Skip(item.where, f"id taken: {tid} exists and was not imported "
+                                            f"from {source}"))
+        elif current == item.record:
+            unchanged.append(item)
+        else:
+            changed.append((item, current))
+    return Plan(new, changed, unchanged, skipped)
+
+
+def _ours(board: Board, item: Incoming, actor: str | None, source: str) -> bool:
+    """True when the task's history holds exactly what importing ``item`` as ``actor``
+    writes (so a missing or cut-short task file is an interrupted import's to finish)."""
+    if actor is None:
+        return False
+    try:
+        with open(board.history_file(item.record.id), "rb") as fh:
+            return fh.read() == history_bytes(item, actor, source)
+    except OSError:
+        return False
+
+
+def _size(path: Any) -> int:
+    """The file's size, or -1 when it does not exist."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1
+
+
+def _read_or_none(board: Board, tid: str) -> Record | None:
+    try:
+        return board.read(tid)
+    except LedgitError:
+        return None
+
+
+def _interrupted_import(board: Board, tid: str, source: str, file_ok: bool) -> bool:
+    """True for what a crash in the middle of a bulk import of ``source`` leaves: a history
+    that is missing, empty or torn, or (when the task file is missing or unreadable,
+    ``file_ok`` False) one that holds only the genesis event such an import wrote."""
+    text = board.read_history_text(tid)
+    if text is None or not text.strip():
+        return True
+    lines = text.strip().split("\n")
+    try:
+        event = json.loads(lines[0])
+    except (ValueError, RecursionError):
+        return len(lines) == 1  # a torn genesis line: nothing was written after it
+    if file_ok or len(lines) != 1:
+        return False
+    return (isinstance(event, dict) and not event.get("parents") and event.get("op") == "create"
+            and isinstance(event.get("meta"), dict) and event["meta"].get("source") == source)
+
+
+def _stems(path: Any, suffix: str) -> set[str]:
+    try:
+        names = os.listdir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    n = len(suffix)
+    return {name[:-n] for name in names if name.endswith(suffix) and not name.startswith(".")}
