@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledgit import argspec, cli, commands
+from ledgit import argspec, cli
 from ledgit.argspec import ARG, Spec
+from ledgit.commands import table
 
 VALUES = ("x", "", "-", "3", "0", "4", "9", "-1", "1.5", "open", "done", "desc", "asc",
           "fact", "no_change", "T-abc", "a,b", "=", "--", "-x", "--json", "--bogus", "-h",
@@ -55,7 +56,7 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "a dir").mkdir()
 
 
-SPECS = sorted(commands.SPECS.values(), key=lambda s: s.name)
+SPECS = sorted(table.SPECS.values(), key=lambda s: s.name)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: " ".join(s.name))
@@ -83,7 +84,7 @@ def test_parse_agrees_with_click(spec: Spec, data: st.DataObject) -> None:
 ])
 def test_plain_command_lines_never_reach_click(argv: list[str],
                                                expected: dict[str, Any]) -> None:
-    found = argspec.find(commands.FAST, argv)
+    found = argspec.find(table.FAST, argv)
     assert found is not None
     values = argspec.parse(*found)
     assert values is not None
@@ -97,32 +98,33 @@ def test_plain_command_lines_never_reach_click(argv: list[str],
     ["item", "add", "T-1", "--text", "t"], ["list", "--json=1"], ["update", "T-1", "--title"],
 ])
 def test_what_click_must_answer_is_left_to_click(argv: list[str]) -> None:
-    found = argspec.find(commands.FAST, argv)
+    found = argspec.find(table.FAST, argv)
     assert found is not None
     assert argspec.parse(*found) is None
 
 
 def test_verify_is_not_on_the_fast_path() -> None:
     # its command line belongs to ledgit.gitcli (--rev/--range/--format)
-    assert argspec.find(commands.FAST, ["verify", "--all"]) is None
-    assert ("verify",) in commands.SPECS
+    assert argspec.find(table.FAST, ["verify", "--all"]) is None
+    assert ("verify",) in table.SPECS
 
 
 def test_every_spec_function_exists_and_takes_its_parameters() -> None:
     import inspect
 
-    for spec in commands.SPECS.values():
+    for spec in table.SPECS.values():
         module, _, attr = spec.run.partition(":")
         function = getattr(__import__(module, fromlist=[attr]), attr)
         names = list(inspect.signature(function).parameters)
-        # --project is taken by commands.run_spec (it picks the board), not the function
+        # --project is taken by ledgit.commands.running.run_spec (it picks the board), not by
+        # the function
         assert names == [p.dest for p in spec.params if p.dest != "project"], spec.name
         assert spec.help, spec.name
 
 
 def test_every_click_command_has_the_spec_help() -> None:
     ctx = click.Context(cli.cli)
-    for spec in commands.SPECS.values():
+    for spec in table.SPECS.values():
         if spec.name == ("verify",):
             continue
         command = cli.cli.get_command(ctx, spec.name[0])

@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 from gitutil import isolate_env
 
-from ledgit import cli, commands, record
+from ledgit import cli, record
 from ledgit.__main__ import run as ledgit_run
+from ledgit.commands import table
 
 
 @dataclass
@@ -537,9 +538,9 @@ def test_version_and_help(lg: Ledgit) -> None:
 
 
 def test_enumerations_match_the_record_schema() -> None:
-    assert commands.STATUSES == record.STATUSES
-    assert commands.OUTCOME_KINDS == record.OUTCOME_KINDS
-    assert commands.ITEM_KINDS == record.ITEM_KINDS
+    assert table.STATUSES == record.STATUSES
+    assert table.OUTCOME_KINDS == record.OUTCOME_KINDS
+    assert table.ITEM_KINDS == record.ITEM_KINDS
 
 
 def test_every_lazy_command_resolves() -> None:
