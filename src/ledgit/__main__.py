@@ -4,9 +4,10 @@ Kept tiny on purpose: startup cost is a budget (DESIGN §10), so nothing is impo
 what dispatching needs. Most invocations never import click: ``--version`` (the floor the
 budgets are measured against), ``merge-driver`` (Git runs it once per conflicted file), ``hook
 pre-commit`` (Git runs it on every commit), and every task command whose command line
-:func:`ledgit.argspec.parse` reads from the spec table of :mod:`ledgit.commands`. Help, odd
-command lines (which click answers with its usage errors) and the other commands go through
-:func:`ledgit.cli.run`; output and exit codes are the same either way.
+:func:`ledgit.argspec.parse` reads from the spec table of :mod:`ledgit.commands.table`
+(:func:`ledgit.commands.running.run_command_line`). Help, odd command lines (which click
+answers with its usage errors) and the other commands go through :func:`ledgit.cli.run`;
+output and exit codes are the same either way.
 """
 
 from __future__ import annotations
