@@ -285,6 +285,7 @@ def json_shapes() -> str:
     """The JSON shapes of every ``--json``: the paragraphs and code blocks of the command
     reference (docs/cli.md, shipped in the package as ``ledgit/data/cli.md``) that state
     one, under their command's heading."""
+    # (the reference is read by `ledgit help json` only)
     from ledgit.helpdoc import cli_reference, json_sections  # lazy: 7.9 ms (-X importtime)
 
     return json_sections(cli_reference())

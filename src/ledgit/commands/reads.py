@@ -203,7 +203,7 @@ def ready_rows(board: Board, owner: str | None, worker: str | None, label: tuple
         errors = index.errors()
     if pending:
         # (ledgit.projects: with dataclasses, pathlib and json)
-        from ledgit import projects  # lazy: 22 ms (-X importtime) without ALIAS:ID
+        from ledgit import projects  # lazy: 22 ms (-X importtime): boards without ALIAS:ID
 
         cache: dict[str, Any] = {}
         for row in pending:

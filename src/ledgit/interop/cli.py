@@ -5,6 +5,9 @@ skipped, or a re-import conflicted with the board's changes (each listed on stde
 file and line; the rest was imported, and the board's values were kept); 2 unreadable input, or
 ``--strict`` with anything to skip (nothing written). The summary line goes to stdout
 (``--json``: the whole summary as JSON). Mappings: docs/interop.md.
+
+Each format's loader is imported by its own command (``# lazy:``, with its cost): an import
+pays for its own format only.
 """
 
 from __future__ import annotations
