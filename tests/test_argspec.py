@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +135,14 @@ def test_every_click_command_has_the_spec_help() -> None:
             assert isinstance(command, click.Group)
             command = command.get_command(ctx, spec.name[1])
         assert command is not None and command.help == spec.help, spec.name
+
+
+def test_the_table_imports_no_command_module() -> None:
+    """The table names each command's function as ``module:function`` and imports none of
+    them (ledgit.commands.running imports one when it runs), so a read pays for no write."""
+    code = "import sys, ledgit.commands.table; print(','.join(sorted(sys.modules)))"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout.strip().split(",")
+    assert {m for m in found if m.startswith("ledgit.")} == {
+        "ledgit.argspec", "ledgit.commands", "ledgit.commands.table"}
+    assert all(s.run.startswith("ledgit.commands.") for s in table.SPECS.values())
