@@ -286,7 +286,7 @@ def json_shapes() -> str:
     reference (docs/cli.md, shipped in the package as ``ledgit/data/cli.md``) that state
     one, under their command's heading."""
     # (the reference is read by `ledgit help json` only)
-    from ledgit.helpdoc import cli_reference, json_sections  # lazy: 7.9 ms (-X importtime)
+    from ledgit.helpdoc import cli_reference, json_sections  # lazy: 9.0 ms (-X importtime)
 
     return json_sections(cli_reference())
 
@@ -445,7 +445,7 @@ def mcp_cmd(http: bool, host: str, port: int, token: str | None) -> int:
     if not http and (host != "127.0.0.1" or token):
         raise LedgitError("--host and --token need --http", USAGE)
     try:
-        from ledgit.mcpserver import serve  # lazy: 1,040 ms (-X importtime, the MCP SDK)
+        from ledgit.mcpserver import serve  # lazy: 1,620 ms (-X importtime, the MCP SDK)
     except ImportError as exc:
         raise LedgitError(f"ledgit mcp needs the MCP SDK: pip install 'ledgit[mcp]' "
                           f"({exc})", USAGE) from None

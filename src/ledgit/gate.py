@@ -106,7 +106,7 @@ def _found_prefix(cwd: Path) -> str | None:
         raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
     try:
         # (ledgit.board: with its config and locks)
-        from ledgit.board import find_board  # lazy: 12 ms (-X importtime): the pre-commit hook
+        from ledgit.board import find_board  # lazy: 0.7 ms (-X importtime): the pre-commit hook
 
         root = find_board(cwd).root
     except LedgitError:

@@ -59,7 +59,7 @@ def resolve_dependencies(board: Board, texts: Iterable[str]) -> list[str]:
         for part in text.replace(",", " ").split():
             if ":" in part:
                 # (ledgit.projects: with dataclasses and pathlib)
-                from ledgit import projects  # lazy: 16 ms (-X importtime): plain ids skip it
+                from ledgit import projects  # lazy: 12 ms (-X importtime): plain ids skip it
 
                 alias, task = projects.split_dependency(part)
                 assert alias is not None

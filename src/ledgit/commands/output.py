@@ -66,7 +66,7 @@ def err(line: str) -> None:
 
 def out_json(value: Any) -> None:
     """Print ``value`` as indented JSON (shapes: docs/cli.md)."""
-    import json  # lazy: 1.3 ms (-X importtime, json and its C scanner) that a text read skips
+    import json  # lazy: 1.2 ms (-X importtime, json and its C scanner) that a text read skips
 
     out(json.dumps(value, ensure_ascii=False, indent=2))
 

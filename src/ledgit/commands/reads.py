@@ -70,7 +70,7 @@ def _add_external(readout: dict[str, Any], board: Board, task_id: str,
     """``external_dependencies`` (each ALIAS:ID's status where it was read, or UNKNOWN with
     the reason) and ``dependency_cycle`` (None, or the cycle across boards) in a readout."""
     # (ledgit.projects: with dataclasses, pathlib and json)
-    from ledgit import projects  # lazy: 22 ms (-X importtime) that a get without ALIAS:ID skips
+    from ledgit import projects  # lazy: 15 ms (-X importtime) that a get without ALIAS:ID skips
 
     cache: dict[str, Any] = {}
     readout["external_dependencies"] = [
@@ -203,7 +203,7 @@ def ready_rows(board: Board, owner: str | None, worker: str | None, label: tuple
         errors = index.errors()
     if pending:
         # (ledgit.projects: with dataclasses, pathlib and json)
-        from ledgit import projects  # lazy: 22 ms (-X importtime): boards without ALIAS:ID
+        from ledgit import projects  # lazy: 15 ms (-X importtime): boards without ALIAS:ID
 
         cache: dict[str, Any] = {}
         for row in pending:
@@ -221,7 +221,7 @@ def _across_projects(what: str, as_json: bool, **kw: Any) -> int:
     board (``board``: this board's name, or the alias). A registered board that cannot be
     read fails closed (exit 4 or 2, naming the alias)."""
     # (ledgit.projects: with dataclasses, pathlib and json)
-    from ledgit import projects  # lazy: 22 ms (-X importtime) that no --projects skips
+    from ledgit import projects  # lazy: 15 ms (-X importtime) that no --projects skips
 
     here = find_board()
     boards = [(projects.board_name(here), here)]

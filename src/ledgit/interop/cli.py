@@ -97,7 +97,7 @@ def import_group() -> None:
 @_common
 def import_beads_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a Beads issues.jsonl (one issue per line)."""
-    from ledgit.interop.beads import load_beads  # lazy: 26 ms (-X importtime)
+    from ledgit.interop.beads import load_beads  # lazy: 1.9 ms (-X importtime)
 
     return run_import("beads", path, load_beads, strict=strict, by=by, as_json=as_json)
 
@@ -107,7 +107,7 @@ def import_beads_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> 
 @_common
 def import_stateframe_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a Stateframe task.ledger.json (one task, its commits and state items)."""
-    from ledgit.interop.stateframe import load_stateframe  # lazy: 36 ms (-X importtime)
+    from ledgit.interop.stateframe import load_stateframe  # lazy: 9.4 ms (-X importtime)
 
     return run_import("stateframe", path, load_stateframe, strict=strict, by=by,
                       as_json=as_json)
@@ -118,7 +118,7 @@ def import_stateframe_cmd(path: str, strict: bool, by: str | None, as_json: bool
 @_common
 def import_yylo_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a YYLO Ledger board (PATH/.juno_task, or the directory that holds it)."""
-    from ledgit.interop.yylo import load_yylo  # lazy: 36 ms (-X importtime)
+    from ledgit.interop.yylo import load_yylo  # lazy: 6.0 ms (-X importtime)
 
     return run_import("yylo", path, load_yylo, strict=strict, by=by, as_json=as_json)
 
@@ -128,7 +128,7 @@ def import_yylo_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> i
 @_common
 def import_backlog_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a Backlog.md folder (PATH/backlog, or the directory that holds it)."""
-    from ledgit.interop.backlog import load_backlog  # lazy: 52 ms (-X importtime)
+    from ledgit.interop.backlog import load_backlog  # lazy: 6.0 ms (-X importtime)
 
     return run_import("backlog", path, load_backlog, strict=strict, by=by, as_json=as_json)
 
@@ -144,7 +144,7 @@ def export_group() -> None:
               default="-", show_default=True, help="Write to FILE ('-' = stdout).")
 def export_stateframe_cmd(task: str, output: str) -> int:
     """Export one task as a Stateframe task.ledger.json (validated against its schema)."""
-    from ledgit.interop.stateframe import export_text  # lazy: 36 ms (-X importtime)
+    from ledgit.interop.stateframe import export_text  # lazy: 9.4 ms (-X importtime)
 
     board = find_board()
     tid = board.resolve_id(task)
