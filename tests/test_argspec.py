@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledgit import argspec, cli, commands
+from ledgit import argspec, cli
 from ledgit.argspec import ARG, Spec
+from ledgit.commands import table
 
 VALUES = ("x", "", "-", "3", "0", "4", "9", "-1", "1.5", "open", "done", "desc", "asc",
           "fact", "no_change", "T-abc", "a,b", "=", "--", "-x", "--json", "--bogus", "-h",
@@ -55,7 +58,7 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "a dir").mkdir()
 
 
-SPECS = sorted(commands.SPECS.values(), key=lambda s: s.name)
+SPECS = sorted(table.SPECS.values(), key=lambda s: s.name)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: " ".join(s.name))
@@ -83,7 +86,7 @@ def test_parse_agrees_with_click(spec: Spec, data: st.DataObject) -> None:
 ])
 def test_plain_command_lines_never_reach_click(argv: list[str],
                                                expected: dict[str, Any]) -> None:
-    found = argspec.find(commands.FAST, argv)
+    found = argspec.find(table.FAST, argv)
     assert found is not None
     values = argspec.parse(*found)
     assert values is not None
@@ -97,32 +100,33 @@ def test_plain_command_lines_never_reach_click(argv: list[str],
     ["item", "add", "T-1", "--text", "t"], ["list", "--json=1"], ["update", "T-1", "--title"],
 ])
 def test_what_click_must_answer_is_left_to_click(argv: list[str]) -> None:
-    found = argspec.find(commands.FAST, argv)
+    found = argspec.find(table.FAST, argv)
     assert found is not None
     assert argspec.parse(*found) is None
 
 
 def test_verify_is_not_on_the_fast_path() -> None:
     # its command line belongs to ledgit.gitcli (--rev/--range/--format)
-    assert argspec.find(commands.FAST, ["verify", "--all"]) is None
-    assert ("verify",) in commands.SPECS
+    assert argspec.find(table.FAST, ["verify", "--all"]) is None
+    assert ("verify",) in table.SPECS
 
 
 def test_every_spec_function_exists_and_takes_its_parameters() -> None:
     import inspect
 
-    for spec in commands.SPECS.values():
+    for spec in table.SPECS.values():
         module, _, attr = spec.run.partition(":")
         function = getattr(__import__(module, fromlist=[attr]), attr)
         names = list(inspect.signature(function).parameters)
-        # --project is taken by commands.run_spec (it picks the board), not the function
+        # --project is taken by ledgit.commands.running.run_spec (it picks the board), not by
+        # the function
         assert names == [p.dest for p in spec.params if p.dest != "project"], spec.name
         assert spec.help, spec.name
 
 
 def test_every_click_command_has_the_spec_help() -> None:
     ctx = click.Context(cli.cli)
-    for spec in commands.SPECS.values():
+    for spec in table.SPECS.values():
         if spec.name == ("verify",):
             continue
         command = cli.cli.get_command(ctx, spec.name[0])
@@ -131,3 +135,14 @@ def test_every_click_command_has_the_spec_help() -> None:
             assert isinstance(command, click.Group)
             command = command.get_command(ctx, spec.name[1])
         assert command is not None and command.help == spec.help, spec.name
+
+
+def test_the_table_imports_no_command_module() -> None:
+    """The table names each command's function as ``module:function`` and imports none of
+    them (ledgit.commands.running imports one when it runs), so a read pays for no write."""
+    code = "import sys, ledgit.commands.table; print(','.join(sorted(sys.modules)))"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout.strip().split(",")
+    assert {m for m in found if m.startswith("ledgit.")} == {
+        "ledgit.argspec", "ledgit.commands", "ledgit.commands.table"}
+    assert all(s.run.startswith("ledgit.commands.") for s in table.SPECS.values())

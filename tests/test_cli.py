@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 from gitutil import isolate_env
 
-from ledgit import cli, commands, schema
+from ledgit import cli, schema
 from ledgit.__main__ import run as ledgit_run
+from ledgit.commands import table
 
 
 @dataclass
@@ -537,9 +538,9 @@ def test_version_and_help(lg: Ledgit) -> None:
 
 
 def test_enumerations_match_the_record_schema() -> None:
-    assert commands.STATUSES == schema.STATUSES
-    assert commands.OUTCOME_KINDS == schema.OUTCOME_KINDS
-    assert commands.ITEM_KINDS == schema.ITEM_KINDS
+    assert table.STATUSES == schema.STATUSES
+    assert table.OUTCOME_KINDS == schema.OUTCOME_KINDS
+    assert table.ITEM_KINDS == schema.ITEM_KINDS
 
 
 def test_every_lazy_command_resolves() -> None:

@@ -42,7 +42,13 @@ LAYERS: dict[str, tuple[str, ...]] = {
                    "ledgit.interop.bulkimport", "ledgit.interop.beads", "ledgit.interop.backlog",
                    "ledgit.interop.yylo", "ledgit.interop.stateframe"),
     # the command table and its functions, read by both parsers
-    "commands": ("ledgit.argspec", "ledgit.commands"),
+    "commands": ("ledgit.argspec", "ledgit.commands", "ledgit.commands.table",
+                 "ledgit.commands.output", "ledgit.commands.running",
+                 "ledgit.commands.arguments", "ledgit.commands.rows", "ledgit.commands.reads",
+                 "ledgit.commands.file_reads",
+                 "ledgit.commands.writes", "ledgit.commands.lifecycle",
+                 "ledgit.commands.items", "ledgit.commands.audit", "ledgit.commands.init",
+                 "ledgit.commands.project", "ledgit.commands.cache"),
     # thin: parse, call, print
     "faces": ("ledgit.cli", "ledgit.helpdoc", "ledgit.boardpage", "ledgit.boardpage.cli",
               "ledgit.boardpage.model", "ledgit.boardpage.plots", "ledgit.boardpage.render",

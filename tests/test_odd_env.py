@@ -121,7 +121,7 @@ def _other_user() -> int:
         pytest.skip(f"no user {TEST_USER!r} (.ci/run creates one; or set LEDGIT_TEST_USER)")
     gid = pwd.getpwuid(uid).pw_gid
     probe = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                            sys.executable, "-c", "import ledgit.commands, yaml"],
+                            sys.executable, "-c", "import ledgit.commands.running, yaml"],
                            capture_output=True, timeout=60)
     if probe.returncode != 0:
         pytest.skip(f"user {TEST_USER} cannot run this interpreter and ledgit: "

@@ -4,15 +4,18 @@ Kept tiny on purpose: startup cost is a budget (DESIGN §10), so nothing is impo
 what dispatching needs. Most invocations never import click: ``--version`` (the floor the
 budgets are measured against), ``merge-driver`` (Git runs it once per conflicted file), ``hook
 pre-commit`` (Git runs it on every commit), and every task command whose command line
-:func:`ledgit.argspec.parse` reads from the spec table of :mod:`ledgit.commands`. Help, odd
-command lines (which click answers with its usage errors) and the other commands go through
-:func:`ledgit.cli.run`; output and exit codes are the same either way.
+:func:`ledgit.argspec.parse` reads from the spec table of :mod:`ledgit.commands.table`
+(:func:`ledgit.commands.running.run_command_line`). Help, odd command lines (which click
+answers with its usage errors) and the other commands go through :func:`ledgit.cli.run`;
+output and exit codes are the same either way.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+
+from ledgit import __version__
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -57,28 +60,23 @@ def run(args: list[str]) -> int:
     click-free entry points, then the spec table when :func:`ledgit.argspec.parse` can read
     the command line, else click (help, usage errors, the other commands)."""
     if args == ["--version"]:
-        from ledgit import __version__
-
         sys.stdout.write(f"ledgit {__version__}\n")
         return 0
     if args and args[0] == "merge-driver":
         # Git runs the driver once per conflicted file (gitattributes(5)): keep it import-light,
         # before anything imports click (DESIGN §7).
-        from ledgit.mergedriver import main as merge_driver
+        from ledgit.mergedriver import main as merge_driver  # lazy: 0.3 ms (-X importtime)
 
         return merge_driver(list(args[1:]))
     if args[:2] == ["hook", "pre-commit"]:
         return _pre_commit(list(args[2:]))
-    from ledgit.argspec import find, parse
-    from ledgit.commands import FAST, guarded, run_spec
+    # (the command table and the board, which the three above do without)
+    from ledgit.commands.running import run_command_line  # lazy: 9.4 ms (-X importtime)
 
-    found = find(FAST, args)
-    if found is not None:
-        spec, rest = found
-        values = parse(spec, rest)
-        if values is not None:
-            return guarded(lambda: run_spec(spec, values))
-    from ledgit.cli import run as click_run
+    code = run_command_line(args)
+    if code is not None:
+        return code
+    from ledgit.cli import run as click_run  # lazy: 23 ms (-X importtime, click): fast path
 
     return click_run(args)
 
@@ -86,18 +84,17 @@ def run(args: list[str]) -> int:
 def _pre_commit(args: list[str]) -> int:
     """``ledgit hook pre-commit`` without click (= gitcli.hook_cmd under cli.run): a
     LedgitError is its one line and its code, anything else an internal error (70)."""
-    from ledgit.errors import LedgitError
+    from ledgit.errors import LedgitError  # lazy: 0.2 ms (-X importtime) that --version skips
 
     debug = os.environ.get("LEDGIT_DEBUG", "") not in ("", "0")
     try:
-        from ledgit.hooks import run_hook
+        # (inside the try: a failing import is one line too)
+        from ledgit.hooks import run_hook  # lazy: 18 ms (-X importtime) the commands skip
 
         return run_hook("pre-commit", args)
     except LedgitError as exc:
         if debug:
-            import traceback
-
-            traceback.print_exc()
+            _print_traceback()
         print(f"ledgit: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
@@ -105,13 +102,18 @@ def _pre_commit(args: list[str]) -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - the one place that reports bugs on this path
         if debug:
-            import traceback
-
-            traceback.print_exc()
+            _print_traceback()
         message = " ".join(str(exc).split())
         print(f"ledgit: internal error: {type(exc).__name__}: {message} "
               f"(set LEDGIT_DEBUG=1 for a traceback)", file=sys.stderr)
         return 70
+
+
+def _print_traceback() -> None:
+    """The traceback of the exception being handled, on stderr (``LEDGIT_DEBUG=1``)."""
+    import traceback  # lazy: 1.9 ms (-X importtime) that a run without LEDGIT_DEBUG skips
+
+    traceback.print_exc()
 
 
 if __name__ == "__main__":

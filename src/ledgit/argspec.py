@@ -1,10 +1,10 @@
 """One table of command-line parameters, read by two parsers (DESIGN §9, §10).
 
-Every command of :mod:`ledgit.commands` declares its parameters once, as :class:`Param`
-values in a :class:`Spec`. :mod:`ledgit.cli` turns each spec into a click command (help,
-``--help``, completion, error messages); :func:`parse` reads the same spec without importing
-click, so that ``ledgit get``/``list``/``update`` ... do not pay ~20 ms of click import on
-every call (startup is a budget: DESIGN §10).
+Every task command declares its parameters once, as :class:`Param` values in a :class:`Spec`
+(the table: :mod:`ledgit.commands.table`). :mod:`ledgit.cli` turns each spec into a click
+command (help, ``--help``, completion, error messages); :func:`parse` reads the same spec
+without importing click, so that ``ledgit get``/``list``/``update`` ... do not pay ~20 ms of
+click import on every call (startup is a budget: DESIGN §10).
 
 :func:`parse` accepts a subset of what click accepts and gives the same values; for anything
 else (``--help``, an unknown or short option, a bad value, a missing or extra argument) it

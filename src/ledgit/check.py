@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledgit.cli import _board, _resolve_ids, by_option, json_option, report_problems
+from ledgit.board import actor_name
+from ledgit.cli import by_option, json_option
+from ledgit.commands.arguments import resolve_ids
+from ledgit.commands.output import report_problems
+from ledgit.commands.running import command_board
 from ledgit.errors import CHECK_FAILED, OK, LedgitError
 
 if TYPE_CHECKING:
@@ -37,8 +41,8 @@ def check_cmd(tasks: tuple[str, ...], fix: bool, normalize: bool, by: str | None
               as_json: bool) -> int:
     """Check task files and histories in the working tree (all tasks without IDs); with
     --fix, repair what ledgit can first. Exit 1 with one line per remaining problem."""
-    board = _board()
-    ids = _resolve_ids(board, tasks) if tasks else None
+    board = command_board()
+    ids = resolve_ids(board, tasks) if tasks else None
     fixed = fix_board(board, ids, by, normalize=normalize) if fix else []
     code = report_problems(board, ids, board.verify(ids), as_json, "checked", fixed)
     # A comment the next write would drop is said, and fails the check like a problem.
@@ -54,8 +58,6 @@ def fix_board(board: Board, ids: list[str] | None, by: str | None, *,
     schema is broken, or, without ``normalize``, its file holds a YAML comment, custom
     quoting or layout that the canonical writer would not keep) is left for the check that
     follows."""
-    from ledgit.board import actor_name
-
     done = [f"repaired: {line}" for line in board.repair()]
     pending = sorted({p.task for p in board.verify(ids) if p.rule in RECORDABLE})
     # A comment-only hand edit leaves the revision as it was (comments are not content):

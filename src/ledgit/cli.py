@@ -1,7 +1,8 @@
 """The ``ledgit`` command line (DESIGN §9): click, over the command table of ledgit.commands.
 
 The task commands are declared once, as :class:`ledgit.argspec.Spec` values in
-:data:`ledgit.commands.SPECS`, and implemented there without click; this module turns each
+:data:`ledgit.commands.table.SPECS`, and implemented in :mod:`ledgit.commands` without click;
+this module turns each
 spec into a click command (help, ``--help``, usage errors) and finds every subcommand through
 :data:`COMMANDS`, a lazy table of ``name -> "module:attribute"`` so that other modules
 register commands with one line and ``ledgit list`` never imports write-path code.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import importlib
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -25,20 +27,9 @@ import click
 
 from ledgit import __version__
 from ledgit.argspec import ARG, FLAG, MULTI, Param, Spec
-from ledgit.commands import (
-    BY,
-    GROUPS,
-    INTERNAL_ERROR,
-    JSON,
-    SPECS,
-    actor_or_warn,
-    guarded,
-    report_problems,
-    resolve_ids,
-    run_spec,
-)
-from ledgit.commands import _board as _board
-from ledgit.errors import OK, USAGE
+from ledgit.commands.running import guarded, run_spec
+from ledgit.commands.table import BY, GROUPS, JSON, SPECS
+from ledgit.errors import OK, USAGE, LedgitError
 
 # Subcommand name -> "module:attribute" of a click.Command. One line per command; other
 # modules add theirs here (e.g. "merge-driver": "ledgit.mergedriver:command").
@@ -294,7 +285,8 @@ def json_shapes() -> str:
     """The JSON shapes of every ``--json``: the paragraphs and code blocks of the command
     reference (docs/cli.md, shipped in the package as ``ledgit/data/cli.md``) that state
     one, under their command's heading."""
-    from ledgit.helpdoc import cli_reference, json_sections
+    # (the reference is read by `ledgit help json` only)
+    from ledgit.helpdoc import cli_reference, json_sections  # lazy: 9.0 ms (-X importtime)
 
     return json_sections(cli_reference())
 
@@ -331,8 +323,6 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _command_path(argv: Sequence[str] | None) -> str:
     """``ledgit`` and the (sub)command words that lead ``argv``, for an error click raised
     without a context (e.g. ``--json=1``: "option does not take a value")."""
-    import sys
-
     words = list(sys.argv[1:] if argv is None else argv)
     path = ["ledgit"]
     if words and words[0] in COMMANDS:
@@ -407,8 +397,6 @@ def _command(name: str) -> click.Command:
     return click_command(SPECS[(name,)])
 
 
-_resolve_ids = resolve_ids
-
 init_cmd = _command("init")
 create_cmd = _command("create")
 get_cmd = _command("get")
@@ -439,8 +427,8 @@ cache_group = _group("cache")
 project_group = _group("project")
 
 
-__all__ = ["COMMANDS", "INTERNAL_ERROR", "LazyGroup", "actor_or_warn", "by_option", "cli",
-           "click_command", "click_param", "json_option", "report_problems", "run"]
+__all__ = ["COMMANDS", "LazyGroup", "by_option", "cli", "click_command", "click_param",
+           "json_option", "run"]
 
 
 @click.command("mcp")
@@ -454,12 +442,10 @@ __all__ = ["COMMANDS", "INTERNAL_ERROR", "LazyGroup", "actor_or_warn", "by_optio
 def mcp_cmd(http: bool, host: str, port: int, token: str | None) -> int:
     """Serve the board to agents over the Model Context Protocol (docs/mcp.md): stdio by
     default. Needs the extra: pip install 'ledgit[mcp]'."""
-    from ledgit.errors import LedgitError
-
     if not http and (host != "127.0.0.1" or token):
         raise LedgitError("--host and --token need --http", USAGE)
     try:
-        from ledgit.mcpserver import serve
+        from ledgit.mcpserver import serve  # lazy: 1,620 ms (-X importtime, the MCP SDK)
     except ImportError as exc:
         raise LedgitError(f"ledgit mcp needs the MCP SDK: pip install 'ledgit[mcp]' "
                           f"({exc})", USAGE) from None

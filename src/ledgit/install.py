@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ledgit import git
-from ledgit.board import Board, find_board
+from ledgit.board import BOARD_IGNORE, Board, find_board
 from ledgit.errors import USAGE, LedgitError
 from ledgit.gate import attributes_name_driver, board_prefix, board_prefixes
-from ledgit.index import Index
+from ledgit.index import Index, index_dir, private_dir_refusal
 
 DRIVER = "ledgit"
 DRIVER_NAME = "ledgit task merge"
@@ -618,8 +618,6 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
     refused = _private_gap(wt, board)
     if refused is not None:
         gaps.append(refused)
-    from ledgit.board import BOARD_IGNORE
-
     try:
         ignored = (root / ".ledgit" / ".gitignore").read_text(encoding="utf-8",
                                                               errors="replace").splitlines()
@@ -649,8 +647,6 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
 def _private_gap(wt: Path, board: Board) -> Gap | None:
     """The worktree's private dir (locks, index) is read-only or another user's (issue 13):
     writes fail there, reads keep their index in this user's cache."""
-    from ledgit.index import index_dir, private_dir_refusal
-
     why = private_dir_refusal(board)
     if why is None:
         return None
@@ -716,8 +712,6 @@ def doctor(cwd: Path, *, fix: bool = False, repair: bool = False) -> tuple[int, 
         for wt in worktrees:
             lines += _apply(wt, board_rel, fix=fix, repair=repair)
             if repair:
-                from ledgit.board import Board
-
                 for other in others:
                     root = (git.toplevel(wt) or wt) / other
                     if (root / ".ledgit").is_dir():

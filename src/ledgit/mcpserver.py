@@ -32,8 +32,12 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from ledgit import __version__, commands, ops
+from ledgit import __version__, ops
 from ledgit.board import Board, actor_name, find_board
+from ledgit.commands.arguments import resolve_ids, resolve_or_keep, split_list
+from ledgit.commands.lifecycle import status_of
+from ledgit.commands.rows import ROW_KEYS, filters_of, is_negative, row_view
+from ledgit.commands.writes import write_task
 from ledgit.errors import CLAIM, NOT_FOUND, STALE, USAGE, LedgitError
 from ledgit.index import SEARCH_COLUMNS
 from ledgit.live import LiveBoard
@@ -45,7 +49,7 @@ MAX_TEXT = 1_000_000  # characters of any one string argument (a task file is <=
 MAX_LIMIT = 1_000  # rows a list or search returns at most
 TOKEN_ENV = "LEDGIT_MCP_TOKEN"  # the bearer token for --http on another host
 
-ROW_FIELDS = commands.ROW_KEYS + ("freshness",)
+ROW_FIELDS = ROW_KEYS + ("freshness",)
 KINDS = {USAGE: "invalid_input", STALE: "stale_revision", NOT_FOUND: "not_found",
          CLAIM: "claim_held", 5: "busy", 1: "check_failed"}
 
@@ -285,7 +289,7 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
 
     def mutation(board: Board, task: str, by: str | None, expect: str | None,
                  op: Callable[..., Any]) -> Written:
-        written, record, result, actor = commands.write_task(task, by, expect, op, board)
+        written, record, result, actor = write_task(task, by, expect, op, board)
         return Written(id=record.id, op=result.op, status=record.fields["status"],
                        revision=record.revision, actor=actor, meta=result.meta or {},
                        written=written)
@@ -297,7 +301,7 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         now = time.time()
         views = []
         for row in rows:
-            view = commands.row_view(row, now, ttl)
+            view = row_view(row, now, ttl)
             out = {k: view[k] for k in keep}
             for k in extra:
                 out[k] = row.get(k)
@@ -318,13 +322,13 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         return (default all: id title status priority owner worker claim labels depends_on
         outcome next_action gate created last_modified path revision freshness)."""
         def body(board: Board) -> Rows:
-            filters = commands._filters(tuple(status or ()), owner, worker,
-                                        tuple(label or ()), include_archived, outcome)
+            filters = filters_of(tuple(status or ()), owner, worker,
+                                 tuple(label or ()), include_archived, outcome)
             with boards.index(board) as index:
                 found = index.rows(ready=ready, sort=sort, limit=limit, **filters)
                 errors = index.errors()
             if ready:
-                found = [r for r in found if not commands._negative(r)]
+                found = [r for r in found if not is_negative(r)]
             return rows_of(board, found, fields, errors)
         return call(None, root, {"owner": owner, "worker": worker, "label": label,
                                  "status": status, "fields": fields}, body)
@@ -342,8 +346,8 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
             for name in search_fields or ():
                 if name not in SEARCH_COLUMNS:
                     raise LedgitError(f"search_fields: unknown field {name!r}", USAGE)
-            filters = commands._filters(tuple(status or ()), None, None, (), include_archived,
-                                        None)
+            filters = filters_of(tuple(status or ()), None, None, (), include_archived,
+                                 None)
             with boards.index(board) as index:
                 found = index.search(text, fields=search_fields or None, limit=limit,
                                      **filters)
@@ -386,8 +390,8 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         def run(board: Board) -> Created:
             fields, text = ops.create_fields(
                 title=title, goal=goal, accept=accept or (), body=body, priority=priority,
-                depends=commands.resolve_ids(board, depends_on or ()),
-                labels=commands._split(labels or ()), owner=owner, worker=worker)
+                depends=resolve_ids(board, depends_on or ()),
+                labels=split_list(labels or ()), owner=owner, worker=worker)
             record = board.create(fields, text, actor_name(by, board.root_str), note=note)
             return Created(id=record.id, revision=record.revision,
                            path=board.rel(board.task_path(record.id)))
@@ -413,7 +417,7 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
                                                                    note=note))
 
             def op(r: Any, a: str, now: str, ttl: int) -> Any:
-                deps = {d: commands._status_of(board, d) for d in r.fields.get("depends_on", [])}
+                deps = {d: status_of(board, d) for d in r.fields.get("depends_on", [])}
                 return ops.claim(r, by=a, now=now, ttl=ttl, note=note, take_over=take_over,
                                  force=force, dependency_status=deps)
             return mutation(board, task, by, expect, op)
@@ -438,13 +442,13 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
                     and not (labels_add or labels_remove or depends_add or depends_remove
                              or commits or sets):
                 raise LedgitError("update: nothing to change", USAGE)
-            add = commands.resolve_ids(board, depends_add or ())
-            remove = [commands._resolve_or_keep(board, t) for t in depends_remove or ()]
+            add = resolve_ids(board, depends_add or ())
+            remove = [resolve_or_keep(board, t) for t in depends_remove or ()]
             return mutation(board, task, by, expect, lambda r, a, now, ttl: ops.update(
                 r, title=title, priority=priority, response=response, sets=sets,
-                add_commits=commands._split(commits or ()), depends_add=add,
-                depends_remove=remove, labels_add=commands._split(labels_add or ()),
-                labels_remove=commands._split(labels_remove or ()), next_action=next_action,
+                add_commits=split_list(commits or ()), depends_add=add,
+                depends_remove=remove, labels_add=split_list(labels_add or ()),
+                labels_remove=split_list(labels_remove or ()), next_action=next_action,
                 gate=gate, owner=owner, worker=worker, note=note))
         return call(task, root, {"title": title, "response": response, "set": list(
             (set or {}).values()), "next_action": next_action, "gate": gate, "note": note,
@@ -476,7 +480,7 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
                 if not items:
                     raise LedgitError("item accept: give items", USAGE)
                 return mutation(board, task, by, expect, lambda r, a, now, ttl: ops.accept(
-                    r, items=commands._split(items), by=a, now=now, trusted=trusted))
+                    r, items=split_list(items), by=a, now=now, trusted=trusted))
             if not text:
                 raise LedgitError("item add: give text", USAGE)
             return mutation(board, task, by, expect, lambda r, a, now, ttl: ops.item_add(

@@ -20,6 +20,7 @@ two different tasks under one id -- stays marked, and the command exits 1.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ledgit import git
+from ledgit.board import file_mode
 from ledgit.errors import CHECK_FAILED, OK, USAGE, LedgitError
 from ledgit.gate import LEDGIT_DIR, board_prefix, task_of, task_paths
 from ledgit.history import (
@@ -183,8 +185,6 @@ def multi_head_tasks(top: Path, prefix: str) -> list[str]:
     """Tasks whose history has more than one head and no conflict markers (what a web
     editor's "keep both", a ``merge=union`` attribute or a hand edit leaves): every event
     not named as a parent is a head. Reads each history once, without hashing."""
-    import json
-
     found = []
     folder = top / f"{prefix}{LEDGIT_DIR}" / "history"
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
@@ -382,8 +382,6 @@ def _read(top: Path, path: str) -> str | None:
 def _write(path: Path, data: bytes) -> None:
     """Replace ``path`` atomically (temp file in the same directory, then rename), keeping
     its mode (issue 13)."""
-    from ledgit.board import file_mode
-
     mode = file_mode(path)
     tmp = path.with_name(f".{path.name}.resolve-{os.getpid()}")
     tmp.write_bytes(data)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledgit.cli import actor_or_warn
+from ledgit.commands.arguments import actor_or_warn
 from ledgit.errors import CHECK_FAILED, OK
 
 if TYPE_CHECKING:
