@@ -167,15 +167,10 @@ class Boards:
             self._boards[root] = (stamp, board)
             return board
 
-    def quiet(self, root: str | None) -> bool:
-        """True when a read of ``root``'s board is one SQLite query: the board is held open,
-        watched, and its watcher has reported no change since the previous call of this
-        (so the index's refresh re-checks no file). False otherwise, and for a ``root``
-        that names no board (the read reports that)."""
-        try:
-            board = self.board(root)
-        except LedgitError:
-            return False
+    def quiet(self, board: Board) -> bool:
+        """True when a read of ``board`` is one SQLite query: it is held open, watched, and
+        its watcher has reported no change since the previous call of this (so the index's
+        refresh re-checks no file)."""
         held = self.live(board)
         if held is None or not held.watching:
             return False
@@ -306,15 +301,26 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
             return fn
         return register
 
-    def call(task: str | None, root: str | None, values: dict[str, Any],
-             body: Callable[[Board], Any]) -> CallToolResult:
-        board = None
+    def target(task: str | None, root: str | None, values: dict[str, Any]
+               ) -> Board | CallToolResult:
+        """The board a call acts on, or the tool error for bad input or no board."""
         try:
             _check_text({**values, "task": task, "root": root})
-            board = boards.board(root)
+            return boards.board(root)
+        except LedgitError as exc:
+            return failure(exc, None, task)
+
+    def answer(board: Board, task: str | None, body: Callable[[Board], Any]
+               ) -> CallToolResult:
+        try:
             return _ok(body(board))
         except LedgitError as exc:
             return failure(exc, board, task)
+
+    def call(task: str | None, root: str | None, values: dict[str, Any],
+             body: Callable[[Board], Any]) -> CallToolResult:
+        board = target(task, root, values)
+        return board if isinstance(board, CallToolResult) else answer(board, task, body)
 
     async def read_call(task: str | None, root: str | None, values: dict[str, Any],
                         body: Callable[[Board], Any]) -> CallToolResult:
@@ -322,9 +328,12 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         (:meth:`Boards.quiet`: no thread hop), else in a worker thread as the SDK runs a
         sync tool (a refresh that re-checks changed files, or a board without a watcher:
         the stat scan of every file), so that slow work never blocks other requests."""
-        if boards.quiet(root):
-            return call(task, root, values, body)
-        return await anyio.to_thread.run_sync(functools.partial(call, task, root, values, body))
+        board = target(task, root, values)
+        if isinstance(board, CallToolResult):
+            return board
+        if boards.quiet(board):
+            return answer(board, task, body)
+        return await anyio.to_thread.run_sync(functools.partial(answer, board, task, body))
 
     def mutation(board: Board, task: str, by: str | None, expect: str | None,
                  op: Callable[..., Any]) -> Written:
