@@ -24,6 +24,8 @@ The floor on each transport is a no-op tool of a server on the same SDK
 (bench/mcp_noop_server.py), of the same kind as the tools it is compared with: ledgit's
 reads are async tools (answered on the event loop), its writes sync tools (a worker thread,
 as the SDK runs them), so reads are compared with ``noop_async`` and writes with ``noop``.
+Each op's floor is timed call by call in turn with it (op, no-op, op, ...), so that a ratio
+is taken under one load.
 Backlog.md's server (npm ``backlog.md``, ``backlog mcp start``)
 is installed with ``npm install --prefix`` into the bench's temp dir and timed through the
 same client over stdio on a 1,000-task board of the same shapes (skipped, with the reason,
@@ -88,63 +90,67 @@ def checked(result: Any, what: str) -> Any:
     return result
 
 
-async def ledgit_ops(client: Client, picks: dict[str, Any], calls: int) -> dict[str, Any]:
+def _stats(times: list[float]) -> dict[str, Any]:
+    times = sorted(times)
+    return {"p50_ms": round(statistics.median(times), 3),
+            "p90_ms": round(times[int(len(times) * 0.9) - 1], 3), "calls": len(times)}
+
+
+async def _timed(call: Awaitable[Any], what: str) -> float:
+    t0 = time.perf_counter()
+    checked(await call, what)
+    return (time.perf_counter() - t0) * 1000
+
+
+async def ledgit_ops(client: Client, floor: Client, picks: dict[str, Any], calls: int
+                     ) -> dict[str, Any]:
+    """p50 of each op and of its floor (the no-op tool of :data:`FLOOR`, on ``floor``: a
+    server on the same transport), call by call in turn: each op/floor ratio is taken under
+    the same load (a shared machine's load moves within seconds)."""
     ids = picks["ids"]
-    out: dict[str, Any] = {}
-
-    async def get(i: int) -> None:
-        checked(await client.call_tool("get", {"task": ids[(i * 7919) % len(ids)]}), "get")
-
-    async def listing(i: int) -> None:
-        checked(await client.call_tool("list", {"limit": 20}), "list")
-
-    async def search(i: int) -> None:
-        checked(await client.call_tool("search", {"text": runbench.SEARCH_TERM, "limit": 20}),
-                "search")
-
     updates, claims = picks["update_ring"], picks["claim_ring"]
 
-    async def update(i: int) -> None:
-        checked(await client.call_tool("update", {"task": updates[i % len(updates)],
-                                                  "response": f"bench call {i}"}), "update")
+    async def get(i: int) -> float:
+        return await _timed(client.call_tool("get", {"task": ids[(i * 7919) % len(ids)]}),
+                            "get")
 
-    for name, fn in (("get", get), ("list", listing), ("search", search), ("update", update)):
-        out[name] = await p50(fn, calls)
-    # claim: each timed call is claim + an untimed release (the task must be open again).
-    times = []
-    for i in range(calls + 5):
+    async def listing(i: int) -> float:
+        return await _timed(client.call_tool("list", {"limit": 20}), "list")
+
+    async def search(i: int) -> float:
+        return await _timed(client.call_tool("search", {"text": runbench.SEARCH_TERM,
+                                                        "limit": 20}), "search")
+
+    async def update(i: int) -> float:
+        return await _timed(client.call_tool("update", {"task": updates[i % len(updates)],
+                                                        "response": f"bench call {i}"}),
+                            "update")
+
+    async def claim(i: int) -> float:  # claim, then an untimed release (open again)
         task = claims[i % len(claims)]
-        t0 = time.perf_counter()
-        checked(await client.call_tool("claim", {"task": task}), "claim")
-        t1 = time.perf_counter()
+        took = await _timed(client.call_tool("claim", {"task": task}), "claim")
         checked(await client.call_tool("claim", {"task": task, "action": "release"}),
                 "release")
-        if i >= 5:
-            times.append((t1 - t0) * 1000)
-    times.sort()
-    out["claim"] = {"p50_ms": round(statistics.median(times), 3),
-                    "p90_ms": round(times[int(len(times) * 0.9) - 1], 3), "calls": calls,
-                    "note": "claim only; an untimed release follows each"}
-    return out
+        return took
 
-
-async def noops(client: Client, calls: int) -> dict[str, Any]:
-    """p50 of each no-op tool (sync ``noop``, async ``noop_async``), interleaved."""
-    names = ("noop", "noop_async")
-    for name in names:
-        for _ in range(5):
-            checked(await client.call_tool(name, {}), name)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for _ in range(calls):
-        for name in names:
-            t0 = time.perf_counter()
-            checked(await client.call_tool(name, {}), name)
-            times[name].append((time.perf_counter() - t0) * 1000)
-    out = {}
-    for name, got in times.items():
-        got.sort()
-        out[name] = {"p50_ms": round(statistics.median(got), 3),
-                     "p90_ms": round(got[int(len(got) * 0.9) - 1], 3), "calls": calls}
+    out: dict[str, Any] = {}
+    floors: dict[str, list[float]] = {"noop": [], "noop_async": []}
+    for name, fn in (("get", get), ("list", listing), ("search", search), ("update", update),
+                     ("claim", claim)):
+        noop = FLOOR[name]
+        for i in range(5):
+            await fn(-1 - i)
+            await _timed(floor.call_tool(noop, {}), noop)
+        mine, theirs = [], []
+        for i in range(calls):
+            mine.append(await fn(i))
+            theirs.append(await _timed(floor.call_tool(noop, {}), noop))
+        out[name] = {**_stats(mine), "floor": noop,
+                     "floor_p50_ms": _stats(theirs)["p50_ms"]}
+        if name == "claim":
+            out[name]["note"] = "claim only; an untimed release follows each"
+        floors[noop] += theirs
+    out.update({noop: _stats(times) for noop, times in floors.items()})
     return out
 
 
@@ -190,21 +196,19 @@ async def bench_size(repo: Path, picks: dict[str, Any], env: dict[str, str], cal
     try:
         server, boards = build_server(repo)
         try:
-            async with Client(server) as client:  # type: ignore[arg-type]
+            async with Client(server) as client, \
+                    Client(mcp_noop_server.build()) as floor:  # type: ignore[arg-type]
                 result["in-process"] = {"protocol": client.protocol_version,
-                                        **await ledgit_ops(client, picks, calls)}
+                                        **await ledgit_ops(client, floor, picks, calls)}
         finally:
             boards.close()
-        async with Client(mcp_noop_server.build()) as client:  # type: ignore[arg-type]
-            result["in-process"].update(await noops(client, calls))
     finally:
         os.environ.clear()
         os.environ.update(old)
-    async with Client(ledgit_stdio(repo, env)) as client:  # type: ignore[arg-type]
+    async with Client(ledgit_stdio(repo, env)) as client, \
+            Client(noop_stdio(env)) as floor:  # type: ignore[arg-type]
         result["stdio"] = {"protocol": client.protocol_version,
-                           **await ledgit_ops(client, picks, calls)}
-    async with Client(noop_stdio(env)) as client:  # type: ignore[arg-type]
-        result["stdio"].update(await noops(client, calls))
+                           **await ledgit_ops(client, floor, picks, calls)}
     return result
 
 
@@ -303,7 +307,7 @@ def budget_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
         at = data["ledgit"][str(big)][transport]
         for op in OPS:
             limit = 2.0 if op in READS else 6.0
-            floor = at[FLOOR[op]]["p50_ms"]
+            floor = at[op]["floor_p50_ms"]  # measured in turn with this op (ledgit_ops)
             r = at[op]["p50_ms"] / floor
             lines.append({"budget": f"MCP {transport} {op} p50 <= {limit:g}x no-op "
                                     f"({FLOOR[op]}, {big:,} tasks)",
@@ -347,11 +351,15 @@ def write_report(data: dict[str, Any]) -> None:
     out = ["# ledgit mcp bench", "", f"{data['when']} · {data['machine']} · "
            f"{data['calls']} calls per figure (p50) · SDK mcp {data['sdk']}", ""]
     for size, per in sorted(data["ledgit"].items(), key=lambda kv: int(kv[0])):
-        out += [f"## {int(size):,} tasks", "", "| op | in-process p50 ms | stdio p50 ms |",
-                "|---|---|---|"]
-        for op in (*OPS, "noop", "noop_async"):
-            out.append(f"| {op} | {per['in-process'][op]['p50_ms']:.2f} | "
-                       f"{per['stdio'][op]['p50_ms']:.2f} |")
+        out += [f"## {int(size):,} tasks", "", "| op | in-process p50 ms (floor) | "
+                "stdio p50 ms (floor) | floor tool |", "|---|---|---|---|"]
+        for op in OPS:
+            cells = [f"{per[t][op]['p50_ms']:.2f} ({per[t][op]['floor_p50_ms']:.2f})"
+                     for t in ("in-process", "stdio")]
+            out.append(f"| {op} | {cells[0]} | {cells[1]} | {FLOOR[op]} |")
+        for op in ("noop", "noop_async"):
+            out.append(f"| {op} (all floor calls) | {per['in-process'][op]['p50_ms']:.2f} | "
+                       f"{per['stdio'][op]['p50_ms']:.2f} | |")
         out.append(f"\nprotocol: in-process {per['in-process']['protocol']}, stdio "
                    f"{per['stdio']['protocol']}\n")
     if data.get("backlog"):
