@@ -137,13 +137,19 @@ class Boards:
                 return self._cached(directory)
         raise LedgitError(f"root: no ledgit board in {path} or any parent", NOT_FOUND)
 
+    def by_stats(self, root: str | None) -> bool:
+        """True when finding ``root``'s board takes only stats: None or a path, not a name
+        that could be a registered project (opening one may read Git: a snapshot at a ref).
+        """
+        return root is None or not isinstance(root, str) or not _alias_like(root)
+
     def _project(self, alias: str) -> Board | None:
         """The board registered as ``alias`` by the server's own board (ledgit.projects),
         or None when ``alias`` is no registered alias (then it is taken as a path)."""
+        if not _alias_like(alias):
+            return None
         from ledgit import projects  # lazy: 15 ms (-X importtime) a server without aliases skips
 
-        if not projects.ALIAS_RE.fullmatch(alias):
-            return None
         found, _pinned = find_root(str(self.start))
         if found is None:
             return None
@@ -204,6 +210,13 @@ class Boards:
             for held in self._live.values():
                 held.close()
             self._live.clear()
+
+
+def _alias_like(text: str) -> bool:
+    """``text`` has the form of a project alias (``ledgit.projects.ALIAS_RE``)."""
+    from ledgit import projects  # lazy: 15 ms (-X importtime) a server without aliases skips
+
+    return projects.ALIAS_RE.fullmatch(text) is not None
 
 
 # --------------------------------------------------------------------------- errors
@@ -326,8 +339,12 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
                         body: Callable[[Board], Any]) -> CallToolResult:
         """A read tool's answer: on the event loop when it is one SQLite query
         (:meth:`Boards.quiet`: no thread hop), else in a worker thread as the SDK runs a
-        sync tool (a refresh that re-checks changed files, or a board without a watcher:
-        the stat scan of every file), so that slow work never blocks other requests."""
+        sync tool (a refresh that re-checks changed files, a board without a watcher: the
+        stat scan of every file, a ``root`` naming a project), so that slow work never
+        blocks other requests."""
+        if not boards.by_stats(root):
+            return await anyio.to_thread.run_sync(functools.partial(call, task, root, values,
+                                                                    body))
         board = target(task, root, values)
         if isinstance(board, CallToolResult):
             return board
