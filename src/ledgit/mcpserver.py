@@ -148,7 +148,7 @@ class Boards:
         or None when ``alias`` is no registered alias (then it is taken as a path)."""
         if not _alias_like(alias):
             return None
-        from ledgit import projects  # lazy: 15 ms (-X importtime) a server without aliases skips
+        from ledgit import projects  # lazy: 15-24 ms (-X importtime) a server without aliases skips
 
         found, _pinned = find_root(str(self.start))
         if found is None:
@@ -214,7 +214,7 @@ class Boards:
 
 def _alias_like(text: str) -> bool:
     """``text`` has the form of a project alias (``ledgit.projects.ALIAS_RE``)."""
-    from ledgit import projects  # lazy: 15 ms (-X importtime) a server without aliases skips
+    from ledgit import projects  # lazy: 15-24 ms (-X importtime) a server without aliases skips
 
     return projects.ALIAS_RE.fullmatch(text) is not None
 
