@@ -235,7 +235,8 @@ def test_every_read_sees_the_write_before_it(env: Path, monkeypatch: pytest.Monk
 def test_quiet_means_no_change_reported_since_the_last_read(
         env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Boards.quiet (a read is one SQLite query, answered on the event loop): not for the
-    first read of a board, nor after the watcher reported a change; never without one."""
+    first read of a board, nor after the watcher reported a change or a slow read; never
+    without a watcher."""
     server, boards = build_server(env)
     try:
         board = boards.board(None)
@@ -247,6 +248,10 @@ def test_quiet_means_no_change_reported_since_the_last_read(
         Board(env).create({"title": "another"}, "", "ann")
         assert held.wait_changed(10, since)
         assert not boards.quiet(board)
+        assert boards.quiet(board)
+        boards.took(board, 1.0)  # a slow read (e.g. a stat scan): the next goes to a thread
+        assert not boards.quiet(board)
+        boards.took(board, 0.0)
         assert boards.quiet(board)
     finally:
         boards.close()

@@ -48,6 +48,11 @@ from ledgit.readout import build_readout, handoff_of, now_timestamp
 MAX_LIVE_BOARDS = 8  # boards held open at once; more are read without a held index
 MAX_TEXT = 1_000_000  # characters of any one string argument (a task file is <= 1 MiB)
 MAX_LIMIT = 1_000  # rows a list or search returns at most
+# A read that took longer (seconds) sends the next read of its board to a worker thread, so
+# that the event loop is not held that long again: its refresh found work the watcher did
+# not report (another server's or a CLI's index token had replaced this one's: a stat scan
+# of every file, 120-180 ms at 10,000 tasks on a loaded machine), or a big search.
+SLOW_READ = 0.020
 TOKEN_ENV = "LEDGIT_MCP_TOKEN"  # the bearer token for --http on another host
 
 ROW_FIELDS = commands.ROW_KEYS + ("freshness",)
@@ -116,6 +121,7 @@ class Boards:
         self._live: dict[str, LiveBoard] = {}
         self._boards: dict[str, tuple[tuple[int, ...], Board]] = {}
         self._seen: dict[str, int] = {}  # root -> LiveBoard.generation at the last read
+        self._slow: set[str] = set()  # roots whose last read took over SLOW_READ
 
     def board(self, root: str | None) -> Board:
         """The board ``root`` names (None: the start directory's, ``LEDGIT_ROOT`` honoured
@@ -174,9 +180,9 @@ class Boards:
             return board
 
     def quiet(self, board: Board) -> bool:
-        """True when a read of ``board`` is one SQLite query: it is held open, watched, and
-        its watcher has reported no change since the previous call of this (so the index's
-        refresh re-checks no file)."""
+        """True when a read of ``board`` is one SQLite query: it is held open, watched, its
+        watcher has reported no change since the previous call of this (so the index's
+        refresh re-checks no file), and its last read was quick (:meth:`took`)."""
         held = self.live(board)
         if held is None or not held.watching:
             return False
@@ -184,7 +190,16 @@ class Boards:
         with self._lock:
             quiet = self._seen.get(board.root_str) == generation
             self._seen[board.root_str] = generation
-        return quiet
+            return quiet and board.root_str not in self._slow
+
+    def took(self, board: Board, seconds: float) -> None:
+        """Record how long a read of ``board`` took (wall time of the work, no thread hop):
+        over :data:`SLOW_READ`, the next read is not :meth:`quiet`."""
+        with self._lock:
+            if seconds > SLOW_READ:
+                self._slow.add(board.root_str)
+            else:
+                self._slow.discard(board.root_str)
 
     def live(self, board: Board) -> LiveBoard | None:
         """The held-open board, opened on first use; None once the limit is reached."""
@@ -340,17 +355,25 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         """A read tool's answer: on the event loop when it is one SQLite query
         (:meth:`Boards.quiet`: no thread hop), else in a worker thread as the SDK runs a
         sync tool (a refresh that re-checks changed files, a board without a watcher: the
-        stat scan of every file, a ``root`` naming a project), so that slow work never
-        blocks other requests."""
+        stat scan of every file, a ``root`` naming a project, a board whose last read was
+        slow), so that slow work never blocks other requests."""
         if not boards.by_stats(root):
             return await anyio.to_thread.run_sync(functools.partial(call, task, root, values,
                                                                     body))
         board = target(task, root, values)
         if isinstance(board, CallToolResult):
             return board
+
+        def timed() -> CallToolResult:
+            started = time.perf_counter()
+            try:
+                return answer(board, task, body)
+            finally:
+                boards.took(board, time.perf_counter() - started)
+
         if boards.quiet(board):
-            return answer(board, task, body)
-        return await anyio.to_thread.run_sync(functools.partial(answer, board, task, body))
+            return timed()
+        return await anyio.to_thread.run_sync(timed)
 
     def mutation(board: Board, task: str, by: str | None, expect: str | None,
                  op: Callable[..., Any]) -> Written:
