@@ -1,5 +1,8 @@
-"""A stdio MCP server with one no-op tool, on the same SDK as ``ledgit mcp``: the round-trip
-floor of bench/mcp_bench.py (the SDK, the transport and the interpreter, no ledgit)."""
+"""A stdio MCP server with two no-op tools, on the same SDK as ``ledgit mcp``: the round-trip
+floors of bench/mcp_bench.py (the SDK, the transport and the interpreter, no ledgit). ``noop``
+is a sync tool (the SDK runs it in a worker thread, as ledgit's writes), ``noop_async`` an
+async one (answered on the event loop, as ledgit's reads); both return a typed result, as
+ledgit's tools do."""
 
 from __future__ import annotations
 
@@ -18,6 +21,11 @@ def build() -> MCPServer:
     @server.tool()
     def noop() -> Nothing:
         """Do nothing."""
+        return Nothing(ok=True)
+
+    @server.tool()
+    async def noop_async() -> Nothing:
+        """Do nothing, on the event loop."""
         return Nothing(ok=True)
 
     return server

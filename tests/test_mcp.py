@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -18,10 +19,13 @@ import pytest
 pytest.importorskip("mcp", reason="the MCP SDK (pip install 'ledgit[mcp]')")
 
 import anyio  # noqa: E402
+import httpx2  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
+from ledgit import projects  # noqa: E402
 from ledgit.board import Board, init_board  # noqa: E402
-from ledgit.mcpserver import build_server  # noqa: E402
+from ledgit.mcpserver import build_server, compact_schema  # noqa: E402
 
 MODES = ["legacy", "2026-07-28"]  # legacy: the initialize handshake, 2025-11-25
 PROTOCOL = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
@@ -182,6 +186,7 @@ def test_the_tool_listing_is_small_and_typed(env: Path) -> None:
         assert tool["description"]
     size = len(json.dumps(tools))
     assert size / 4 <= LISTING_BUDGET_TOKENS, size
+    assert '"additionalProperties": true' not in json.dumps(tools)  # the default, dropped
 
 
 def test_a_change_on_disk_is_seen_by_the_next_read(env: Path) -> None:
@@ -196,6 +201,81 @@ def test_a_change_on_disk_is_seen_by_the_next_read(env: Path) -> None:
             assert titles == {"first task", "from the cli"}
 
     anyio.run(run)
+
+
+@pytest.mark.parametrize("watch", ["1", "0"])
+def test_every_read_sees_the_write_before_it(env: Path, monkeypatch: pytest.MonkeyPatch,
+                                             watch: str) -> None:
+    """Reads answer on the event loop while the watcher has reported nothing new, else in a
+    worker thread (always, without a watcher): either way a read sees the write just made,
+    by a CLI process or through the server, and a repeated read answers the same."""
+    monkeypatch.setenv("LEDGIT_WATCH", watch)
+    first = Board(env).list_ids()[0]
+
+    async def run() -> None:
+        async with in_process(env, "legacy") as client:
+            for i in range(4):
+                proc = subprocess.run([sys.executable, "-m", "ledgit", "update", first,
+                                       "--next-action", f"cli step {i}"],
+                                      cwd=env, capture_output=True, text=True)
+                assert proc.returncode == 0, proc.stderr
+                assert (await call(client, "get", {"task": first}))["next_action"] == \
+                    f"cli step {i}"
+                found = await call(client, "search", {"text": f"cli step {i}",
+                                                      "search_fields": ["next_action"]})
+                assert [r["id"] for r in found["tasks"]] == [first]
+                await call(client, "update", {"task": first, "next_action": f"mcp {i}"})
+                for _ in range(2):
+                    rows = await call(client, "list", {"fields": ["next_action"]})
+                    assert rows["tasks"] == [{"id": first, "next_action": f"mcp {i}"}]
+
+    anyio.run(run)
+
+
+def test_quiet_means_no_change_reported_since_the_last_read(
+        env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Boards.quiet (a read is one SQLite query, answered on the event loop): not for the
+    first read of a board, nor after the watcher reported a change or a slow read; never
+    without a watcher."""
+    server, boards = build_server(env)
+    try:
+        board = boards.board(None)
+        assert not boards.quiet(board)
+        assert boards.quiet(board)
+        held = boards.live(board)
+        assert held is not None and held.watching
+        since = held.generation
+        Board(env).create({"title": "another"}, "", "ann")
+        assert held.wait_changed(10, since)
+        assert not boards.quiet(board)
+        assert boards.quiet(board)
+        boards.took(board, 1.0)  # a slow read (e.g. a stat scan): the next goes to a thread
+        assert not boards.quiet(board)
+        boards.took(board, 0.0)
+        assert boards.quiet(board)
+    finally:
+        boards.close()
+    monkeypatch.setenv("LEDGIT_WATCH", "0")
+    server, boards = build_server(env)
+    try:
+        board = boards.board(None)
+        assert not boards.quiet(board) and not boards.quiet(board)
+    finally:
+        boards.close()
+
+
+def test_compact_schema_keeps_the_meaning() -> None:
+    schema = {"title": "Rows", "type": "object", "properties": {
+        "tasks": {"title": "Tasks", "type": "array",
+                  "items": {"type": "object", "additionalProperties": True}},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        "errors": {"type": "array", "items": {"type": "object",
+                                              "additionalProperties": {"type": "string"}}}}}
+    assert compact_schema(schema) == {"type": "object", "properties": {
+        "tasks": {"type": "array", "items": {"type": "object"}},
+        "note": {"type": "string"},
+        "errors": {"type": "array", "items": {"type": "object",
+                                              "additionalProperties": {"type": "string"}}}}}
 
 
 # --------------------------------------------------------------------------- hostile input
@@ -275,19 +355,15 @@ def test_root_may_name_a_registered_project(env: Path, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """``root`` accepts an alias of ledgit.projects (issue 17); a pinned one is read-only and
     an unregistered name is taken as a path (and fails as one)."""
-    import subprocess as sp
-
-    from ledgit import projects
-
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     lib = init_board(tmp_path / "lib")
     task = lib.create({"title": "lib task"}, "", "ann").id
     here = Board(env)
     projects.add(here, "lib", str(lib.root), None, user=False)
-    sp.run(["git", "init", "-q", str(lib.root)], check=True)
-    sp.run(["git", "-C", str(lib.root), "add", "-A"], check=True)
-    sp.run(["git", "-C", str(lib.root), "commit", "-qm", "lib"], check=True)
+    subprocess.run(["git", "init", "-q", str(lib.root)], check=True)
+    subprocess.run(["git", "-C", str(lib.root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(lib.root), "commit", "-qm", "lib"], check=True)
     projects.add(here, "libv1", str(lib.root), "HEAD", user=False)
 
     async def run() -> None:
@@ -391,8 +467,6 @@ def test_four_servers_and_cli_writers_lose_no_write(tmp_path: Path,
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -400,9 +474,6 @@ def free_port() -> int:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_streamable_http_with_a_bearer_token(env: Path, mode: str) -> None:
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "ledgit", "mcp", "--http", "--port",
                                str(port)], cwd=env, env={**os.environ,
