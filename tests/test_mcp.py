@@ -20,7 +20,8 @@ pytest.importorskip("mcp", reason="the MCP SDK (pip install 'ledgit[mcp]')")
 import anyio  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from ledgit.board import Board, init_board  # noqa: E402
+from ledgit.board import Board  # noqa: E402
+from ledgit.boardinit import init_board
 from ledgit.mcpserver import build_server  # noqa: E402
 
 MODES = ["legacy", "2026-07-28"]  # legacy: the initialize handshake, 2025-11-25

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ledgit.board import init_board
+from ledgit.boardinit import init_board
 from ledgit.record import make_record, render_record
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")

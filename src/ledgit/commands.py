@@ -250,14 +250,14 @@ def _board() -> Board:
 
 
 def actor_or_warn(by: str | None, root: Path | str) -> str:
-    """:func:`ledgit.board.actor_name`, plus one stderr warning when no ``--by``,
+    """:func:`ledgit.writepath.actor_name`, plus one stderr warning when no ``--by``,
     ``$LEDGIT_ACTOR`` or Git ``user.name`` names the actor and it falls back to ``unknown``.
     Each writing command calls it once."""
-    from ledgit import board as board_mod
+    from ledgit import writepath
 
-    actor = board_mod.actor_name(by, root)
+    actor = writepath.actor_name(by, root)
     if actor == "unknown" and not (by or "").strip() \
-            and not os.environ.get(board_mod.ACTOR_ENV, "").strip():
+            and not os.environ.get(writepath.ACTOR_ENV, "").strip():
         err("ledgit: warning: no --by, $LEDGIT_ACTOR or git user.name: writing as 'unknown'")
     return actor
 
@@ -427,7 +427,7 @@ def init_cmd(path: str | None, id_prefix: str, as_json: bool) -> int:
     current directory). Idempotent."""
     from pathlib import Path
 
-    from ledgit.board import init_board
+    from ledgit.boardinit import init_board
 
     if path is None:
         from ledgit import git
@@ -1194,9 +1194,9 @@ def event_states(board: Board, tid: str, text: str
     ``parents[0]``, the record after it, field -> "op by actor at ID" of the last later event
     that changed the field). Raises LedgitError: fewer than 4 or non-hex digits (2), no such
     event or an ambiguous prefix (4, listing the candidates), a damaged history (1)."""
-    from ledgit.board import damaged_history
     from ledgit.history import HistoryError, parse_checked, replay
     from ledgit.record import record_from_state
+    from ledgit.writepath import damaged_history
 
     want = text.strip().lower()
     if len(want) < MIN_EVENT_PREFIX or any(c not in "0123456789abcdef" for c in want):

@@ -618,7 +618,7 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
     refused = _private_gap(wt, board)
     if refused is not None:
         gaps.append(refused)
-    from ledgit.board import BOARD_IGNORE
+    from ledgit.boardinit import BOARD_IGNORE
 
     try:
         ignored = (root / ".ledgit" / ".gitignore").read_text(encoding="utf-8",

@@ -386,7 +386,7 @@ def _read(top: Path, path: str) -> str | None:
 def _write(path: Path, data: bytes) -> None:
     """Replace ``path`` atomically (temp file in the same directory, then rename), keeping
     its mode (issue 13)."""
-    from ledgit.board import file_mode
+    from ledgit.taskfiles import file_mode
 
     mode = file_mode(path)
     tmp = path.with_name(f".{path.name}.resolve-{os.getpid()}")

@@ -45,24 +45,24 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from ledgit.board import (
+from ledgit.canonjson import plain_encoder
+from ledgit.errors import USAGE, LedgitError, located
+from ledgit.locate import TASKS_DIR
+from ledgit.taskfiles import (
     HISTORY_DIR,
     HISTORY_SUFFIX,
     TASK_SUFFIX,
-    TASKS_DIR,
+    file_stat,
     replace_task_file,
     write_all,
 )
-from ledgit.canonjson import plain_encoder
-from ledgit.errors import USAGE, LedgitError, located
-from ledgit.index import file_stat
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ledgit.board import Board
     from ledgit.history import Event
-    from ledgit.index import Written
+    from ledgit.indexbuild import Written
     from ledgit.record import Record
 
 Stat = tuple[int, int, int]  # (mtime_ns, size, inode), as the index keeps it
@@ -907,7 +907,7 @@ def _move_each(board: Board, ids: Sequence[str], staged_history: str,
     (the write-ahead order of DESIGN §6 per batch). A history already moved by
     :func:`_swap_in` is no longer staged and is left alone. Refuses (LedgitError, exit 2)
     to replace a symbolic link."""
-    from ledgit.board import file_mode, refuse_link
+    from ledgit.taskfiles import file_mode, refuse_link
 
     for src_dir, dst_dir, suffix in ((staged_history, board.history_str, HISTORY_SUFFIX),
                                      (staged_tasks, board.tasks_str, TASK_SUFFIX)):
@@ -1061,7 +1061,6 @@ def _update(board: Board, item: Incoming, actor: str, source: str) -> Reimport:
     side) and a ``merge`` event joining it to the board's head, whose state is
     :func:`merge_import`'s. Raises LedgitError (exit 1) for a history that does not verify,
     has more than one head, or is behind the task file (a hand edit not yet recorded)."""
-    from ledgit.board import damaged_history, refuse_link
     from ledgit.history import (
         MERGE_OP,
         HistoryError,
@@ -1072,6 +1071,8 @@ def _update(board: Board, item: Incoming, actor: str, source: str) -> Reimport:
         replay,
     )
     from ledgit.record import record_from_state, render_record
+    from ledgit.taskfiles import refuse_link
+    from ledgit.writepath import damaged_history
 
     tid = item.record.id
     theirs = item.record
