@@ -82,9 +82,9 @@ def verify_board(board: Board, ids: list[str] | None = None, *, trust_index: boo
 
 def _verify_slice(board: Board, names: Sequence[str], trusted: Mapping[str, str],
                   histories: _DirReader | None) -> list[Problem]:
-    """:meth:`verify` of the tasks ``names`` (no orphans), in order: a task with a
+    """:func:`verify_board` of the tasks ``names`` (no orphans), in order: a task with a
     ``trusted`` revision (from a fresh index row) through its history alone when that
-    finds nothing, every other one by :meth:`_verify_one`."""
+    finds nothing, every other one by :func:`_verify_one`."""
     problems: list[Problem] = []
     for tid in names:
         rev = trusted.get(tid)
@@ -110,7 +110,7 @@ def _verify_slice(board: Board, names: Sequence[str], trusted: Mapping[str, str]
 
 
 def _verify_one(board: Board, tid: str) -> list[Problem]:
-    """:meth:`verify` of one task, parsing its file (the reference check)."""
+    """:func:`verify_board` of one task, parsing its file (the reference check)."""
     problems: list[Problem] = []
     path, hpath = board.task_path(tid), board.history_path(tid)
     rel, hrel = board.rel(path), board.rel(hpath)

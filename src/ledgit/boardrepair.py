@@ -137,7 +137,7 @@ def pending_repairs(board: Board) -> list[str]:
 
 def _repair_suspects(board: Board) -> tuple[dict[str, list[str]], set[str], set[str]]:
     """(leftover temp files by task, task ids with a file, suspects) for :func:`repair_board`
-    and :meth:`pending_repairs`. Suspects: a leftover temp file, a history without its
+    and :func:`pending_repairs`. Suspects: a leftover temp file, a history without its
     file, or a history written no earlier than its file (ids not yet validated)."""
     leftovers: dict[str, list[str]] = {}
     for name in list_names(board.tasks_dir):

@@ -492,9 +492,9 @@ class Index:
     def rebuild_written(cls, board: Board, written: Mapping[str, Written]) -> RefreshStats:
         """:meth:`rebuild` (the index built if missing) for a writer that has just written
         the task files and knows them: ``written[id] = (record, bytes, stat, revision)``,
-        ``stat`` the writer's :func:`file_stat` of the file it created (of ``os.fstat``, or
-        of ``os.stat`` once in place if it was renamed since: a rename changes the ctime)
-        and ``revision`` the record's (:func:`ledgit.record.revision_of`).
+        ``stat`` the writer's :func:`ledgit.taskfiles.file_stat` of the file it created (of
+        ``os.fstat``, or of ``os.stat`` once in place if it was renamed since: a rename
+        changes the ctime) and ``revision`` the record's (:func:`ledgit.record.revision_of`).
         Such a file is not read back, parsed or hashed for its revision; an entry without a
         stat (None) is read and compared with its bytes (:meth:`rebuild_from`), and every
         other file of the directory is read and parsed as usual. The rows are those

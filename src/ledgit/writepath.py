@@ -311,8 +311,8 @@ def _commit(board: Board, task_id: str, events: list[Event], record: Record | No
     All or nothing (issue 13): when the append or the file's replacement fails (no
     space, quota, an I/O error, a read-only file system), the history is cut back to its
     length before the append (a history this write created is removed) and the error is
-    one line (:func:`os_refusal`: exit 2, or 74 for space and I/O); only when even that
-    fails is the write left for ``ledgit doctor --repair``, and the line says so."""
+    one line (:func:`ledgit.oserrors.os_refusal`: exit 2, or 74 for space and I/O); only
+    when even that fails is the write left for ``ledgit doctor --repair``, and the line says so."""
     path = board.history_file(task_id)
     created = not os.path.lexists(path)
     if created:
