@@ -17,6 +17,7 @@ import pytest
 from gitutil import git
 
 from ledgit import boardcheck, taskfiles
+from ledgit.actor import actor_name
 from ledgit.board import Board, find_board
 from ledgit.boardinit import init_board
 from ledgit.config import BoardConfig, load_config, parse_duration
@@ -25,7 +26,6 @@ from ledgit.history import event_line, new_event, parse_events
 from ledgit.index import Index
 from ledgit.ops import Change
 from ledgit.record import Record, is_valid_id, make_record, parse_record, render_record
-from ledgit.writepath import actor_name
 
 pytest_plugins = ["gitutil"]
 
@@ -694,9 +694,10 @@ def test_init_where_it_cannot_is_one_clear_error(tmp_path: Path, clean_env: None
 
 # The modules a verb of Board or Index imports when it is called (docs/design.md §11): a read
 # that finds nothing changed imports none of them.
-WRITE_PATH_MODULES = {"ledgit.writepath", "ledgit.tasklock", "ledgit.locks", "ledgit.oserrors",
-                      "ledgit.boardcheck", "ledgit.boardrepair", "ledgit.boardinit",
-                      "ledgit.indexbuild", "ledgit.indexsearch", "ledgit.record"}
+WRITE_PATH_MODULES = {"ledgit.writepath", "ledgit.actor", "ledgit.tasklock", "ledgit.locks",
+                      "ledgit.oserrors", "ledgit.boardcheck", "ledgit.boardrepair",
+                      "ledgit.boardinit", "ledgit.indexbuild", "ledgit.indexsearch",
+                      "ledgit.record"}
 
 
 def test_a_read_imports_no_write_path_module(board: Board) -> None:

@@ -33,7 +33,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
                 "ledgit.git", "ledgit.watch", "ledgit.taskfiles", "ledgit.indextables",
                 "ledgit.indexbuild", "ledgit.indexsearch", "ledgit.index", "ledgit.board",
                 "ledgit.tasklock", "ledgit.writepath", "ledgit.boardcheck", "ledgit.boardrepair",
-                "ledgit.boardinit", "ledgit.live"),
+                "ledgit.boardinit", "ledgit.actor", "ledgit.live"),
     # what the commands and hooks run: the gate, resolve, install/doctor, import/export
     "operations": ("ledgit.gate", "ledgit.resolve", "ledgit.install", "ledgit.projects",
                    "ledgit.interop",

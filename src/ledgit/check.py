@@ -54,7 +54,7 @@ def fix_board(board: Board, ids: list[str] | None, by: str | None, *,
     schema is broken, or, without ``normalize``, its file holds a YAML comment, custom
     quoting or layout that the canonical writer would not keep) is left for the check that
     follows."""
-    from ledgit.writepath import actor_name
+    from ledgit.actor import actor_name
 
     done = [f"repaired: {line}" for line in board.repair()]
     pending = sorted({p.task for p in board.verify(ids) if p.rule in RECORDABLE})

@@ -250,14 +250,14 @@ def _board() -> Board:
 
 
 def actor_or_warn(by: str | None, root: Path | str) -> str:
-    """:func:`ledgit.writepath.actor_name`, plus one stderr warning when no ``--by``,
+    """:func:`ledgit.actor.actor_name`, plus one stderr warning when no ``--by``,
     ``$LEDGIT_ACTOR`` or Git ``user.name`` names the actor and it falls back to ``unknown``.
     Each writing command calls it once."""
-    from ledgit import writepath
+    from ledgit import actor as actors
 
-    actor = writepath.actor_name(by, root)
+    actor = actors.actor_name(by, root)
     if actor == "unknown" and not (by or "").strip() \
-            and not os.environ.get(writepath.ACTOR_ENV, "").strip():
+            and not os.environ.get(actors.ACTOR_ENV, "").strip():
         err("ledgit: warning: no --by, $LEDGIT_ACTOR or git user.name: writing as 'unknown'")
     return actor
 

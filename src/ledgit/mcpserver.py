@@ -33,13 +33,13 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from ledgit import __version__, commands, ops
+from ledgit.actor import actor_name
 from ledgit.board import Board, find_board
 from ledgit.errors import CLAIM, NOT_FOUND, STALE, USAGE, LedgitError
 from ledgit.indexsearch import SEARCH_COLUMNS
 from ledgit.live import LiveBoard
 from ledgit.locate import CONFIG_NAME, LEDGIT_DIR, find_root, is_board_dir, upward
 from ledgit.readout import build_readout, handoff_of, now_timestamp
-from ledgit.writepath import actor_name
 
 MAX_LIVE_BOARDS = 8  # boards held open at once; more are read without a held index
 MAX_TEXT = 1_000_000  # characters of any one string argument (a task file is <= 1 MiB)

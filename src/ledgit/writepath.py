@@ -17,6 +17,7 @@ import sys
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from ledgit.actor import checked_actor
 from ledgit.errors import CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
 from ledgit.history import (
     HistoryError,
@@ -51,7 +52,6 @@ from ledgit.taskfiles import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
-    from pathlib import Path
     from typing import Any
 
     from ledgit.board import Board
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
 
 ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"  # RFC 4648 base32, lower case
 ID_RANDOM_CHARS = 10  # 50 random bits (DESIGN §2)
-ACTOR_ENV = "LEDGIT_ACTOR"
 
 
 def create_task(board: Board, fields: Mapping[str, Any], body: str, actor: str, *,
@@ -74,7 +73,7 @@ def create_task(board: Board, fields: Mapping[str, Any], body: str, actor: str, 
     ``<prefix>-<10 random base32 chars>`` unless ``task_id`` is given. Raises LedgitError
     exit 2 for invalid fields, a lifecycle violation, or an id that already exists.
     """
-    actor = _checked_actor(actor)
+    actor = checked_actor(actor)
     try:
         stamp = normalize_timestamp(at) if at else now_timestamp()
     except ValueError as exc:
@@ -121,7 +120,7 @@ def mutate_task(board: Board, task_id: str, change: Callable[[Record], Change], 
     Raises LedgitError: no such task (4), lock timeout (5), damaged history or more than
     one head (1: run ``ledgit verify`` / ``ledgit resolve``).
     """
-    actor = _checked_actor(actor)
+    actor = checked_actor(actor)
     if not board.exists(task_id):
         raise LedgitError(f"no task {task_id}", NOT_FOUND)
     rel = board.rel(board.task_file(task_id))
@@ -191,7 +190,7 @@ def record_edit(board: Board, task_id: str, actor: str, *, normalize: bool = Fal
     write; ``normalize`` accepts the canonical form: the edit is recorded and the file
     rewritten canonically at once (same revision), the change visible in ``git diff``.
     """
-    actor = _checked_actor(actor)
+    actor = checked_actor(actor)
     if not board.exists(task_id):
         raise LedgitError(f"no task {task_id}", NOT_FOUND)
     with board.lock(task_id):
@@ -419,25 +418,6 @@ def _new_id(board: Board) -> str:
             return tid
 
 
-def actor_name(explicit: str | None, root: Path | str) -> str:
-    """Who is writing (DESIGN §9): ``explicit`` (``--by``), else ``LEDGIT_ACTOR``, else Git's
-    ``user.name`` for ``root``, else ``"unknown"``. Raises LedgitError exit 2 for a name that
-    is not one line."""
-    for candidate in (explicit, os.environ.get(ACTOR_ENV)):
-        if candidate is not None and candidate.strip():
-            return _checked_actor(candidate.strip())
-    name: str | None = None
-    try:
-        from pathlib import Path  # lazy: 4.2 ms (-X importtime) that --by skips
-
-        from ledgit import git  # lazy: 13 ms (-X importtime) that --by skips
-
-        name = git.user_name(Path(root))
-    except Exception:  # noqa: BLE001 - outside Git, no git binary, a refused repository
-        name = None
-    return _checked_actor(name.strip()) if name and name.strip() else "unknown"
-
-
 def check_expect(task_id: str, revision: str, expect: str) -> None:
     """``--expect REV`` (DESIGN §6): a full revision or a prefix of >= 12 hex digits.
 
@@ -450,13 +430,6 @@ def check_expect(task_id: str, revision: str, expect: str) -> None:
     if not revision.startswith(want):
         raise LedgitError(f"{task_id}: stale revision: expected {expect}, the task is now at "
                           f"{revision}", STALE)
-
-
-def _checked_actor(actor: str) -> str:
-    if not isinstance(actor, str) or not actor.strip() or any(
-            c in actor for c in "\n\r\x00\u2028\u2029\x85"):
-        raise LedgitError(f"invalid actor name {actor!r} (one non-empty line)", USAGE)
-    return actor.strip()
 
 
 def _later(previous: str, now: str) -> str:
