@@ -121,7 +121,7 @@ def test_fuzz_parse_record(scale: Scale, figures: Figures) -> None:
 
 
 def test_fuzz_history_verify(scale: Scale, figures: Figures, tmp_path: Path) -> None:
-    from ledgit.board import init_board
+    from ledgit.boardinit import init_board
     from ledgit.merge import merge_histories
 
     text, lines, head = seed_history()
@@ -162,7 +162,7 @@ def test_fuzz_history_verify(scale: Scale, figures: Figures, tmp_path: Path) -> 
 def _board_paths(board: Any, history: str, record: Record) -> None:
     """Board.verify reports (never an 'internal' problem) and Board.mutate refuses with a
     LedgitError or writes: nothing else."""
-    from ledgit.board import Change
+    from ledgit.ops import Change
 
     tid = record.id
     board.task_path(tid).write_text(render_record(record), encoding="utf-8")

@@ -76,7 +76,8 @@ def test_hostile_ids_are_refused(repo: Path, env: dict[str, str], command: list[
 
 def test_nul_and_separators_never_make_a_path(tmp_path: Path) -> None:
     """In process (argv cannot carry NUL): every id is checked before it becomes a path."""
-    from ledgit.board import Board, init_board
+    from ledgit.board import Board
+    from ledgit.boardinit import init_board
 
     board: Board = init_board(tmp_path / "b")
     for hostile in ["a\0b", "\0", "T-x\0/../../etc/passwd", "a/b", "..", "../x", "", " ",

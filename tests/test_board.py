@@ -6,6 +6,8 @@ import json
 import multiprocessing
 import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,12 +16,15 @@ from typing import Any
 import pytest
 from gitutil import git
 
-from ledgit import board as board_mod
-from ledgit.board import Board, Change, actor_name, find_board, init_board
+from ledgit import boardcheck, taskfiles
+from ledgit.actor import actor_name
+from ledgit.board import Board, find_board
+from ledgit.boardinit import init_board
 from ledgit.config import BoardConfig, load_config, parse_duration
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError
 from ledgit.history import event_line, new_event, parse_events
 from ledgit.index import Index
+from ledgit.ops import Change
 from ledgit.record import Record, make_record, parse_record
 from ledgit.render import render_record
 from ledgit.schema import is_valid_id
@@ -125,7 +130,7 @@ def test_read_errors(board: Board) -> None:
 
 def test_ids_agree_with_record() -> None:
     for text in ("T-abc", "a", "x..y", "../x", "a/b", "-a", "T_1.2", "", "é", "a" * 129):
-        assert board_mod._is_valid_id(text) == is_valid_id(text), text
+        assert taskfiles.is_valid_id(text) == is_valid_id(text), text
 
 
 # --------------------------------------------------------------------------- mutate
@@ -417,7 +422,7 @@ def write_done_without_account(board: Board) -> Record:
 def test_verify_takes_fresh_revisions_from_the_index(board: Board,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      short_racy_window: None) -> None:
-    monkeypatch.setattr(board_mod, "_TRUST_INDEX_FROM", 1)
+    monkeypatch.setattr(boardcheck, "TRUST_INDEX_FROM", 1)
     ids = [board.create({"title": f"t{i}"}, "", "ada").id for i in range(3)]
     # Valid, but against a lifecycle rule (done without an account): written directly.
     done = write_done_without_account(board)
@@ -435,13 +440,13 @@ def test_verify_takes_fresh_revisions_from_the_index(board: Board,
     with Index.open(board) as index:
         assert index.fresh_revisions() == {tid: board.read(tid).revision for tid in ids}
     reads: list[str] = []
-    real_parse = Board._parse  # what Board.read and the full check of one task parse with
+    real_parse = Board.parse  # what Board.read and the full check of one task parse with
 
     def counting_parse(self: Board, task_id: str, data: bytes, rel: str) -> Record:
         reads.append(task_id)
         return real_parse(self, task_id, data, rel)
 
-    monkeypatch.setattr(Board, "_parse", counting_parse)
+    monkeypatch.setattr(Board, "parse", counting_parse)
     expected = [(done.id, "lifecycle")]
     assert [(p.task, p.rule) for p in board.verify()] == expected
     assert reads == []  # every revision came from the index; lifecycle from the head state
@@ -471,7 +476,7 @@ def test_verify_trusts_the_stat_like_git(board: Board, monkeypatch: pytest.Monke
     """The index rule is Git's, ctime included (core.trustctime): an edit that keeps size,
     inode and mtime (set back by hand) still moves the ctime, so the fresh row is not
     trusted and the edit is seen either way."""
-    monkeypatch.setattr(board_mod, "_TRUST_INDEX_FROM", 1)
+    monkeypatch.setattr(boardcheck, "TRUST_INDEX_FROM", 1)
     task = board.create({"title": "abc"}, "", "ada")
     _aged_index(board, [task.id])
     path = board.task_path(task.id)
@@ -687,3 +692,30 @@ def test_init_where_it_cannot_is_one_clear_error(tmp_path: Path, clean_env: None
     with pytest.raises(LedgitError) as exc:
         init_board(tmp_path / "x")
     assert codes(exc) == USAGE and "cannot create a board" in str(exc.value)
+
+
+# The modules a verb of Board or Index imports when it is called (docs/design.md §11): a read
+# that finds nothing changed imports none of them.
+WRITE_PATH_MODULES = {"ledgit.writepath", "ledgit.actor", "ledgit.tasklock", "ledgit.locks",
+                      "ledgit.oserrors", "ledgit.boardcheck", "ledgit.boardrepair",
+                      "ledgit.boardinit", "ledgit.indexbuild", "ledgit.indexsearch",
+                      "ledgit.record"}
+
+
+def test_a_read_imports_no_write_path_module(board: Board) -> None:
+    tid = board.create({"title": "t"}, "", "ada").id
+    board.mutate(tid, setter(title="u"), "ada")
+    os.utime(board.task_file(tid), ns=(1, 1))  # past the racy window: a read re-checks nothing
+    with Index.open(board) as index:
+        index.refresh()
+    code = ("import io, sys, contextlib\nfrom ledgit.__main__ import run\n"
+            "for argv in sys.argv[1:]:\n"
+            "    with contextlib.redirect_stdout(io.StringIO()):\n"
+            "        assert run(argv.split()) == 0, argv\n"
+            "print(','.join(sorted(m for m in sys.modules if m.startswith('ledgit'))))")
+    proc = subprocess.run([sys.executable, "-c", code, f"get {tid}", "list --limit 20",
+                           "ready"], capture_output=True, text=True, check=True,
+                          cwd=board.root_str)
+    loaded = set(proc.stdout.strip().splitlines()[-1].split(","))
+    assert "ledgit.index" in loaded and "ledgit.board" in loaded
+    assert loaded & WRITE_PATH_MODULES == set()

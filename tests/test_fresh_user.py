@@ -26,9 +26,9 @@ from gitflow import (
 )
 from gitutil import git
 
-from ledgit import board as board_mod
-from ledgit import ops
-from ledgit.board import Board, init_board
+from ledgit import boardcheck, ops
+from ledgit.board import Board
+from ledgit.boardinit import init_board
 from ledgit.errors import CLAIM, LedgitError
 from ledgit.index import Index
 from ledgit.markers import marker_lines
@@ -105,7 +105,7 @@ def test_a_line_merge_in_a_clone_without_the_driver_is_conflict_markers_at_the_m
 
 def test_board_verify_sees_markers_in_a_body_its_index_row_trusts(
         board: Board, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(board_mod, "_TRUST_INDEX_FROM", 1)
+    monkeypatch.setattr(boardcheck, "TRUST_INDEX_FROM", 1)
     ids = [board.create({"title": f"t{i}"}, "## Goal\nx\n", "lead").id for i in range(3)]
 
     def marked(r: Record) -> Change:
@@ -118,7 +118,7 @@ def test_board_verify_sees_markers_in_a_body_its_index_row_trusts(
     time.sleep(0.1)
     with Index.open(board) as index:
         index.refresh()
-    assert ids[1] in board._fresh_revisions()  # the fast path would trust this row
+    assert ids[1] in boardcheck.fresh_revisions(board)  # the fast path would trust this row
     line = marker_lines(board.task_path(ids[1]).read_bytes())[0]
     for trust in (True, False):
         found = board.verify(trust_index=trust)

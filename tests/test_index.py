@@ -15,9 +15,12 @@ from typing import Any
 import pytest
 from gitutil import git
 
-from ledgit.board import Board, Change, find_board, init_board
+from ledgit.board import Board, find_board
+from ledgit.boardinit import init_board
 from ledgit.errors import BUSY, USAGE, LedgitError
-from ledgit.index import ROW_FIELDS, SCHEMA_VERSION, Index
+from ledgit.index import Index
+from ledgit.indextables import ROW_FIELDS, SCHEMA_VERSION
+from ledgit.ops import Change
 from ledgit.record import Record
 from ledgit.render import render_record
 from ledgit.schema import FIELD_ORDER
@@ -437,7 +440,7 @@ def test_search_is_the_substring_rule_on_odd_text(board: Board) -> None:
 def test_search_text_too_long_and_huge_limits_are_usage_errors_or_fine(board: Board) -> None:
     """Found by a new-user trial: a 50,000-character needle made SQLite refuse the LIKE
     pattern (internal error 70), a limit beyond 64 bits overflowed."""
-    from ledgit.index import MAX_SEARCH_CHARS
+    from ledgit.indexsearch import MAX_SEARCH_CHARS
 
     rec = board.create({"title": "needle in here"}, "", "t")
     with Index.open(board) as index:

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from ledgit import watch
-from ledgit.board import Board, init_board
+from ledgit.board import Board
+from ledgit.boardinit import init_board
 from ledgit.index import RACY_WINDOW_NS, Index
 from ledgit.record import make_record
 from ledgit.render import render_record

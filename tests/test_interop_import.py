@@ -359,7 +359,8 @@ def test_the_index_an_import_builds_is_the_one_a_rebuild_builds(lg: CliRun,
 
 
 def test_rebuild_written_trusts_the_given_stat_and_revision(lg: CliRun) -> None:
-    from ledgit.index import Index, file_stat
+    from ledgit.index import Index
+    from ledgit.taskfiles import file_stat
 
     board = lg.board()
     tid = board.create({"title": "one"}, "", "me").id

@@ -32,7 +32,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # a board on disk, its index, its watcher, its config, Git
     "storage": ("ledgit.locate", "ledgit.oserrors", "ledgit.locks", "ledgit.parallel",
                 "ledgit.config",
-                "ledgit.git", "ledgit.watch", "ledgit.index", "ledgit.board", "ledgit.live"),
+                "ledgit.git", "ledgit.watch", "ledgit.taskfiles", "ledgit.indextables",
+                "ledgit.indexbuild", "ledgit.indexsearch", "ledgit.index", "ledgit.board",
+                "ledgit.tasklock", "ledgit.writepath", "ledgit.boardcheck", "ledgit.boardrepair",
+                "ledgit.boardinit", "ledgit.actor", "ledgit.live"),
     # what the commands and hooks run: the gate, resolve, install/doctor, import/export
     "operations": ("ledgit.gate", "ledgit.resolve", "ledgit.install", "ledgit.projects",
                    "ledgit.interop",

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from ledgit import live
-from ledgit.board import Board, init_board
+from ledgit.board import Board
+from ledgit.boardinit import init_board
 
 INOTIFY = sys.platform.startswith("linux") and os.path.isdir("/proc/sys/fs/inotify")
 

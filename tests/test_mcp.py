@@ -24,7 +24,8 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from ledgit import projects  # noqa: E402
-from ledgit.board import Board, init_board  # noqa: E402
+from ledgit.board import Board  # noqa: E402
+from ledgit.boardinit import init_board  # noqa: E402
 from ledgit.mcpserver import build_server, compact_schema  # noqa: E402
 
 MODES = ["legacy", "2026-07-28"]  # legacy: the initialize handshake, 2025-11-25

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ledgit.board import init_board
+from ledgit.boardinit import init_board
 from ledgit.record import make_record
 from ledgit.render import render_record
 

@@ -374,7 +374,7 @@ def _retitle(record: Record) -> Change:
 @pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC, errno.EDQUOT])
 def test_an_injected_io_error_rolls_the_write_back(board: Board, monkeypatch: pytest.MonkeyPatch,
                                                    where: str, code: int) -> None:
-    import ledgit.board as board_mod
+    import ledgit.writepath as writepath
 
     record = board.create({"title": "t"}, "", "ada")
     hpath, tpath = Path(board.history_file(record.id)), Path(board.task_file(record.id))
@@ -388,9 +388,9 @@ def test_an_injected_io_error_rolls_the_write_back(board: Board, monkeypatch: py
         raise OSError(code, os.strerror(code))
 
     if where == "history":
-        monkeypatch.setattr(board_mod, "write_all", failing_write)
+        monkeypatch.setattr(writepath, "write_all", failing_write)
     else:
-        monkeypatch.setattr(board_mod, "replace_task_file", failing_replace)
+        monkeypatch.setattr(writepath, "replace_task_file", failing_replace)
     with pytest.raises(LedgitError) as caught:
         board.mutate(record.id, _retitle, "bob")
     assert caught.value.code == IO_ERROR
@@ -403,7 +403,7 @@ def test_an_injected_io_error_rolls_the_write_back(board: Board, monkeypatch: py
 
 def test_an_undo_that_fails_too_is_left_for_repair_and_says_so(
         board: Board, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ledgit.board as board_mod
+    import ledgit.writepath as writepath
 
     record = board.create({"title": "t"}, "", "ada")
 
@@ -413,7 +413,7 @@ def test_an_undo_that_fails_too_is_left_for_repair_and_says_so(
     def failing_truncate(fd: int, size: int) -> None:
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
-    monkeypatch.setattr(board_mod, "replace_task_file", failing_replace)
+    monkeypatch.setattr(writepath, "replace_task_file", failing_replace)
     monkeypatch.setattr(os, "ftruncate", failing_truncate)
     with pytest.raises(LedgitError) as caught:
         board.mutate(record.id, _retitle, "bob")

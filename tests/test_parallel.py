@@ -140,7 +140,7 @@ def test_an_exception_here_propagates_and_ends_the_children() -> None:
 def _damaged_board(root: Path) -> list[str]:
     """A board of 40 tasks, several damaged in the ways verify must name; index aged so
     that its rows are trusted. Returns the ids."""
-    from ledgit.board import init_board
+    from ledgit.boardinit import init_board
 
     board = init_board(root)
     ids = []
@@ -207,8 +207,8 @@ def test_board_verify_in_workers_reports_what_the_serial_check_does(tmp_path: Pa
     ids = _damaged_board(root)
     code = """
         import json, os, sys
-        from ledgit import board as board_mod, parallel
-        board_mod._TRUST_INDEX_FROM = 1
+        from ledgit import board as board_mod, boardcheck, parallel
+        boardcheck.TRUST_INDEX_FROM = 1
         b = board_mod.Board(sys.argv[1])
         forks = []
         real_fork = os.fork
@@ -218,10 +218,10 @@ def test_board_verify_in_workers_reports_what_the_serial_check_does(tmp_path: Pa
         os.fork = counting_fork
         def run(**kw):
             return [[p.task, p.line, p.rule, p.message] for p in b.verify(**kw)]
-        board_mod._PARALLEL_SLICE = 10**9
+        boardcheck.PARALLEL_SLICE = 10**9
         serial = run(), run(trust_index=False), run(ids=sys.argv[2:])
         assert not forks
-        board_mod._PARALLEL_SLICE = 1
+        boardcheck.PARALLEL_SLICE = 1
         parallel.cpu_count = lambda: 3
         par = run(), run(trust_index=False), run(ids=sys.argv[2:])
         assert len(forks) == 3 * 2, forks

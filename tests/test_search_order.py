@@ -7,6 +7,7 @@ and tasks without a last_modified (NULL in the index)."""
 from __future__ import annotations
 
 import random
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,8 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ledgit.index as index_module
-from ledgit.board import Board, init_board
+import ledgit.indexsearch as indexsearch
+from ledgit.board import Board
+from ledgit.boardinit import init_board
 from ledgit.errors import LedgitError
 from ledgit.index import Index
 
@@ -87,9 +89,9 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Board:
 @contextmanager
 def windows(part: int, probe: int, min_tasks: int = 0) -> Iterator[None]:
     """The window sizes 1/part (first 1/probe) of the tasks, on boards of >= min_tasks."""
-    with mock.patch.object(index_module, "SEARCH_WINDOW_PART", part), \
-            mock.patch.object(index_module, "SEARCH_PROBE_PART", probe), \
-            mock.patch.object(index_module, "SEARCH_WINDOW_MIN_TASKS", min_tasks):
+    with mock.patch.object(indexsearch, "SEARCH_WINDOW_PART", part), \
+            mock.patch.object(indexsearch, "SEARCH_PROBE_PART", probe), \
+            mock.patch.object(indexsearch, "SEARCH_WINDOW_MIN_TASKS", min_tasks):
         yield
 
 
@@ -103,23 +105,23 @@ class Spy:
 
     @contextmanager
     def watching(self) -> Iterator[None]:
-        search_window, fetch = Index._search_window, Index._fetch
+        search_window, fetch = indexsearch._search_window, indexsearch.fetch_rows
 
-        def spy_window(index: Index, *args: Any) -> Any:
+        def spy_window(db: sqlite3.Connection, *args: Any) -> Any:
             self._windows = 0
-            found = search_window(index, *args)
+            found = search_window(db, *args)
             if self._windows:
                 key = "fell back" if found is None else ("first", "second")[self._windows - 1]
                 self.outcomes[key] += 1
             return found
 
-        def spy_fetch(index: Index, sql: str, *args: Any) -> Any:
+        def spy_fetch(db: sqlite3.Connection, sql: str, *args: Any) -> Any:
             if "FROM tasks k" in sql:
                 self._windows += 1
-            return fetch(index, sql, *args)
+            return fetch(db, sql, *args)
 
-        with mock.patch.object(Index, "_search_window", spy_window), \
-                mock.patch.object(Index, "_fetch", spy_fetch):
+        with mock.patch.object(indexsearch, "_search_window", spy_window), \
+                mock.patch.object(indexsearch, "fetch_rows", spy_fetch):
             yield
 
 

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from ledgit import __version__, board, config
+from ledgit import __version__, config, locate
 
 PROBE = ("import sys, runpy; sys.argv = ['ledgit', *sys.argv[1:]]\n"
          "try:\n    runpy.run_module('ledgit', run_name='__main__')\n"
@@ -24,7 +24,7 @@ def _run(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]
 
 
 def test_config_name_agrees() -> None:
-    assert board.CONFIG_NAME == config.CONFIG_NAME
+    assert locate.CONFIG_NAME == config.CONFIG_NAME
 
 
 def test_version_imports_no_click() -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledgit.board import actor_name
+from ledgit.actor import actor_name
 from ledgit.cli import by_option, json_option
 from ledgit.commands.arguments import resolve_ids
 from ledgit.commands.output import report_problems

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ledgit import git
-from ledgit.board import BOARD_IGNORE, Board, find_board
+from ledgit.board import Board, find_board
+from ledgit.boardinit import BOARD_IGNORE
 from ledgit.errors import USAGE, LedgitError
 from ledgit.gate import attributes_name_driver, board_prefix, board_prefixes
 from ledgit.index import Index, index_dir, private_dir_refusal

@@ -4,11 +4,17 @@ per-worktree ``locks/``). Used by the board's write path and by the index's rebu
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 from ledgit.errors import BUSY, LedgitError
 from ledgit.oserrors import os_refusal
+
+if sys.platform == "win32":  # pragma: no cover - no fcntl: filelock's lock on the same path
+    import filelock
+else:
+    import fcntl
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,11 +37,7 @@ class FileLock:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         except OSError as exc:
             raise os_refusal(exc, os.path.dirname(path)) from None
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            import filelock
-
+        if sys.platform == "win32":  # pragma: no cover
             lock = filelock.FileLock(path)
             try:
                 lock.acquire(timeout=timeout)

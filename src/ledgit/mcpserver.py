@@ -38,13 +38,15 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from ledgit import __version__, ops
-from ledgit.board import Board, actor_name, find_board
+from ledgit.actor import actor_name
+from ledgit.board import Board, find_board
 from ledgit.commands.arguments import resolve_ids, resolve_or_keep, split_list
 from ledgit.commands.lifecycle import status_of
 from ledgit.commands.rows import ROW_KEYS, filters_of, is_negative, row_view
 from ledgit.commands.writes import write_task
 from ledgit.errors import CLAIM, NOT_FOUND, STALE, USAGE, LedgitError
-from ledgit.index import SEARCH_COLUMNS, Index
+from ledgit.index import Index
+from ledgit.indexsearch import SEARCH_COLUMNS
 from ledgit.live import LiveBoard
 from ledgit.locate import CONFIG_NAME, LEDGIT_DIR, find_root, is_board_dir, upward
 from ledgit.readout import build_readout, handoff_of, now_timestamp

@@ -4,20 +4,25 @@ board's write path, its locks and the private dir (storage layer)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+import sys
 
 from ledgit.errors import USAGE, LedgitError, located, os_failure
 from ledgit.locate import upward
 
+if sys.platform != "win32":
+    import pwd
+
 
 def user_name(uid: int) -> str:
     """The login name of ``uid``, or the number when the system has none for it."""
+    if sys.platform == "win32":  # pragma: no cover - no password database
+        return str(uid)
     try:
-        import pwd
-
         return pwd.getpwuid(uid).pw_name
-    except (ImportError, KeyError):
+    except KeyError:
         return str(uid)
 
 
@@ -26,8 +31,6 @@ def os_refusal(exc: OSError, path: str, what: str = "cannot write") -> LedgitErr
     :func:`ledgit.errors.os_failure` (read-only, full disk, quota, I/O: exit 2 or 74), a
     permission error naming who owns the nearest part of ``path`` and the fix; any other
     errno ``WHAT: strerror: PATH`` (exit 2)."""
-    import errno
-
     detail = owner_detail(path) if exc.errno in (errno.EACCES, errno.EPERM) else None
     found = os_failure(exc, path, detail)
     if found is not None:

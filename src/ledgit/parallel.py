@@ -19,8 +19,10 @@ compute what it provides before calling.
 
 from __future__ import annotations
 
+import marshal
 import os
 import sys
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -86,8 +88,6 @@ def map_slices(items: Sequence[Any], work: Callable[[Sequence[Any]], list[Any]],
     """
     if workers <= 1 or len(items) < 2 or not can_fork():
         return work(items)
-    import marshal
-
     parts = slices(items, workers)
     children: list[tuple[int, int, Sequence[Any]]] = []  # (pid, read end, slice)
     try:
@@ -165,10 +165,7 @@ def _reap(pid: int) -> int | None:
 
 
 def _end(pid: int, read_end: int) -> None:
-    """End child ``pid`` (SIGTERM) and reap it, closing its pipe (after an exception only:
-    contextlib is imported here)."""
-    from contextlib import suppress
-
+    """End child ``pid`` (SIGTERM) and reap it, closing its pipe (after an exception)."""
     with suppress(OSError):
         os.close(read_end)
     with suppress(OSError):

@@ -38,9 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledgit.board import LEDGIT_DIR, Board
+from ledgit.board import Board
 from ledgit.config import read_yaml_mapping
 from ledgit.errors import NOT_FOUND, USAGE, LedgitError, located
+from ledgit.locate import LEDGIT_DIR
 
 FILE_NAME = "projects.yaml"
 ALIAS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ledgit import git
-from ledgit.board import file_mode
 from ledgit.errors import CHECK_FAILED, OK, USAGE, LedgitError
 from ledgit.gate import LEDGIT_DIR, board_prefix, task_of, task_paths
 from ledgit.history import (
@@ -45,6 +44,7 @@ from ledgit.record import Record, parse_record, record_from_state
 from ledgit.render import render_record
 from ledgit.revision import revision_of
 from ledgit.schema import is_valid_id
+from ledgit.taskfiles import file_mode
 
 _START = re.compile(rb"^(<{7,})(?: |$)")
 

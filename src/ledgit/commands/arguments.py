@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ledgit.board import ACTOR_ENV, actor_name
+from ledgit.actor import ACTOR_ENV, actor_name
 from ledgit.commands.output import err
 from ledgit.errors import LedgitError
 
@@ -72,7 +72,7 @@ def resolve_dependencies(board: Board, texts: Iterable[str]) -> list[str]:
 
 
 def actor_or_warn(by: str | None, root: Path | str) -> str:
-    """:func:`ledgit.board.actor_name`, plus one stderr warning when no ``--by``,
+    """:func:`ledgit.actor.actor_name`, plus one stderr warning when no ``--by``,
     ``$LEDGIT_ACTOR`` or Git ``user.name`` names the actor and it falls back to ``unknown``.
     Each writing command calls it once."""
     actor = actor_name(by, root)

@@ -6,14 +6,14 @@ import os
 from pathlib import Path
 
 from ledgit import git
-from ledgit.board import init_board
+from ledgit.boardinit import init_board
 from ledgit.commands.output import out, out_json
 from ledgit.errors import OK
 
 
 def init_cmd(path: str | None, id_prefix: str, as_json: bool) -> int:
     """``ledgit init``: create a board in ``path`` (default: the top of the Git work tree,
-    else the current directory; :func:`ledgit.board.init_board`, idempotent) with task ids
+    else the current directory; :func:`ledgit.boardinit.init_board`, idempotent) with task ids
     ``ID_PREFIX-...``; prints where (JSON: ``{root, dir}``). Returns 0."""
     if path is None:
         top = git.toplevel(Path.cwd())

@@ -15,7 +15,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ledgit import ops
-from ledgit.board import damaged_history
 from ledgit.commands.arguments import (
     actor_or_warn,
     resolve_dependencies,
@@ -28,6 +27,7 @@ from ledgit.errors import NOT_FOUND, OK, LedgitError, located
 from ledgit.history import HistoryError, parse_checked, parse_events, replay
 from ledgit.readout import now_timestamp
 from ledgit.record import MAX_RECORD_BYTES, record_from_state, size_problem
+from ledgit.writepath import damaged_history
 
 if TYPE_CHECKING:
     from collections.abc import Callable

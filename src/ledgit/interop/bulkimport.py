@@ -42,19 +42,19 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ledgit.board import HISTORY_SUFFIX, TASK_SUFFIX
 from ledgit.errors import USAGE, LedgitError
-from ledgit.index import Index, file_stat
+from ledgit.index import Index
 from ledgit.interop import historywriter, staging
 from ledgit.interop.genesis import history_and_revision
 from ledgit.interop.incoming import Skip
 from ledgit.interop.plan import plan_import
 from ledgit.interop.summary import Conflict, Summary
 from ledgit.render import render_record
+from ledgit.taskfiles import HISTORY_SUFFIX, TASK_SUFFIX, file_stat
 
 if TYPE_CHECKING:
     from ledgit.board import Board
-    from ledgit.index import Written
+    from ledgit.indexbuild import Written
     from ledgit.interop.historywriter import HistoryWriter
     from ledgit.interop.incoming import Incoming
     from ledgit.interop.plan import Plan

@@ -9,7 +9,6 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ledgit.board import damaged_history, refuse_link, replace_task_file, write_all
 from ledgit.errors import LedgitError
 from ledgit.history import (
     MERGE_OP,
@@ -26,6 +25,8 @@ from ledgit.merge import merge_records
 from ledgit.ops import clashes
 from ledgit.record import make_record, record_from_state
 from ledgit.render import render_record
+from ledgit.taskfiles import refuse_link, replace_task_file, write_all
+from ledgit.writepath import damaged_history
 
 if TYPE_CHECKING:
     from ledgit.board import Board

@@ -16,16 +16,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ledgit.board import (
+from ledgit.locate import TASKS_DIR
+from ledgit.taskfiles import (
     HISTORY_DIR,
     HISTORY_SUFFIX,
     TASK_SUFFIX,
-    TASKS_DIR,
     file_mode,
+    file_stat,
     refuse_link,
     write_all,
 )
-from ledgit.index import file_stat
 
 if TYPE_CHECKING:
     from ledgit.board import Board
@@ -120,7 +120,7 @@ def _move_files(staging: str, directory: str, names: Sequence[str]) -> str:
 
 def _create(path: str, data: bytes | memoryview, want_stat: bool = False) -> Stat | None:
     """Create ``path`` (it must not exist: never through a link) holding ``data``. With
-    ``want_stat``: its stat as the index keeps it (``index.file_stat``) once written."""
+    ``want_stat``: its stat as the index keeps it (``taskfiles.file_stat``) once written."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o666)
     try:
         done = os.write(fd, data)
