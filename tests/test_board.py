@@ -695,8 +695,9 @@ def test_init_where_it_cannot_is_one_clear_error(tmp_path: Path, clean_env: None
 
 
 # The modules a verb of Board or Index imports when it is called (docs/design.md §11): a read
-# that finds nothing changed imports none of them.
-WRITE_PATH_MODULES = {"ledgit.writepath", "ledgit.actor", "ledgit.tasklock", "ledgit.locks",
+# that finds nothing changed imports none of them. (ledgit.actor, standard library only, is
+# imported by the command layer's shared argument helpers, reads included.)
+WRITE_PATH_MODULES = {"ledgit.writepath", "ledgit.tasklock", "ledgit.locks",
                       "ledgit.oserrors", "ledgit.boardcheck", "ledgit.boardrepair",
                       "ledgit.boardinit", "ledgit.indexbuild", "ledgit.indexsearch",
                       "ledgit.record"}
