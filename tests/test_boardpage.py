@@ -28,11 +28,15 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 
 
 def page_model(page: str) -> dict[str, Any]:
-    """The model a page embeds (its ``board-data`` JSON)."""
+    """The model a page embeds (its ``board-data`` JSON, plus ``board-details``)."""
     found = re.search(r'<script id="board-data" type="application/json">(.*?)</script>',
                       page, re.S)
     assert found, "no board-data in the page"
     model: dict[str, Any] = json.loads(found.group(1))
+    details = re.search(r'<script id="board-details" type="application/json">(.*?)</script>',
+                        page, re.S)
+    if details:  # a file page's task details, in their own script element
+        model["details"] = json.loads(details.group(1))
     return model
 
 

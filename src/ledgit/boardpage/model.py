@@ -16,6 +16,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ledgit import parallel
+from ledgit.boardpage.plots import claims_plot, opened_done_plot
+from ledgit.history import MERGE_OP, HistoryError, parse_events, replay
+from ledgit.merge import best_common_ancestor
 from ledgit.readout import NOT_READY_OUTCOMES, build_readout, epoch_seconds, freshness_of
 
 #: Column keys and titles, in board order (DESIGN §4; open is split into ready / blocked).
@@ -144,8 +148,6 @@ def task_extras(row: Mapping[str, Any], history: str | None, render_body: Render
     made done) and ``claims`` ([agent, at] per new claim). ``history``: the history file's
     text, None when it is missing; ``unknown``: :func:`static_unknown`. ``row``: an index
     row. Marshal-able (it crosses :mod:`ledgit.parallel`)."""
-    from ledgit.history import HistoryError, parse_events
-
     task_id = str(row["id"])
     extras: Extras = {"id": task_id, "body_html": render_body(str(row["body"])),
                       "timeline": [], "history_error": None, "done_at": None, "claims": [],
@@ -173,8 +175,6 @@ def timeline_of(events: Sequence[Mapping[str, Any]], task_id: str) -> list[dict[
     changed (field names, "body"), done (it made the status done), claimed_by (a new claim's
     holder, else None), merge}``; ``merge`` is :func:`merge_provenance` for a merge event,
     else None. Raises HistoryError when a merge event's history cannot be replayed."""
-    from ledgit.history import MERGE_OP, replay
-
     states = None
     by_id = {e["id"]: e for e in events}
     out = []
@@ -228,8 +228,6 @@ def merge_provenance(events: Sequence[Mapping[str, Any]], states: Mapping[str, A
     DESIGN §7); only fields that differ from the sides' common ancestor are listed.
     ``claim``: ``{winner, lost, changed}`` when a side held a claim (``lost``: claimants
     contested by this merge, not already on a side's list), else None."""
-    from ledgit.merge import best_common_ancestor
-
     parents = list(event["parents"])
     merged = _flat(states[event["id"]])
     actors = [("merge " + p[:8] if by_id[p]["op"] == "merge" else str(by_id[p]["actor"]))
@@ -285,8 +283,6 @@ class ExtrasCache:
         """The extras of every row (index rows), computing only the missing or outdated
         ones -- in forked workers when ``fork`` and there are many (:mod:`ledgit.parallel`).
         Entries of tasks not in ``rows`` are dropped."""
-        from ledgit import parallel
-
         keys: dict[str, tuple[Any, ...]] = {}
         todo: list[tuple[Mapping[str, Any], str]] = []
         for row in rows:
@@ -364,8 +360,6 @@ def build_model(rows: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, s
     ``card_cache``: cards of an earlier call, reused while a task's revision and its
     dependencies' statuses stay the same and it holds no claim (whose age moves with the
     clock); updated in place."""
-    from ledgit.boardpage.plots import claims_plot, opened_done_plot
-
     status_of = {str(r["id"]): str(r["fields"]["status"]) for r in rows}
     cache = card_cache if card_cache is not None else {}
     all_cards = []

@@ -191,6 +191,16 @@
 
   // ------------------------------------------------------------------ detail
   function cardOf(id) { return data.cards.find((c) => c.id === id) || null; }
+  // A file page embeds every task's detail in its own script element, parsed on the first
+  // detail opened (the first paint parses only the cards); a served page fetches them.
+  let embeddedDetails;
+  function details() {
+    if (embeddedDetails === undefined) {
+      const node = document.getElementById("board-details");
+      embeddedDetails = node ? JSON.parse(node.textContent) : null;
+    }
+    return embeddedDetails;
+  }
   function field(parent, name, value) {
     if (value === null || value === undefined || value === "" ||
         (Array.isArray(value) && !value.length)) return;
@@ -297,7 +307,11 @@
     if (!c) return;
     openId = id;
     selected = id;
-    if (data.details) { renderDetail(c, data.details[id]); return; }
+    const embedded = details();
+    if (embedded) {
+      if (embedded[id]) renderDetail(c, embedded[id]);
+      return;
+    }
     fetch("task/" + encodeURIComponent(id) + ".json", {cache: "no-store"})
       .then((r) => r.ok ? r.json() : Promise.reject(new Error(r.statusText)))
       .then((d) => { if (openId === id) renderDetail(cardOf(id) || c, d); })
