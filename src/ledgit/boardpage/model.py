@@ -282,42 +282,58 @@ class ExtrasCache:
              ttl: int, fork: bool = True) -> dict[str, Extras]:
         """The extras of every row (index rows), computing only the missing or outdated
         ones -- in forked workers when ``fork`` and there are many (:mod:`ledgit.parallel`).
-        Entries of tasks not in ``rows`` are dropped."""
+        Entries of tasks not in ``rows`` are dropped. A kept entry costs one stat of its
+        history; a missing one is computed from the history read once (its key from the
+        open file's stat, taken before the read: an append in between only makes the key
+        older than the text, so the next fill computes it again)."""
         keys: dict[str, tuple[Any, ...]] = {}
         todo: list[tuple[Mapping[str, Any], str]] = []
         for row in rows:
             tid = str(row["id"])
             path = os.path.join(history_dir, f"{tid}.jsonl")
-            try:
-                st = os.stat(path)
-                hkey: tuple[Any, ...] = (st.st_mtime_ns, st.st_size, st.st_ino)
-            except OSError:
-                hkey = ()
-            key = (row["revision"], *hkey)
-            keys[tid] = key
             known = self._entries.get(tid)
-            if known is None or known[0] != key:
-                todo.append((row, path))
+            if known is not None:
+                hkey: tuple[int, ...]
+                try:
+                    hkey = _history_key(os.stat(path))
+                except OSError:
+                    hkey = ()
+                if known[0] == (row["revision"], *hkey):
+                    keys[tid] = known[0]
+                    continue
+            todo.append((row, path))
         render = self.render_body
 
         def work(part: Sequence[tuple[Mapping[str, Any], str]]) -> list[Any]:
-            return [task_extras(row, _read_text(path), render, now, ttl) for row, path in part]
+            out = []
+            for row, path in part:
+                hkey, text = _read_history(path)
+                out.append(((row["revision"], *hkey),
+                            task_extras(row, text, render, now, ttl)))
+            return out
 
         workers = parallel.workers_for(len(todo), 200) if fork else 1
         done = parallel.map_slices(todo, work, workers) if workers > 1 else work(todo)
-        for extras in done:
-            self._entries[extras["id"]] = (keys[extras["id"]], extras)
+        for key, extras in done:
+            keys[extras["id"]] = tuple(key)
+            self._entries[extras["id"]] = (tuple(key), extras)
         for tid in set(self._entries) - set(keys):
             del self._entries[tid]
         return {tid: entry[1] for tid, entry in self._entries.items()}
 
 
-def _read_text(path: str) -> str | None:
+def _history_key(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _read_history(path: str) -> tuple[tuple[int, ...], str | None]:
+    """(stat key, text) of a history file; ((), None) when there is none."""
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-            return fh.read()
+            hkey = _history_key(os.fstat(fh.fileno()))
+            return hkey, fh.read()
     except FileNotFoundError:
-        return None
+        return (), None
 
 
 # --------------------------------------------------------------------------- the board
