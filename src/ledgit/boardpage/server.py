@@ -19,6 +19,7 @@ address, requests whose ``Host`` is not a loopback name are refused (403: DNS re
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import socket
 import sys
@@ -82,6 +83,11 @@ class BoardService:
             data = page_json(model)
             self.serial, self.data, self._model = serial, data, model
             self.changed.notify_all()
+        # What the build made lives until a later build replaces it, and holds no cycles
+        # (refcounting frees it then): moved out of the cyclic collector's way, so that its
+        # collections do not walk a 10,000-task model again and again (~2/3 of a rebuild's
+        # time at 10,000 tasks, bench/board_bench.py).
+        gc.freeze()
 
     def page(self) -> bytes:
         """The page of the last model (rendered on the first request after a change)."""

@@ -161,6 +161,8 @@
     $("match-count").textContent = shown.toLocaleString() + " of " + data.meta.shown.toLocaleString() +
       " task(s) match";
     $("match-count").dataset.count = String(shown);
+    $("match-count").dataset.text = f.text;  // the text filter this count is for (bench)
+    document.body.dataset.renderedAt = String(Date.now());  // ms since the epoch (tests, bench)
   }
 
   function renderLanes() {
@@ -334,7 +336,6 @@
     $("plot-opened-done").innerHTML = data.plots.opened_done;  // ledgit's SVG (plots.py)
     $("plot-claims").innerHTML = data.plots.claims;
     document.body.dataset.ready = "yes";
-    document.body.dataset.renderedAt = String(Date.now());  // ms since the epoch (tests, bench)
   }
   function focusCard(node) {
     if (!node) return;
