@@ -86,7 +86,9 @@ class BoardService:
         # What the build made lives until a later build replaces it, and holds no cycles
         # (refcounting frees it then): moved out of the cyclic collector's way, so that its
         # collections do not walk a 10,000-task model again and again (~2/3 of a rebuild's
-        # time at 10,000 tasks, bench/board_bench.py).
+        # time at 10,000 tasks, bench/board_bench.py). One collection first, over what is
+        # not frozen yet (this build), so that no cyclic garbage is frozen with it.
+        gc.collect()
         gc.freeze()
 
     def page(self) -> bytes:
