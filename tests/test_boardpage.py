@@ -398,3 +398,18 @@ def test_other_commands_do_not_import_the_page_libraries(lg: CliRun) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=lg.root)
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_page_json_reads_back_as_jinja2s_tojson_and_stays_in_its_script() -> None:
+    """page_json (orjson) escapes what Jinja2's tojson escapes, and reads back equal."""
+    from jinja2.utils import htmlsafe_json_dumps
+
+    from ledgit.boardpage.render import page_json
+
+    value = {"title": HOSTILE, "x": "</script><!-- & 'q' \"d\" \u2028 é 🎉", "n": [1, None,
+                                                                                  True]}
+    text = page_json(value).decode("utf-8")
+    assert json.loads(text) == json.loads(str(htmlsafe_json_dumps(value))) == value
+    assert not set("<>&'") & set(text)
+    lone = {"note": "bytes that were not UTF-8: \udcff"}  # orjson refuses: json encodes it
+    assert json.loads(page_json(lone)) == lone
