@@ -140,14 +140,15 @@ def lanes_of(cards: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- per task
 
 
-def task_extras(row: Mapping[str, Any], history: str | None, render_body: RenderBody,
-                now: str, ttl: int) -> Extras:
+def task_extras(row: Mapping[str, Any], history: str | bytes | None,
+                render_body: RenderBody, now: str, ttl: int) -> Extras:
     """What a task's detail and the plots need beyond its row: ``body_html`` (the body
     rendered by ``render_body``), ``timeline`` (see :func:`timeline_of`), ``history_error``
     (why the history could not be read or replayed, else None), ``done_at`` (when it was last
-    made done) and ``claims`` ([agent, at] per new claim). ``history``: the history file's
-    text, None when it is missing; ``unknown``: :func:`static_unknown`. ``row``: an index
-    row. Marshal-able (it crosses :mod:`ledgit.parallel`)."""
+    made done), ``claims`` ([agent, at] per new claim) and ``unknown``
+    (:func:`static_unknown`). ``history``: the history file's text or bytes
+    (:func:`ledgit.history.parse_events`), None when it is missing. ``row``: an index row.
+    Marshal-able (it crosses :mod:`ledgit.parallel`)."""
     task_id = str(row["id"])
     extras: Extras = {"id": task_id, "body_html": render_body(str(row["body"])),
                       "timeline": [], "history_error": None, "done_at": None, "claims": [],
@@ -326,10 +327,11 @@ def _history_key(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _read_history(path: str) -> tuple[tuple[int, ...], str | None]:
-    """(stat key, text) of a history file; ((), None) when there is none."""
+def _read_history(path: str) -> tuple[tuple[int, ...], bytes | None]:
+    """(stat key, bytes) of a history file; ((), None) when there is none. Bytes: a line that
+    is not UTF-8 is then named by parse_events (and ~0.05 s less at 10,000 histories)."""
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+        with open(path, "rb") as fh:
             hkey = _history_key(os.fstat(fh.fileno()))
             return hkey, fh.read()
     except FileNotFoundError:
