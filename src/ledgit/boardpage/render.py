@@ -30,20 +30,19 @@ import orjson
 from cmarkgfm.cmark import Options
 from markupsafe import Markup
 
+MARKDOWN_MEMO = 20_000  # distinct bodies a renderer remembers
 PAGE_SIZE = 50  # cards per column before "show more" (the page says how many there are)
 
 
 def markdown_renderer() -> Callable[[str], str]:
     """A function from Markdown text to safe HTML (see the module docstring). It renders
-    each distinct text once (a board's template bodies, empty bodies); its memory lives as
-    long as the function."""
+    each distinct text once (a board's template bodies, empty bodies), remembering the last
+    :data:`MARKDOWN_MEMO` texts (a long-lived server sees bodies come and go)."""
     options = Options.CMARK_OPT_VALIDATE_UTF8  # CMARK_OPT_UNSAFE is never set
-    done: dict[str, str] = {}
 
+    @functools.lru_cache(maxsize=MARKDOWN_MEMO)
     def render(text: str) -> str:
-        html = done.get(text)
-        if html is None:
-            html = done[text] = cmarkgfm.github_flavored_markdown_to_html(text, options)
+        html: str = cmarkgfm.github_flavored_markdown_to_html(text, options)
         return html
 
     return render
