@@ -322,6 +322,17 @@
   function closeDetail() { openId = null; $("detail").hidden = true; }
 
   // ------------------------------------------------------------------ views, keys
+  // A view that is not shown is rendered when it is shown next (a 10,000-task board's lanes
+  // are thousands of nodes a live update would otherwise rebuild unseen).
+  const stale = {lanes: true, plots: false};  // the page comes with the plots of its data
+  function renderShown() {
+    if (view === "lanes" && stale.lanes) { renderLanes(); stale.lanes = false; }
+    if (view === "plots" && stale.plots) {
+      $("plot-opened-done").innerHTML = data.plots.opened_done;  // ledgit's SVG (plots.py)
+      $("plot-claims").innerHTML = data.plots.claims;
+      stale.plots = false;
+    }
+  }
   function setView(name) {
     view = name;
     for (const b of document.querySelectorAll(".views button")) b.classList.toggle("active", b.dataset.view === name);
@@ -329,12 +340,13 @@
     $("view-lanes").hidden = name !== "lanes";
     $("view-plots").hidden = name !== "plots";
     $("filters").hidden = name !== "board";
+    renderShown();
   }
-  function render() {
+  function render(fresh) {
     renderBoard();
-    renderLanes();
-    $("plot-opened-done").innerHTML = data.plots.opened_done;  // ledgit's SVG (plots.py)
-    $("plot-claims").innerHTML = data.plots.claims;
+    stale.lanes = true;
+    if (fresh) stale.plots = true;
+    renderShown();
     document.body.dataset.ready = "yes";
   }
   function focusCard(node) {
@@ -395,7 +407,7 @@
           ". Updated " + data.meta.generated + ".";
         $("summary").textContent = summary;
         fillFilters();
-        render();
+        render(true);
         if (openId) openDetail(openId);
       });
   }
@@ -407,5 +419,5 @@
   }
   document.body.dataset.serial = String(data.meta.serial || "");
   fillFilters();
-  render();
+  render(false);
 })();
