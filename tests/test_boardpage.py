@@ -393,7 +393,7 @@ def test_the_page_is_a_face_nothing_imports() -> None:
 def test_other_commands_do_not_import_the_page_libraries(lg: CliRun) -> None:
     lg("create", "One", "--by", "lead")
     code = ("import sys; from ledgit.__main__ import run; run(['list']); "
-            "print(sorted(m for m in ('jinja2', 'cmarkgfm', 'ledgit.boardpage') "
+            "print(sorted(m for m in ('jinja2', 'cmarkgfm', 'orjson', 'ledgit.boardpage') "
             "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=lg.root)
