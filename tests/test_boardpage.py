@@ -28,11 +28,15 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 
 
 def page_model(page: str) -> dict[str, Any]:
-    """The model a page embeds (its ``board-data`` JSON)."""
+    """The model a page embeds (its ``board-data`` JSON, plus ``board-details``)."""
     found = re.search(r'<script id="board-data" type="application/json">(.*?)</script>',
                       page, re.S)
     assert found, "no board-data in the page"
     model: dict[str, Any] = json.loads(found.group(1))
+    details = re.search(r'<script id="board-details" type="application/json">(.*?)</script>',
+                        page, re.S)
+    if details:  # a file page's task details, in their own script element
+        model["details"] = json.loads(details.group(1))
     return model
 
 
@@ -213,11 +217,15 @@ class Served:
             conn.close()
 
 
-def serve(cwd: Path, *args: str) -> Served:
-    """Start ``ledgit board --serve ARGS`` in ``cwd`` and wait for its URL line."""
+def serve(cwd: Path, *args: str, watch: str | None = None) -> Served:
+    """Start ``ledgit board --serve ARGS`` in ``cwd`` and wait for its URL line; ``watch``:
+    LEDGIT_WATCH for it ("0": no inotify, the directories' stat is looked at instead)."""
+    env = dict(os.environ)
+    if watch is not None:
+        env["LEDGIT_WATCH"] = watch
     proc = subprocess.Popen([sys.executable, "-m", "ledgit", "board", "--serve", *args],
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ))
+                            text=True, env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     found = re.search(r"http://([\d.]+):(\d+)/", line)
@@ -236,10 +244,11 @@ def stop(served: Served) -> str:
     return err
 
 
-@pytest.fixture
-def served(lg: CliRun) -> Iterator[tuple[CliRun, Served]]:
+@pytest.fixture(params=["watched", "unwatched"])
+def served(request: pytest.FixtureRequest, lg: CliRun) -> Iterator[tuple[CliRun, Served]]:
+    """A served board, watched by inotify or (LEDGIT_WATCH=0) not."""
     lg("create", "First", "--by", "lead")
-    server = serve(lg.root)
+    server = serve(lg.root, watch="1" if request.param == "watched" else "0")
     try:
         yield lg, server
     finally:
@@ -285,8 +294,22 @@ def test_serve_pushes_an_event_on_a_cli_write(served: tuple[CliRun, Served]) -> 
         assert time.monotonic() - started < 2.0, "no event with the write within 2 s"
         if line.startswith(b"event: changed"):
             data = json.loads(server.request("GET", "/data.json")[2])
-    conn.close()
     assert data["meta"]["serial"] > serial
+    # A hand edit in place keeps the directories' stat: unwatched, it shows with the next
+    # write (docs/watch.md); watched, at once. Either way the page is never left behind.
+    path = lg.root / data["cards"][[c["id"] for c in data["cards"]].index(tid)]["path"]
+    path.write_text(path.read_text(encoding="utf-8").replace("Written while served",
+                                                             "Edited by hand"),
+                    encoding="utf-8")
+    started = time.monotonic()
+    other = lg("create", "Another write", "--by", "writer")[1].strip()
+    while {"Edited by hand", "Another write"} - {c["title"] for c in data["cards"]}:
+        line = resp.readline()
+        assert time.monotonic() - started < 2.0, "the hand edit did not show with a write"
+        if line.startswith(b"event: changed"):
+            data = json.loads(server.request("GET", "/data.json")[2])
+    assert other in [c["id"] for c in data["cards"]]
+    conn.close()
 
 
 def test_serve_on_a_busy_port_is_exit_2(served: tuple[CliRun, Served]) -> None:
@@ -370,8 +393,23 @@ def test_the_page_is_a_face_nothing_imports() -> None:
 def test_other_commands_do_not_import_the_page_libraries(lg: CliRun) -> None:
     lg("create", "One", "--by", "lead")
     code = ("import sys; from ledgit.__main__ import run; run(['list']); "
-            "print(sorted(m for m in ('jinja2', 'cmarkgfm', 'ledgit.boardpage') "
+            "print(sorted(m for m in ('jinja2', 'cmarkgfm', 'orjson', 'ledgit.boardpage') "
             "if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=lg.root)
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_page_json_reads_back_as_jinja2s_tojson_and_stays_in_its_script() -> None:
+    """page_json (orjson) escapes what Jinja2's tojson escapes, and reads back equal."""
+    from jinja2.utils import htmlsafe_json_dumps
+
+    from ledgit.boardpage.render import page_json
+
+    value = {"title": HOSTILE, "x": "</script><!-- & 'q' \"d\" \u2028 é 🎉", "n": [1, None,
+                                                                                  True]}
+    text = page_json(value).decode("utf-8")
+    assert json.loads(text) == json.loads(str(htmlsafe_json_dumps(value))) == value
+    assert not set("<>&'") & set(text)
+    lone = {"note": "bytes that were not UTF-8: \udcff"}  # orjson refuses: json encodes it
+    assert json.loads(page_json(lone)) == lone

@@ -99,16 +99,73 @@ def test_wait_changed_wakes_every_waiter_on_a_task_write(held: live.LiveBoard) -
     assert results == [True] * 4
 
 
-def test_a_history_change_alone_wakes_a_waiter(held: live.LiveBoard) -> None:
+def test_a_history_change_alone_wakes_a_waiter_when_watched(held: live.LiveBoard) -> None:
+    """Watched (inotify), an in-place append to a history wakes a waiter. Polled, only the
+    two directories are looked at (no stat of any entry): the append is seen with the next
+    change of a directory -- here a task file replaced by a ledgit write."""
     board = other_board(held)
     a = board.create({"title": "alpha"}, "", "w")
     titles(held)
-    time.sleep(0.2)  # the create's events are counted
+    time.sleep(0.6)  # the create's events are counted
     since = held.generation
     with open(board.history_file(a.id), "ab") as fh:
         fh.write(b"")
         os.utime(fh.fileno())
+    if held.watching:
+        assert held.wait_changed(20, since) is True
+        return
+    assert held.wait_changed(1.0, since) is False
+    board.create({"title": "beta"}, "", "w")
     assert held.wait_changed(20, since) is True
+
+
+def test_an_in_place_edit_is_seen_by_index_at_once_and_by_waiters_when_watched(
+        held: live.LiveBoard) -> None:
+    """A task file rewritten in place (an editor that does not rename) keeps the tasks
+    directory's stat: polled, a waiter sees it only with the next directory change, while
+    index() sees it at once (its stat check looks at every task file)."""
+    board = other_board(held)
+    a = board.create({"title": "alpha"}, "", "w")
+    path = board.task_file(a.id)
+    assert titles(held) == {a.id: "alpha"}
+    time.sleep(0.6)  # the create's events are counted
+    since = held.generation
+    data = Path(path).read_bytes().replace(b"title: alpha", b"title: gamma")
+    with open(path, "r+b") as fh:
+        fh.write(data)
+    if held.watching:
+        assert held.wait_changed(20, since) is True
+    else:
+        assert held.wait_changed(1.0, since) is False
+    assert titles(held) == {a.id: "gamma"}
+    if not held.watching:
+        board.create({"title": "beta"}, "", "w")
+        assert held.wait_changed(20, since) is True
+
+
+def test_the_directories_state_reads_entries_only_while_racy(tmp_path: Path) -> None:
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "a").write_text("x")
+    now = time.time_ns()
+    fresh = live.directory_state(str(folder), now)
+    assert fresh.stat is not None
+    assert fresh.entries == {("a", os.stat(folder / "a").st_ino)}
+    later = live.directory_state(str(folder), now + 2 * live.RACY_WINDOW_NS)
+    assert later.entries is None and later.stat == fresh.stat
+    assert not live.changed_between(fresh, later)
+    os.replace(_written(folder / "b", "y"), folder / "a")  # the same name, a new inode
+    again = live.directory_state(str(folder), time.time_ns())
+    assert live.changed_between(fresh, again)
+    assert again.stat != fresh.stat or again.entries != fresh.entries
+    # the same stat, other entries (a second rename within the clock's tick): a change
+    assert live.changed_between(fresh, live.DirectoryState(fresh.stat, frozenset()))
+    assert live.directory_state(str(tmp_path / "missing"), now) == (None, None)
+
+
+def _written(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
 
 
 def test_a_change_between_reads_is_not_missed_with_since(held: live.LiveBoard) -> None:

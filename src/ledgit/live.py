@@ -6,7 +6,16 @@ and history directories in-process (:class:`ledgit.watch.Watcher`, inotify): a r
 a drain of the inotify queue and one SQLite query, and waiters (a page's live updates) are
 woken when a task file or a history changes. Where it cannot watch (not Linux, inotify limits,
 ``LEDGIT_WATCH=0``) every :meth:`LiveBoard.index` does the index's stat check, and a
-background thread polls the directories' stats for :meth:`LiveBoard.wait_changed`.
+background thread stats the two directories themselves, never their entries, every
+:data:`POLL_INTERVAL` seconds for :meth:`LiveBoard.wait_changed` (:func:`directory_state`).
+
+What that fallback sees, and what it cannot (docs/watch.md): every ledgit write replaces the
+task file by a rename in the tasks directory (the history append before it is in place), and
+Git's checkouts and merges create, rename and unlink files there too: each changes the
+directory's mtime and ctime. A file changed in place -- a hand edit by an editor that
+writes in place, a history appended alone (``ledgit record`` after such an edit) -- leaves
+both directories as they were; a waiter sees it with the next change of either directory,
+and :meth:`LiveBoard.index` sees it at once (its stat check looks at every task file).
 
 Nothing here outlives its process: the one helper thread is a daemon thread, stopped by
 :meth:`LiveBoard.close`. Writes are not this module's business: they go through the
@@ -19,12 +28,55 @@ import contextlib
 import os
 import select
 import threading
+import time
+from typing import NamedTuple
 
 from ledgit import watch
 from ledgit.board import Board
-from ledgit.index import Index
+from ledgit.index import RACY_WINDOW_NS, Index
 
-POLL_INTERVAL = 1.0  # seconds between stat polls when the directories cannot be watched
+POLL_INTERVAL = 0.25  # seconds between two looks at the directories when not watching
+
+
+class DirectoryState(NamedTuple):
+    """What :func:`directory_state` saw of one directory: ``stat`` (inode, mtime_ns,
+    ctime_ns, size, link count; None when it cannot be stat'ed) and ``entries`` (frozenset of
+    (name, inode) from one readdir, no stat; None unless the directory changed within the
+    racy window)."""
+
+    stat: tuple[int, ...] | None
+    entries: frozenset[tuple[str, int]] | None
+
+
+def directory_state(path: str, now_ns: int) -> DirectoryState:
+    """The state of directory ``path`` at wall clock ``now_ns`` (time.time_ns()).
+
+    A directory's mtime has the file system's clock granularity (a few ms on Linux, 2 s on
+    FAT), so a second change in the same tick as an earlier look leaves the stat as it was.
+    While the mtime or ctime is within :data:`ledgit.index.RACY_WINDOW_NS` of ``now_ns``
+    the names and inode numbers of the entries are read too (readdir gives them without a
+    stat): a file replaced by a rename has a new inode. Raises nothing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return DirectoryState(None, None)
+    state = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_nlink)
+    if max(st.st_mtime_ns, st.st_ctime_ns) < now_ns - RACY_WINDOW_NS:
+        return DirectoryState(state, None)
+    try:
+        with os.scandir(path) as it:
+            entries = frozenset((e.name, e.inode()) for e in it)
+    except OSError:
+        entries = None
+    return DirectoryState(state, entries)
+
+
+def changed_between(old: DirectoryState, new: DirectoryState) -> bool:
+    """True when ``new`` shows a change since ``old``: another stat, or other entries when
+    both looks read them."""
+    if old.stat != new.stat:
+        return True
+    return old.entries is not None and new.entries is not None and old.entries != new.entries
 
 
 class LiveBoard:
@@ -127,7 +179,7 @@ class LiveBoard:
             self._cond.notify_all()
 
     def _run(self) -> None:
-        signature = None if self._watcher is not None else self._signature()
+        seen = None if self._watcher is not None else self._directories()
         while True:
             watcher = self._watcher
             poller = select.poll()
@@ -149,28 +201,18 @@ class LiveBoard:
                 self._watcher = self._open_watcher()
                 watcher.close()
                 self._bump()
-                signature = None if self._watcher is not None else self._signature()
+                seen = None if self._watcher is not None else self._directories()
                 continue
-            now = self._signature()
-            if now != signature:
-                signature = now
+            now = self._directories()
+            if seen is None or any(changed_between(a, b) for a, b in zip(seen, now,
+                                                                         strict=True)):
                 self._bump()
+            seen = now
             if self._watcher is None and watch.available():
                 self._watcher = self._open_watcher()
 
-    def _signature(self) -> int:
-        """A hash of every entry's stat in the tasks and history directories."""
-        entries = []
-        for path in (self.board.tasks_str, self.board.history_str):
-            try:
-                with os.scandir(path) as it:
-                    for entry in it:
-                        try:
-                            st = entry.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        entries.append((path, entry.name, st.st_mtime_ns, st.st_ctime_ns,
-                                        st.st_size, st.st_ino))
-            except OSError:
-                entries.append((path, "", 0, 0, 0, 0))
-        return hash(frozenset(entries))
+    def _directories(self) -> tuple[DirectoryState, DirectoryState]:
+        """:func:`directory_state` of the tasks and the history directory, now."""
+        now = time.time_ns()
+        return (directory_state(self.board.tasks_str, now),
+                directory_state(self.board.history_str, now))

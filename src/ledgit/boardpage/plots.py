@@ -7,6 +7,7 @@ result is safe to put in the page as markup.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from datetime import date, timedelta
@@ -21,8 +22,15 @@ MAX_AGENTS = 8  # more agents than this: the rest are drawn as one "others" line
 
 
 def _day(stamp: str) -> date | None:
+    """The UTC date of an RFC 3339 stamp, None when it has none."""
+    return _date_of(stamp[:10])
+
+
+@functools.lru_cache(maxsize=4096)
+def _date_of(text: str) -> date | None:
+    """A board has a few hundred distinct days among tens of thousands of stamps."""
     try:
-        return date.fromisoformat(stamp[:10])
+        return date.fromisoformat(text)
     except ValueError:
         return None
 
@@ -99,11 +107,11 @@ def claims_plot(claims: Sequence[tuple[str, str]]) -> str:
     series = []
     top = 1
     agents = top_agents + (["others"] if len(per_agent) > MAX_AGENTS else [])
+    daily = Counter(stamps)  # (agent, day) -> claims
     for k, agent in enumerate(agents):
-        daily = Counter(d for a, d in stamps if a == agent)
         total, values = 0, []
         for d in days:
-            total += daily.get(d, 0)
+            total += daily.get((agent, d), 0)
             values.append(total)
         top = max(top, total)
         series.append((f"{agent} ({total})", PALETTE[k % len(PALETTE)], values))

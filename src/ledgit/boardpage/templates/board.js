@@ -161,6 +161,8 @@
     $("match-count").textContent = shown.toLocaleString() + " of " + data.meta.shown.toLocaleString() +
       " task(s) match";
     $("match-count").dataset.count = String(shown);
+    $("match-count").dataset.text = f.text;  // the text filter this count is for (bench)
+    document.body.dataset.renderedAt = String(Date.now());  // ms since the epoch (tests, bench)
   }
 
   function renderLanes() {
@@ -191,6 +193,16 @@
 
   // ------------------------------------------------------------------ detail
   function cardOf(id) { return data.cards.find((c) => c.id === id) || null; }
+  // A file page embeds every task's detail in its own script element, parsed on the first
+  // detail opened (the first paint parses only the cards); a served page fetches them.
+  let embeddedDetails;
+  function details() {
+    if (embeddedDetails === undefined) {
+      const node = document.getElementById("board-details");
+      embeddedDetails = node ? JSON.parse(node.textContent) : null;
+    }
+    return embeddedDetails;
+  }
   function field(parent, name, value) {
     if (value === null || value === undefined || value === "" ||
         (Array.isArray(value) && !value.length)) return;
@@ -297,7 +309,11 @@
     if (!c) return;
     openId = id;
     selected = id;
-    if (data.details) { renderDetail(c, data.details[id]); return; }
+    const embedded = details();
+    if (embedded) {
+      if (embedded[id]) renderDetail(c, embedded[id]);
+      return;
+    }
     fetch("task/" + encodeURIComponent(id) + ".json", {cache: "no-store"})
       .then((r) => r.ok ? r.json() : Promise.reject(new Error(r.statusText)))
       .then((d) => { if (openId === id) renderDetail(cardOf(id) || c, d); })
@@ -306,6 +322,17 @@
   function closeDetail() { openId = null; $("detail").hidden = true; }
 
   // ------------------------------------------------------------------ views, keys
+  // A view that is not shown is rendered when it is shown next (a 10,000-task board's lanes
+  // are thousands of nodes a live update would otherwise rebuild unseen).
+  const stale = {lanes: true, plots: false};  // the page comes with the plots of its data
+  function renderShown() {
+    if (view === "lanes" && stale.lanes) { renderLanes(); stale.lanes = false; }
+    if (view === "plots" && stale.plots) {
+      $("plot-opened-done").innerHTML = data.plots.opened_done;  // ledgit's SVG (plots.py)
+      $("plot-claims").innerHTML = data.plots.claims;
+      stale.plots = false;
+    }
+  }
   function setView(name) {
     view = name;
     for (const b of document.querySelectorAll(".views button")) b.classList.toggle("active", b.dataset.view === name);
@@ -313,14 +340,14 @@
     $("view-lanes").hidden = name !== "lanes";
     $("view-plots").hidden = name !== "plots";
     $("filters").hidden = name !== "board";
+    renderShown();
   }
-  function render() {
+  function render(fresh) {
     renderBoard();
-    renderLanes();
-    $("plot-opened-done").innerHTML = data.plots.opened_done;  // ledgit's SVG (plots.py)
-    $("plot-claims").innerHTML = data.plots.claims;
+    stale.lanes = true;
+    if (fresh) stale.plots = true;
+    renderShown();
     document.body.dataset.ready = "yes";
-    document.body.dataset.renderedAt = String(Date.now());  // ms since the epoch (tests, bench)
   }
   function focusCard(node) {
     if (!node) return;
@@ -380,7 +407,7 @@
           ". Updated " + data.meta.generated + ".";
         $("summary").textContent = summary;
         fillFilters();
-        render();
+        render(true);
         if (openId) openDetail(openId);
       });
   }
@@ -392,5 +419,5 @@
   }
   document.body.dataset.serial = String(data.meta.serial || "");
   fillFilters();
-  render();
+  render(false);
 })();
