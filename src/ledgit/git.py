@@ -353,32 +353,40 @@ def staged_changes(cwd: Path, prefix: str, *,
         proc = run_git(args, root, env=env, check=False)
     if proc.returncode != 0:
         raise LedgitError(f"git diff-index: {_last_line(proc.stderr)}", USAGE)
-    return _diff_index_changes(proc.stdout)
+    return {path: staged for path, (_, staged) in _diff_index_changes(proc.stdout).items()}
 
 
-def _diff_index_changes(out: bytes) -> dict[str, str | None]:
+class StagedChange(NamedTuple):
+    """One path whose index entry differs from HEAD: the blob ids on either side."""
+
+    head: str | None  # the blob at HEAD; None when HEAD has none there (added, or a submodule)
+    staged: str | None  # the blob in the index; None when the index has none (deleted)
+
+
+def _diff_index_changes(out: bytes) -> dict[str, StagedChange]:
     fields = out.split(b"\0")[:-1]
-    staged: dict[str, str | None] = {}
+    changes: dict[str, StagedChange] = {}
     # -z raw records: ":<mode> <mode> <oid> <oid> <status>" NUL <path> NUL (git-diff-index(1))
     for meta, raw_path in zip(fields[0::2], fields[1::2], strict=True):
-        old_mode, new_mode, _, new_oid, status = meta.decode()[1:].split(" ")
-        path = os.fsdecode(raw_path)
+        old_mode, new_mode, old_oid, new_oid, status = meta.decode()[1:].split(" ")
         if status == "U":
             continue  # unmerged: conflicted_paths
-        if _is_blob_mode(int(new_mode, 8)):
-            staged[path] = new_oid
-        elif _is_blob_mode(int(old_mode, 8)):
-            staged[path] = None
-    return staged
+        change = StagedChange(old_oid if _is_blob_mode(int(old_mode, 8)) else None,
+                              new_oid if _is_blob_mode(int(new_mode, 8)) else None)
+        if change != (None, None):  # a submodule on both sides is no file
+            changes[os.fsdecode(raw_path)] = change
+    return changes
 
 
-def staged_changes_in_hook(cwd: str, pathspec: str) -> dict[str, str | None] | None:
-    """:func:`staged_changes` as a hook of this repository asks it: one
-    ``git diff-index --cached`` run in ``cwd`` with the environment Git gave the hook
-    (``GIT_INDEX_FILE``, ``GIT_DIR``...: the same repository, so nothing is stripped) and no
-    discovery. ``pathspec`` is relative to ``cwd``; the paths answered are repository-relative.
-    None where git cannot answer so (an unborn branch, a pathspec outside the work tree):
-    then :func:`staged_changes` answers."""
+def staged_changes_in_hook(cwd: str, pathspec: str) -> dict[str, StagedChange] | None:
+    """What differs between HEAD and the index under ``pathspec``, as a hook of this
+    repository asks it: one ``git diff-index --cached --raw`` run in ``cwd`` with the
+    environment Git gave the hook (``GIT_INDEX_FILE``, ``GIT_DIR``...: the same repository, so
+    nothing is stripped) and no discovery. Repository-relative path -> the blob ids at HEAD and
+    in the index (:class:`StagedChange`), both from the raw diff (git-diff-index(1) "RAW
+    OUTPUT FORMAT"), so reading HEAD's side needs no tree walk. ``pathspec`` is relative to
+    ``cwd``. Unmerged paths are left out. None where git cannot answer so (an unborn branch,
+    a pathspec outside the work tree): then :func:`staged_changes` answers."""
     args = ["git", "--literal-pathspecs", "diff-index", "--cached", "--raw", "-z",
             "--no-renames", "--no-abbrev", "HEAD", "--", pathspec]
     try:
@@ -390,7 +398,9 @@ def staged_changes_in_hook(cwd: str, pathspec: str) -> dict[str, str | None] | N
 
 def cat_blobs_in_hook(cwd: str, names: Sequence[str]) -> dict[str, bytes | None]:
     """:func:`cat_blobs` as a hook of this repository asks it (see
-    :func:`staged_changes_in_hook`): one ``git cat-file --batch`` in ``cwd``."""
+    :func:`staged_changes_in_hook`): one ``git cat-file --batch`` in ``cwd`` for all of
+    ``names`` (blob ids, or ``:path`` for a path's entry in the index Git gave the hook);
+    name -> content, None where no blob has that name."""
     return _cat_batch(cwd, names, None)
 
 

@@ -77,9 +77,11 @@ def pre_commit(cwd: Path) -> int:
 def _pre_commit_in_hook(cwd: str) -> int | None:
     """:func:`pre_commit` as Git runs it (at the top of the work tree) with two git processes
     and no discovery: :func:`ledgit.git.staged_changes_in_hook` over the work tree (every
-    board's staged paths), then one ``git cat-file --batch`` for their blobs and, from HEAD,
-    both files of each staged task. None where that cannot answer (not at the top, a
-    merge, pick, revert or rebase stopped, an unborn branch): then :func:`pre_commit` does."""
+    board's staged paths, with their blob ids at HEAD and in the index), then one
+    ``git cat-file --batch`` for those blobs and, for a task staged by half, the other file's
+    index entry (``:path``: not staged, so the same as at HEAD). None where that cannot
+    answer (not at the top, a merge, pick, revert or rebase stopped, an unborn branch): then
+    :func:`pre_commit` does."""
     if not os.path.exists(os.path.join(cwd, ".git")):
         return None  # not the top of a work tree: pre_commit finds every board
     worktree_git_dir = git_dir_for(cwd)
@@ -88,28 +90,31 @@ def _pre_commit_in_hook(cwd: str) -> int | None:
     changes = git.staged_changes_in_hook(cwd, ".")
     if changes is None:
         return None
-    boards: dict[str, dict[str, str | None]] = {}
-    for path, oid in changes.items():
+    boards: dict[str, dict[str, git.StagedChange]] = {}
+    for path, change in changes.items():
         prefix = _prefix_of(path)
         if prefix is not None:
-            boards.setdefault(prefix, {})[path] = oid
+            boards.setdefault(prefix, {})[path] = change
     tasks: list[str] = []
     notes: list[str] = []
     if not boards:
         return _report([], tasks, notes)
-    # both files of each staged task at HEAD: the unstaged half, and the parent's history
-    # the staged one must keep (growth)
-    at_head = [f"HEAD:{p}" for prefix, found in boards.items()
-               for t in sorted({t for t in (task_of(p, prefix) for p in found) if t})
-               for p in task_paths(prefix, t)]
-    blobs = git.cat_blobs_in_hook(cwd, [*(oid for found in boards.values()
-                                          for oid in found.values() if oid is not None),
-                                        *at_head])
+    # HEAD's side of each staged task: the unstaged half of the pair (for the check) and the
+    # parent's history the staged one must keep (growth)
+    halves = [p for prefix, found in boards.items()
+              for t in sorted({t for t in (task_of(p, prefix) for p in found) if t})
+              for p in task_paths(prefix, t) if p not in found]
+    names = [*(oid for found in boards.values() for change in found.values()
+               for oid in change if oid is not None), *(f":{p}" for p in halves)]
+    blobs = git.cat_blobs_in_hook(cwd, list(dict.fromkeys(names)))
+    at_head = {p: blobs[f":{p}"] for p in halves}
     problems: list[Finding] = []
     for prefix in sorted(boards):
-        staged = {p: None if oid is None else blobs[oid] for p, oid in boards[prefix].items()}
-        problems += _check_staged(prefix, staged, lambda path: blobs.get(f"HEAD:{path}"),
-                                  tasks, notes, cwd)
+        staged: dict[str, bytes | None] = {}
+        for path, (head, oid) in boards[prefix].items():
+            staged[path] = None if oid is None else blobs[oid]
+            at_head[path] = None if head is None else blobs[head]
+        problems += _check_staged(prefix, staged, at_head.get, tasks, notes, cwd)
     return _report(problems, tasks, notes)
 
 
