@@ -33,6 +33,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
                 "ledgit.git", "ledgit.watch", "ledgit.index", "ledgit.board", "ledgit.live"),
     # what the commands and hooks run: the gate, resolve, install/doctor, import/export
     "operations": ("ledgit.gate", "ledgit.resolve", "ledgit.install", "ledgit.projects",
+                   "ledgit.precommit",
                    "ledgit.interop",
                    "ledgit.interop.common", "ledgit.interop.beads", "ledgit.interop.backlog",
                    "ledgit.interop.yylo", "ledgit.interop.stateframe"),
