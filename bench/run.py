@@ -1121,10 +1121,23 @@ def main(argv: list[str] | None = None) -> int:
                     help="also measure ledgit at commit REV (a `git archive` snapshot) on a copy "
                          "of every ledgit board, side by side in the same rounds, and check "
                          "each figure within 10%% of it (issue 14)")
+    ap.add_argument("--only", type=lambda text: [w for w in text.split(",") if w],
+                    metavar="OP,OP,...",
+                    help="time only these cases (op names as in latest.json, e.g. "
+                         "precommit,git_floor,version); peers are built only when one of "
+                         "their ops is named, the rebase only when `rebase` is")
     ap.add_argument("--snapshot", action="store_true",
                     help="measure `git archive HEAD src` of this checkout (via PYTHONPATH), "
                          "not the live, possibly changing, working tree")
     args = ap.parse_args(argv)
+    only: set[str] | None = set(args.only) if args.only else None
+    if only is not None:
+        unknown = sorted(only - {*OP_LABELS, "rebase"})
+        if unknown:
+            ap.error(f"--only: unknown case(s) {', '.join(unknown)} "
+                     f"(known: {', '.join(sorted({*OP_LABELS, 'rebase'}))})")
+        if not only & {*PEER_OPS}:
+            args.no_peers = True
     full = bool(args.full)
     sizes = sorted(args.sizes or [100, 1000, 10000])
     peer_sizes = sorted(args.peer_sizes or (sizes if full else [s for s in sizes if s <= 1000]))
@@ -1221,6 +1234,8 @@ def main(argv: list[str] | None = None) -> int:
                 cases += [Case("ledgit", f"{c.op}_small", c.argv, c.cwd, c.env, pre=c.pre)
                           for c in small_cases]
             builds[str(size)] = bt
+            if only is not None:
+                cases = [c for c in cases if c.op in only]
             # Interleave so that each contender's version of an op runs back to back.
             order = {op: i for i, op in enumerate(
                 ("version", "python", "create", "get", "list", "search", "update",
@@ -1235,7 +1250,7 @@ def main(argv: list[str] | None = None) -> int:
             if size == max(sizes):
                 commands = sorted({f"{c.contender:8} {c.op:15} " +
                                    " ".join(_show(w, tmp) for w in c.argv(0)) for c in cases})
-            if (isinstance(bt.get("ledgit"), float) and
+            if (isinstance(bt.get("ledgit"), float) and (only is None or "rebase" in only) and
                     (size == args.rebase_size or (args.rebase_size not in sizes
                                                   and size == sizes[0]))):
                 print("  rebase ...", flush=True)
@@ -1294,6 +1309,9 @@ def main(argv: list[str] | None = None) -> int:
         "notes": notes,
     }
     data["budgets"] = budgets(results, sizes, rebase)
+    if only is not None:  # the lines this run has figures for
+        data["budgets"] = [b for b in data["budgets"] if "ratio" in b]
+        data["only"] = sorted(only)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latest.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     problem = write_plot(args.out / "latest.png", data)

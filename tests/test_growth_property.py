@@ -1,5 +1,5 @@
 """Acceptance of issue 12, "a history only grows": over random histories built in-process,
-the hook's staged check (:func:`ledgit.hooks._check_staged`) and the gate's per-task check
+the hook's staged check (:func:`ledgit.precommit.check_staged`) and the gate's per-task check
 (:func:`ledgit.gate.check_growth`, which both call) refuse every lossy child -- the last k
 events cut, one branch's events dropped, a middle event removed -- and refuse no lossless
 merge or rebase made by the merge policy (:func:`ledgit.merge.merge_histories`, what the
@@ -21,8 +21,8 @@ from ledgit.history import (
     parse_events,
     strip_lines,
 )
-from ledgit.hooks import _check_staged
 from ledgit.merge import merge_histories
+from ledgit.precommit import check_staged
 from ledgit.record import make_record, record_from_state
 from ledgit.render import render_record
 
@@ -91,7 +91,7 @@ def _hook(parent: bytes, child: bytes, child_md: bytes = b"") -> list[Finding]:
     """The pre-commit hook's check of one staged task (its file ``child_md``, its history
     ``child``) whose HEAD holds ``parent``; HEAD's task file is only read for a removal."""
     head = {MD: b"", HIST: parent}
-    return _check_staged("", {HIST: child, MD: child_md}, head.get, [], [])
+    return check_staged("", {HIST: child, MD: child_md}, head.get, [], [])
 
 
 def _gate(parent: bytes, child: bytes, base: bytes | None = None) -> list[Finding]:

@@ -227,7 +227,7 @@ def test_fast_board_prefix_agrees_with_find_board(tmp_path: Path, git_env: Path,
     """The pre-commit fast path finds the board without pathlib: the same answer as
     ledgit.gate's (ledgit.board.find_board), or None where that one has none either."""
     from ledgit.gate import _found_prefix
-    from ledgit.hooks import _board_prefix
+    from ledgit.precommit import _board_prefix
 
     repo = new_repo(tmp_path / "repo")
     git("init", "-q", str(repo / "nested"), cwd=repo)
@@ -252,7 +252,8 @@ def test_fast_board_prefix_agrees_with_find_board(tmp_path: Path, git_env: Path,
 def test_the_hook_reads_the_unstaged_half_of_a_task_from_head(
         tmp_path: Path, git_env: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from ledgit.hooks import pre_commit, run_hook
+    from ledgit.hooks import run_hook
+    from ledgit.precommit import pre_commit
 
     repo = new_repo(tmp_path / "hooked")
     tid = create(repo, "Half staged", "--by", "a")
@@ -311,7 +312,8 @@ def test_pre_commit_on_a_board_in_a_subdirectory(
         capsys: pytest.CaptureFixture[str]) -> None:
     """The board's repository path comes from git's answer: findings name sub/.ledgit/...,
     from the subdirectory and (through the index) from the top, as the discovery path does."""
-    from ledgit.hooks import pre_commit, run_hook
+    from ledgit.hooks import run_hook
+    from ledgit.precommit import pre_commit
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -333,3 +335,44 @@ def test_pre_commit_on_a_board_in_a_subdirectory(
     git("add", "-A", cwd=repo)
     monkeypatch.chdir(sub)
     assert run_hook("pre-commit", []) == 0, capsys.readouterr().err
+
+
+_IN_HOOK = ("import os, sys\n"
+            "sys.path[0] or sys.path.pop(0)\n"
+            "from ledgit.hooks import run_hook\n"
+            "code = run_hook('pre-commit', [])\n"
+            "try:\n"
+            "    os.waitpid(-1, os.WNOHANG)\n"
+            "    left = 'a child left'\n"
+            "except ChildProcessError:\n"
+            "    left = 'no child'\n"
+            "heavy = sorted(m for m in ('pathlib', 'pygit2', 'click', 'yaml', 'sqlite3')"
+            " if m in sys.modules)\n"
+            "print(code, left, heavy)\n")
+
+
+def test_pre_commit_in_hook_leaves_no_process_and_imports_little(
+        tmp_path: Path, git_env: Path) -> None:
+    """The in-hook path starts its two git processes before it imports its checks; whether
+    it reads tasks, finds none staged or refuses, both are gone when it returns (none
+    outlives the hook), and it imports neither pathlib nor pygit2, click or sqlite3, nor
+    PyYAML for valid records (bench precommit: the floor of asking Git)."""
+    repo = new_repo(tmp_path / "repo")
+    tid = create(repo, "Light", "--by", "a")
+    commit_all(repo, "task")
+
+    def hook() -> str:
+        proc = subprocess.run([PY, "-c", _IN_HOOK], cwd=repo, capture_output=True, text=True,
+                              check=False, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    (repo / "README").write_text("no task staged\n")
+    git("add", "README", cwd=repo)
+    assert hook() == "0 no child []"
+    ledgit(repo, "update", tid, "--priority", "1", "--by", "a")
+    git("add", "-A", cwd=repo)
+    assert hook() == "0 no child []"
+    _break(repo, tid)
+    git("add", "-A", cwd=repo)
+    assert hook() == "1 no child ['yaml']"  # the generic reader words the schema error

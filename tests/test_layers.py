@@ -38,6 +38,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
                 "ledgit.boardinit", "ledgit.actor", "ledgit.live"),
     # what the commands and hooks run: the gate, resolve, install/doctor, import/export
     "operations": ("ledgit.gate", "ledgit.resolve", "ledgit.install", "ledgit.projects",
+                   "ledgit.precommit",
                    "ledgit.interop",
                    "ledgit.interop.incoming", "ledgit.interop.summary", "ledgit.interop.sources",
                    "ledgit.interop.genesis", "ledgit.interop.staging",

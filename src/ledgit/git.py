@@ -113,6 +113,13 @@ def _c_locale() -> dict[str, str]:
     return {**no_git_env(), "LC_ALL": "C", "LANGUAGE": ""}
 
 
+def _as_path(text: str) -> Path:
+    """``text`` as a :class:`pathlib.Path`: what the discovery functions answer."""
+    from pathlib import Path  # lazy: 3.7 ms (-X importtime) the pre-commit hook never needs
+
+    return Path(text)
+
+
 # --- discovery ---------------------------------------------------------------------------------
 
 def discover(cwd: Path) -> GitPaths | None:
@@ -121,19 +128,17 @@ def discover(cwd: Path) -> GitPaths | None:
 
     Raises LedgitError when Git refuses the repository (e.g. "detected dubious ownership").
     """
-    from pathlib import Path  # lazy: pathlib costs the pre-commit hook ~2.5 ms (bench precommit)
-
     args = ["rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir",
             "--is-inside-work-tree", "--show-cdup"]
-    proc = run_git(args, Path(cwd), env=_c_locale(), check=False)
+    proc = run_git(args, cwd, env=_c_locale(), check=False)
     if proc.returncode != 0:
         if b"not a git repository" in proc.stderr:
             return None
         raise LedgitError(f"git: {_last_line(proc.stderr)}", USAGE)
     lines = [*os.fsdecode(proc.stdout).splitlines(), ""]
     gitdir, common, inside, cdup = lines[:4]
-    top = Path(os.path.realpath(os.path.join(cwd, cdup))) if inside == "true" else None
-    return GitPaths(Path(os.path.realpath(gitdir)), Path(os.path.realpath(common)), top)
+    top = _as_path(os.path.realpath(os.path.join(cwd, cdup))) if inside == "true" else None
+    return GitPaths(_as_path(os.path.realpath(gitdir)), _as_path(os.path.realpath(common)), top)
 
 
 def toplevel(cwd: Path) -> Path | None:
@@ -158,13 +163,11 @@ def git_path(cwd: Path, name: str) -> Path:
     Names Git gives no meaning to (e.g. ``ledgit``) are per worktree: in a linked worktree
     ``<common>/worktrees/<id>/NAME``. Git's own names (``hooks``, ``refs/...``) go to git.
     """
-    from pathlib import Path  # lazy: pathlib costs the pre-commit hook ~2.5 ms (bench precommit)
-
     paths = _require(cwd)
     parts = name.split("/")
     if not name or os.path.isabs(name) or ".." in parts or parts[0].startswith(_GIT_PATH_SPECIAL):
         out = run_git(["rev-parse", "--path-format=absolute", "--git-path", name], cwd).stdout
-        return Path(os.fsdecode(out.rstrip(b"\n")))
+        return _as_path(os.fsdecode(out.rstrip(b"\n")))
     return paths.git_dir.joinpath(*parts)
 
 
@@ -233,13 +236,11 @@ def hooks_dir(cwd: Path) -> Path:
     """The directory Git runs hooks from: ``core.hooksPath`` (``~`` expanded; a relative value
     is relative to where hooks run, the work tree top or a bare repo's git dir, githooks(5)),
     else ``<common_dir>/hooks``."""
-    from pathlib import Path  # lazy: pathlib costs the pre-commit hook ~2.5 ms (bench precommit)
-
     paths = _require(cwd)
     value = _config_get(cwd, "core.hooksPath", "--type=path")
     if not value:
         return paths.common_dir / "hooks"
-    return Path(os.path.normpath(os.path.join(paths.toplevel or paths.git_dir, value)))
+    return _as_path(os.path.normpath(os.path.join(paths.toplevel or paths.git_dir, value)))
 
 
 # --- worktrees and state -----------------------------------------------------------------------
@@ -247,8 +248,6 @@ def hooks_dir(cwd: Path) -> Path:
 def list_worktrees(cwd: Path) -> list[Path]:
     """The work trees of the repository, main first (``git worktree list --porcelain``),
     leaving out a bare main repository and prunable entries (their directory is gone)."""
-    from pathlib import Path  # lazy: pathlib costs the pre-commit hook ~2.5 ms (bench precommit)
-
     out = run_git(["worktree", "list", "--porcelain", "-z"], cwd).stdout
     found: list[Path] = []
     path: str | None = None
@@ -260,7 +259,7 @@ def list_worktrees(cwd: Path) -> list[Path]:
             skip = True
         elif not field:
             if path is not None and not skip:
-                found.append(_work_tree_of(Path(path), cwd))
+                found.append(_work_tree_of(_as_path(path), cwd))
             path = None
     return found
 
@@ -272,7 +271,7 @@ def _work_tree_of(listed: Path, cwd: Path) -> Path:
         return listed
     proc = run_git(["--git-dir", str(listed), "rev-parse", "--show-toplevel"], cwd, check=False)
     top = os.fsdecode(proc.stdout.rstrip(b"\n"))
-    return type(listed)(top) if proc.returncode == 0 and top else listed
+    return _as_path(top) if proc.returncode == 0 and top else listed
 
 
 def head_oid(cwd: Path) -> str | None:
@@ -311,12 +310,10 @@ def index_path(cwd: Path, paths: GitPaths | None = None) -> Path:
     """The index file git would use: ``$GIT_INDEX_FILE`` (a relative value is taken from the
     work tree top, where git resolves it and where hooks run) or ``<git_dir>/index``.
     ``paths``: the repository already discovered from ``cwd`` (saves a ``git rev-parse``)."""
-    from pathlib import Path  # lazy: pathlib costs the pre-commit hook ~2.5 ms (bench precommit)
-
     paths = paths or _require(cwd)
     named = os.environ.get("GIT_INDEX_FILE")
     if named:
-        return Path(os.path.join(paths.toplevel or cwd, named))
+        return _as_path(os.path.join(paths.toplevel or cwd, named))
     return paths.git_dir / "index"
 
 
@@ -328,18 +325,28 @@ def staged_files(cwd: Path, prefix: str) -> dict[str, bytes | None]:
     On an unborn branch every entry is added. Conflicted paths are left out; see
     :func:`conflicted_paths`. Submodules are ignored.
     """
+    return {path: staged for path, (_, staged) in staged_pairs(cwd, prefix).items()}
+
+
+def staged_pairs(cwd: Path, prefix: str) -> dict[str, tuple[bytes | None, bytes | None]]:
+    """:func:`staged_files` with HEAD's side: path -> (the blob at HEAD, the staged blob),
+    None where there is none (added; deleted). One ``git diff-index --cached --raw``, whose
+    raw lines name both blobs, and one ``git cat-file --batch`` for all of them."""
     paths = _require(cwd)
     changes = staged_changes(cwd, prefix, paths=paths)
-    blobs = cat_blobs(cwd, [oid for oid in changes.values() if oid is not None],
-                         paths=paths)
-    return {path: None if oid is None else blobs[oid] for path, oid in changes.items()}
+    blobs = cat_blobs(cwd, list(dict.fromkeys(oid for change in changes.values()
+                                              for oid in change if oid is not None)),
+                      paths=paths)
+    return {path: (None if head is None else blobs[head], None if oid is None else blobs[oid])
+            for path, (head, oid) in changes.items()}
 
 
 def staged_changes(cwd: Path, prefix: str, *,
-                   paths: GitPaths | None = None) -> dict[str, str | None]:
-    """:func:`staged_files` without the contents: path -> the staged blob's id, or None when
-    deleted; one ``git diff-index --cached`` (two more processes on an unborn branch).
-    ``paths``: the repository already discovered from ``cwd``."""
+                   paths: GitPaths | None = None) -> dict[str, StagedChange]:
+    """:func:`staged_pairs` without the contents: path -> the blob ids at HEAD and in the
+    index (:class:`StagedChange`); one ``git diff-index --cached`` (two more processes on an
+    unborn branch, where HEAD's side is always None). ``paths``: the repository already
+    discovered from ``cwd``."""
     paths = paths or _require(cwd)
     root = paths.toplevel or paths.git_dir
     env = {**no_git_env(), "GIT_INDEX_FILE": str(index_path(cwd, paths))}
@@ -356,42 +363,90 @@ def staged_changes(cwd: Path, prefix: str, *,
     return _diff_index_changes(proc.stdout)
 
 
-def _diff_index_changes(out: bytes) -> dict[str, str | None]:
+class StagedChange(NamedTuple):
+    """One path whose index entry differs from HEAD: the blob ids on either side."""
+
+    head: str | None  # the blob at HEAD; None when HEAD has none there (added, or a submodule)
+    staged: str | None  # the blob in the index; None when the index has none (deleted)
+
+
+def _diff_index_changes(out: bytes) -> dict[str, StagedChange]:
     fields = out.split(b"\0")[:-1]
-    staged: dict[str, str | None] = {}
+    changes: dict[str, StagedChange] = {}
     # -z raw records: ":<mode> <mode> <oid> <oid> <status>" NUL <path> NUL (git-diff-index(1))
     for meta, raw_path in zip(fields[0::2], fields[1::2], strict=True):
-        old_mode, new_mode, _, new_oid, status = meta.decode()[1:].split(" ")
-        path = os.fsdecode(raw_path)
+        old_mode, new_mode, old_oid, new_oid, status = meta.decode()[1:].split(" ")
         if status == "U":
             continue  # unmerged: conflicted_paths
-        if _is_blob_mode(int(new_mode, 8)):
-            staged[path] = new_oid
-        elif _is_blob_mode(int(old_mode, 8)):
-            staged[path] = None
-    return staged
+        change = StagedChange(old_oid if _is_blob_mode(int(old_mode, 8)) else None,
+                              new_oid if _is_blob_mode(int(new_mode, 8)) else None)
+        if change != (None, None):  # a submodule on both sides is no file
+            changes[os.fsdecode(raw_path)] = change
+    return changes
 
 
-def staged_changes_in_hook(cwd: str, pathspec: str) -> dict[str, str | None] | None:
-    """:func:`staged_changes` as a hook of this repository asks it: one
-    ``git diff-index --cached`` run in ``cwd`` with the environment Git gave the hook
-    (``GIT_INDEX_FILE``, ``GIT_DIR``...: the same repository, so nothing is stripped) and no
-    discovery. ``pathspec`` is relative to ``cwd``; the paths answered are repository-relative.
-    None where git cannot answer so (an unborn branch, a pathspec outside the work tree):
-    then :func:`staged_changes` answers."""
-    args = ["git", "--literal-pathspecs", "diff-index", "--cached", "--raw", "-z",
-            "--no-renames", "--no-abbrev", "HEAD", "--", pathspec]
-    try:
-        proc = subprocess.run(args, cwd=cwd, capture_output=True, check=False)
-    except OSError:
-        return None
-    return _diff_index_changes(proc.stdout) if proc.returncode == 0 else None
+class StagedReader:
+    """The pre-commit hook's two questions, asked as a hook of this repository asks them:
+    ``git diff-index --cached --raw -z HEAD -- PATHSPEC`` and one ``git cat-file --batch``,
+    run in ``cwd`` (the work tree top, where Git runs hooks) with the environment Git gave
+    the hook (``GIT_INDEX_FILE``, ``GIT_DIR``...: the same repository, so nothing is stripped)
+    and no discovery. ``PATHSPEC`` is relative to ``cwd``.
 
+    Both processes start when the reader is made, so that they run while the hook imports
+    its checks; :meth:`close` (or leaving a ``with`` block) ends whichever still runs, so
+    neither outlives the hook. Raises OSError when ``git`` cannot be started.
+    """
 
-def cat_blobs_in_hook(cwd: str, names: Sequence[str]) -> dict[str, bytes | None]:
-    """:func:`cat_blobs` as a hook of this repository asks it (see
-    :func:`staged_changes_in_hook`): one ``git cat-file --batch`` in ``cwd``."""
-    return _cat_batch(cwd, names, None)
+    def __init__(self, cwd: str, pathspec: str) -> None:
+        args = ["git", "--literal-pathspecs", "diff-index", "--cached", "--raw", "-z",
+                "--no-renames", "--no-abbrev", "HEAD", "--", pathspec]
+        pipe = subprocess.PIPE
+        self._diff = subprocess.Popen(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=pipe,
+                                      stderr=pipe)
+        try:
+            self._cat = subprocess.Popen(["git", "cat-file", "--batch"], cwd=cwd, stdin=pipe,
+                                         stdout=pipe, stderr=pipe)
+        except OSError:
+            self._end(self._diff)
+            raise
+
+    def changes(self) -> dict[str, StagedChange] | None:
+        """Repository path -> the blob ids at HEAD and in the index (:class:`StagedChange`),
+        both named by the raw diff (git-diff-index(1) "RAW OUTPUT FORMAT"), so HEAD's side
+        needs no tree walk; unmerged paths left out. None where git cannot answer so (an
+        unborn branch, a pathspec outside the work tree): then :func:`staged_changes`
+        answers."""
+        out, _ = self._diff.communicate()
+        return _diff_index_changes(out) if self._diff.returncode == 0 else None
+
+    def blobs(self, names: Sequence[str]) -> dict[str, bytes | None]:
+        """name -> content for ``names`` (blob ids, or ``:path`` for a path's entry in the
+        index Git gave the hook), None where no blob has that name; asked once, of the one
+        ``git cat-file --batch``. Raises LedgitError (2) when git fails."""
+        if any("\n" in name for name in names):
+            raise LedgitError("git cat-file: an object name holds a newline", USAGE)
+        out, err = self._cat.communicate("".join(f"{name}\n" for name in names).encode())
+        if self._cat.returncode != 0:
+            raise LedgitError(f"git cat-file --batch: {_last_line(err)}", USAGE)
+        return _batch_contents(out, names)
+
+    def close(self) -> None:
+        """End both processes (a process still running is killed: it only reads)."""
+        self._end(self._cat)
+        self._end(self._diff)
+
+    @staticmethod
+    def _end(proc: subprocess.Popen[bytes]) -> None:
+        if proc.poll() is None:
+            proc.kill()
+        with proc:  # closes the pipes, waits
+            pass
+
+    def __enter__(self) -> StagedReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def conflicted_paths(cwd: Path, prefix: str) -> list[str]:
@@ -467,7 +522,7 @@ def blob_at(cwd: Path, rev: str, path: str) -> bytes | None:
     paths = _require(cwd)
     repo = _open_repo(paths)
     if repo is not None:
-        import pygit2  # lazy: ~40 ms to import (see _open_repo)
+        import pygit2  # lazy: 49 ms (-X importtime) that the hook and the CLI reads never need
 
         try:
             obj = _tree_pygit2(repo, rev)[path.strip("/")]
@@ -524,7 +579,7 @@ def _resolve_cli(cwd: Path, rev: str, kind: str) -> str:
 
 
 def _commit_pygit2(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
-    import pygit2  # lazy: ~40 ms to import; the pre-commit hook (bench precommit) never needs it
+    import pygit2  # lazy: 49 ms (-X importtime) that the hook and the CLI reads never need
 
     try:
         return repo.revparse_single(rev).peel(pygit2.Commit)
@@ -533,7 +588,7 @@ def _commit_pygit2(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
 
 
 def _tree_pygit2(repo: pygit2.Repository, rev: str) -> pygit2.Tree:
-    import pygit2  # lazy: ~40 ms to import; the pre-commit hook (bench precommit) never needs it
+    import pygit2  # lazy: 49 ms (-X importtime) that the hook and the CLI reads never need
 
     try:
         return repo.revparse_single(rev).peel(pygit2.Tree)
@@ -542,7 +597,7 @@ def _tree_pygit2(repo: pygit2.Repository, rev: str) -> pygit2.Tree:
 
 
 def _tree_files_pygit2(repo: pygit2.Repository, rev: str, prefix: str) -> dict[str, bytes]:
-    import pygit2  # lazy: ~40 ms to import; the pre-commit hook (bench precommit) never needs it
+    import pygit2  # lazy: 49 ms (-X importtime) that the hook and the CLI reads never need
 
     top = prefix.strip("/")
     tree = _tree_pygit2(repo, rev)
@@ -610,6 +665,11 @@ def _cat_batch(cwd: str | Path, names: Sequence[str],
         raise LedgitError("git cat-file: an object name holds a newline", USAGE)
     out = run_git(["cat-file", "--batch"], cwd, env=os.environ if env is None else env,
                   input="\n".join(names).encode() + b"\n").stdout
+    return _batch_contents(out, names)
+
+
+def _batch_contents(out: bytes, names: Sequence[str]) -> dict[str, bytes | None]:
+    """Parse ``git cat-file --batch`` output for ``names`` (git-cat-file(1) "BATCH OUTPUT")."""
     found: dict[str, bytes | None] = {}
     pos = 0
     for name in names:  # "<oid> <type> <size>\n<content>\n", or "<name> missing\n"
@@ -631,7 +691,7 @@ def _open_repo(paths: GitPaths) -> pygit2.Repository | None:
     """pygit2's view of the repository, or None when the git CLI must answer instead."""
     if not _use_pygit2:
         return None
-    import pygit2  # lazy: ~40 ms to import; the pre-commit hook (bench precommit) never needs it
+    import pygit2  # lazy: 49 ms (-X importtime) that the hook and the CLI reads never need
 
     try:
         repo = pygit2.Repository(str(paths.toplevel or paths.git_dir))
@@ -752,6 +812,24 @@ def operation_heads(cwd: Path) -> dict[str, list[str]]:
     return found
 
 
+def operation_pending(git_dir: str) -> bool:
+    """Whether a merge, cherry-pick, revert or rebase is stopped in the worktree whose git dir
+    is ``git_dir`` (the state files git-status(1) reads), from the file system alone: the next
+    commit then takes from more than HEAD. REBASE_HEAD alone is no sign: Git leaves it behind
+    when a rebase ends."""
+    return any(os.path.exists(os.path.join(git_dir, name)) for name in (
+        "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply"))
+
+
+def merging_heads() -> list[str]:
+    """The commits ``git merge`` is merging while it runs ``pre-merge-commit``, before it has
+    written MERGE_HEAD, sorted: git-merge exports ``GITHEAD_<oid>=<name>`` for each (the labels
+    it gives merge strategies and drivers, builtin/merge.c); empty outside such a merge."""
+    return sorted(k[8:] for k in os.environ
+                  if k.startswith("GITHEAD_") and len(k) in (48, 72)
+                  and all(c in "0123456789abcdef" for c in k[8:]))
+
+
 def _empty_tree(cwd: Path) -> str:
     return run_git(["hash-object", "-t", "tree", "--stdin"], _root(cwd),
                    input=b"").stdout.decode().strip()
@@ -782,7 +860,7 @@ class TreeReader:
         if self.repo is None:
             data = blob_at(self.cwd, rev, path)
         else:
-            import pygit2
+            import pygit2  # lazy: 49 ms (-X importtime) that the hook and the CLI reads never need
 
             try:
                 obj = self._tree(rev)[path]
