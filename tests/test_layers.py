@@ -210,3 +210,29 @@ def test_the_core_imports_no_storage_library(module: str) -> None:
     names |= {(node.module or "").split(".")[0] for node in ast.walk(tree)
               if isinstance(node, ast.ImportFrom) and not node.level}
     assert names.isdisjoint({"click", "pygit2", "sqlite3", "subprocess"}), module
+
+
+def test_every_module_is_on_the_design_picture() -> None:
+    """docs/design.md §11 draws every module where LAYERS puts it (issue 14 item 6)."""
+    text = (SRC.parent / "docs" / "design.md").read_text(encoding="utf-8")
+    picture = text.split("## 11.", 1)[1].split("```", 2)[1]
+    rows: dict[str, str] = {}
+    layer = ""
+    heads = {"faces": "faces", "commands": "commands", "operations": "operations",
+             "storage": "storage", "pure core": "core"}
+    for line in picture.splitlines():
+        for head, name in heads.items():
+            if line.startswith(head):
+                layer = name
+        rows[layer] = rows.get(layer, "") + " " + line
+    missing = []
+    for module in module_files():
+        parts = module.split(".")
+        word = "ledgit/__init__" if module == "ledgit" else parts[-1]
+        found = [name for name, row in rows.items()
+                 if any(w.strip("()·,") in (word, "/".join(parts[1:])) for w in row.split())]
+        if LAYER_OF.get(module) not in found and module not in ("ledgit.commands",
+                                                                "ledgit.interop",
+                                                                "ledgit.boardpage"):
+            missing.append(f"{module} (layer {LAYER_OF.get(module)}, drawn in {found})")
+    assert not missing, "not on docs/design.md §11's picture in its layer: " + ", ".join(missing)
