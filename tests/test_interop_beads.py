@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
+from shareddata import BEADS_ISSUES, BEADS_MERGES
 
 from ledgit.errors import LedgitError
 from ledgit.interop.beads import (
@@ -23,9 +23,8 @@ from ledgit.interop.beads import (
 )
 from ledgit.record import lifecycle_problems, parse_record, render_record
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-ISSUES = DATA / "beads-issues.jsonl"
-MERGES = DATA / "beads-merges.jsonl"
+ISSUES = BEADS_ISSUES
+MERGES = BEADS_MERGES
 
 needs_data = pytest.mark.skipif(not ISSUES.exists(), reason=f"{ISSUES} not present")
 

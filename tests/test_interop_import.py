@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from gitutil import CliRun
+from shareddata import BEADS_ISSUES
 
 from ledgit.history import event_line, parse_events
 from ledgit.interop import common
@@ -21,7 +22,7 @@ from ledgit.interop.beads import STATUS_MAP, beads_to_record
 from ledgit.interop.common import Progress
 from ledgit.record import render_record
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beads-issues.jsonl"
+DATA = BEADS_ISSUES
 needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} not present")
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from gitutil import CliRun, git
+from shareddata import BEADS_ISSUES
 
 from ledgit.errors import CHECK_FAILED
 
@@ -249,7 +250,7 @@ def test_revert_removes_the_item_an_event_added_and_keeps_later_items(lg: CliRun
 
 # --------------------------------------------------------------------------- item 5
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beads-issues.jsonl"
+DATA = BEADS_ISSUES
 
 
 def _issue(n: int, **extra: object) -> dict[str, object]:
