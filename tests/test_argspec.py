@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
+from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +59,7 @@ SPECS = sorted(commands.SPECS.values(), key=lambda s: s.name)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: " ".join(s.name))
-@settings(max_examples=int(os.environ.get("LEDGIT_ARGSPEC_EXAMPLES", "150")), deadline=None,
+@settings(max_examples=examples(150), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_parse_agrees_with_click(spec: Spec, data: st.DataObject) -> None:

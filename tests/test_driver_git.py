@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from examples import examples
 from gitflow import (
     BODY,
     commit_all,
@@ -239,7 +240,7 @@ def test_the_canonical_reader_agrees_with_yaml() -> None:
 
     seen = {"fast": 0}
 
-    @settings(max_examples=300, suppress_health_check=list(HealthCheck), deadline=None)
+    @settings(max_examples=examples(300), suppress_health_check=list(HealthCheck), deadline=None)
     @given(test_record._valid_records())
     def check(r: record.Record) -> None:
         text = record.render_record(r)

@@ -8,6 +8,7 @@ import random
 from typing import Any
 
 import pytest
+from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -438,7 +439,7 @@ _json = st.recursive(_json_leaf, lambda inner: st.lists(inner, max_size=4)
 _fields = st.dictionaries(st.text(), _json, max_size=8)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(fields=_fields, body=st.text(), other=st.one_of(st.none(), _json),
        shape=st.sampled_from(["record", "extra key", "no body", "body not a string"]),
        same_body=st.booleans())

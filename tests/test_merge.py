@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -230,7 +231,7 @@ LIFECYCLE_COUPLED = {"claim", "contested", "status", "response", "outcome", "wai
                      "next_action", "last_modified"}
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(triples())
 def test_merge_is_valid_symmetric_and_keeps_one_sided_changes(
         t: tuple[Record, Record, Record]) -> None:
@@ -268,7 +269,7 @@ def _history(records: list[Record], actors: list[str]) -> tuple[str, list[dict[s
     return render_history(events), events
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(triples())
 def test_history_merge_union_symmetric_and_agrees_with_task_merge(
         t: tuple[Record, Record, Record]) -> None:

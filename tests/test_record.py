@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -232,8 +233,8 @@ def _front_matter(text: str) -> str:
     return text[4:text.index("\n---\n", 3) + 1]
 
 
-# LEDGIT_EXAMPLES=4000 for a deeper run.
-_PROPERTY = settings(max_examples=int(os.environ.get("LEDGIT_EXAMPLES", "400")),
+# LEDGIT_EXAMPLES_FACTOR=10 for a deeper run (tests/examples.py).
+_PROPERTY = settings(max_examples=examples(400),
                      deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -350,7 +351,7 @@ _TOP_TEXT = st.text(alphabet=st.sampled_from(list('ab1 :#"\\[]{}-,.\'é')), max_
 _TOP_VALUES = st.one_of(_TOP_TEXT, _TOP_TEXT.map(lambda v: f'"{v}"'))
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(st.lists(st.tuples(_TOP_KEYS, st.sampled_from([": ", ":", ":  ", " : "]),
                           _TOP_VALUES), max_size=6))
 def test_the_canonical_readers_inlined_top_level_is_the_generic_map(
