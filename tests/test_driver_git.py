@@ -239,8 +239,9 @@ def test_the_canonical_reader_agrees_with_yaml() -> None:
     import test_record
 
     seen = {"fast": 0}
+    drawn = examples(300)
 
-    @settings(max_examples=examples(300), suppress_health_check=list(HealthCheck), deadline=None)
+    @settings(max_examples=drawn, suppress_health_check=list(HealthCheck), deadline=None)
     @given(test_record._valid_records())
     def check(r: record.Record) -> None:
         text = record.render_record(r)
@@ -255,7 +256,7 @@ def test_the_canonical_reader_agrees_with_yaml() -> None:
         assert record.parse_record(text) == r
 
     check()
-    assert seen["fast"] > 100  # the fast path is the common one
+    assert seen["fast"] > drawn // 3  # the fast path is the common one
 
 
 @pytest.mark.parametrize("operation", ["cherry-pick", "revert"])
