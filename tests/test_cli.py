@@ -607,12 +607,6 @@ def test_closed_stdout_exits_quietly(lg: Ledgit) -> None:
     assert proc.wait(timeout=60) == 0 and err == b""
 
 
-def test_console_script_demo_runs() -> None:
-    res = subprocess_ledgit(Path.cwd(), "demo")
-    assert res.code == 0, res
-    assert "verified" in res.out + res.err
-
-
 @pytest.mark.parametrize("args,where", [
     (["get", "T-x", "--json=1"], "ledgit get"),
     (["list", "--all=1"], "ledgit list"),
