@@ -4,11 +4,11 @@ What Git runs -- the hooks and the merge driver -- is always a separate ``<pytho
 process (``new_repo`` installs them with ``--command``), so what those tests see is what a
 user gets. The commands a test itself gives (``ledgit(repo, "create", ...)``, ``verify``,
 ``resolve``) run in this process through :func:`ledgit.__main__.run`, the console script's own
-entry point, with the working directory, environment and standard streams of the call and
-all of them restored after: a process each cost ~0.1 s of CPU, 10x the command (issue 14's
-test budget). :func:`ledgit_process` is the separate process, for tests about one (exit
-status, streams, signals). Use with the ``git_env`` fixture of :mod:`gitutil` (isolated
-config, HOME and identity).
+entry point, with the working directory, environment and standard streams of the call, all
+restored after: a process each cost ~0.1 s of CPU, 10x the command (issue 14's test budget).
+Tests about the process itself (exit status, streams, locale, signals) run
+``<python> -m ledgit`` themselves: tests/test_odd_env.py, tests/test_cli.py, stress/. Use
+with the ``git_env`` fixture of :mod:`gitutil` (isolated config, HOME and identity).
 """
 
 from __future__ import annotations
@@ -63,19 +63,7 @@ def ledgit(cwd: Path, *args: str, env: Mapping[str, str] | None = None,
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
-    return _checked(Result(exit_code, out.getvalue(), err.getvalue()), args, code)
-
-
-def ledgit_process(cwd: Path, *args: str, env: Mapping[str, str] | None = None,
-                   code: int | None = 0) -> Result:
-    """Run ``<python> -m ledgit ARGS`` as a process in ``cwd``, ``env`` added to this
-    environment; assert its exit code unless ``code`` is None."""
-    proc = subprocess.run([PY, "-m", "ledgit", *args], cwd=cwd, capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, check=False)
-    return _checked(Result(proc.returncode, proc.stdout, proc.stderr), args, code)
-
-
-def _checked(result: Result, args: tuple[str, ...], code: int | None) -> Result:
+    result = Result(exit_code, out.getvalue(), err.getvalue())
     if code is not None:
         assert result.code == code, (f"ledgit {' '.join(args)} exited {result.code}, wanted "
                                      f"{code}:\n{result.text}")
