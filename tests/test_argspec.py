@@ -9,6 +9,7 @@ the same spec — or ``parse`` must hand the line to click (None) exactly when c
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 from pathlib import Path
 from typing import Any
@@ -109,8 +110,6 @@ def test_verify_is_not_on_the_fast_path() -> None:
 
 
 def test_every_spec_function_exists_and_takes_its_parameters() -> None:
-    import inspect
-
     for spec in commands.SPECS.values():
         module, _, attr = spec.run.partition(":")
         function = getattr(__import__(module, fromlist=[attr]), attr)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from gitutil import isolate_env
 
@@ -543,8 +544,6 @@ def test_enumerations_match_the_record_schema() -> None:
 
 
 def test_every_lazy_command_resolves() -> None:
-    import click
-
     ctx = click.Context(cli.cli)
     for name in cli.COMMANDS:
         assert isinstance(cli.cli.get_command(ctx, name), click.Command), name

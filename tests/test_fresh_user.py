@@ -26,6 +26,7 @@ from gitflow import (
 )
 from gitutil import git
 
+import ledgit.index
 from ledgit import board as board_mod
 from ledgit import ops
 from ledgit.board import Board, init_board
@@ -112,7 +113,6 @@ def test_board_verify_sees_markers_in_a_body_its_index_row_trusts(
         return Change(make_record(r.fields, MARKED_BODY), "merge")
 
     board.mutate(ids[1], marked, "ledgit")  # what the driver leaves: file == history head
-    import ledgit.index  # the index trusts ctime: wait out a short racy window
 
     monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 50_000_000)
     time.sleep(0.1)

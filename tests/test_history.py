@@ -12,11 +12,16 @@ from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import ledgit.history as history
+from ledgit import canonjson
 from ledgit.history import (
     Event,
     HistoryError,
     Problem,
+    _apply_shared,
+    _state_json,
     ancestors,
+    apply_patch,
     event_id,
     event_line,
     head_state,
@@ -339,8 +344,6 @@ def test_an_id_over_non_canonical_bytes_is_a_hash_problem(
 ])
 def test_shared_replay_equals_jsonpatch_and_changes_nothing(patch: list[dict[str, Any]]
                                                            ) -> None:
-    from ledgit.history import _apply_shared, apply_patch
-
     state = {"fields": {"id": "x", "title": "t", "labels": ["b"], "x": {"a": ["0"]}},
              "body": "b\n"}
     kept, patch_kept = json.dumps(state), json.dumps(patch)
@@ -410,8 +413,6 @@ def _genesis_cases() -> list[Event]:
 
 @pytest.mark.parametrize("case", range(5))
 def test_genesis_state_cut_equals_the_encoded_state(case: int) -> None:
-    import ledgit.history as history
-
     event = _genesis_cases()[case]
     line = event_line(event).rstrip("\n")
     cut = history._genesis_state_json(line, json.loads(line))
@@ -447,8 +448,6 @@ def test_state_json_is_the_plain_encoding(fields: dict[str, Any], body: str, oth
                                           shape: str, same_body: bool) -> None:
     """_state_json gives the canonical JSON of any float-free state byte for byte, with its
     body's, whether the body is the base's very object (its encoding reused) or not."""
-    from ledgit.history import _state_json
-
     base = {"fields": {}, "body": body}
     state: dict[str, Any] = {"fields": fields,
                              "body": body if same_body else "".join(list(body))}
@@ -471,8 +470,6 @@ def test_state_json_is_the_plain_encoding(fields: dict[str, Any], body: str, oth
 
 
 def test_state_json_reuses_the_base_body_only_for_the_same_object() -> None:
-    from ledgit.history import _state_json
-
     body = "x" * 40
     base = {"fields": {}, "body": body}
     # A stale encoding is used only when the body is the base's very object: a wrong one
@@ -505,11 +502,6 @@ def test_verify_finds_a_wrong_after_when_only_the_fields_change(
 def test_the_plain_encoder_is_canonical_json() -> None:
     """ledgit.canonjson's encoder gives json.dumps's canonical text (sorted keys, no
     whitespace, no ASCII escaping) and refuses what canonical JSON refuses."""
-    import json
-
-    from ledgit import canonjson
-    from ledgit.record import canonical_json
-
     encode = canonjson.plain_encoder()
     for value in ({"x": [1, {"é": None}], "a": "\u2028\x00"}, [], "plain", 12, True,
                   {"b": [1, "\u00e9\x1f", None, True], "a": {"z": "", "y": -2}}):

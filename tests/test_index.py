@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gitutil import git
 
+import ledgit.index
 from ledgit.board import Board, Change, find_board, init_board
 from ledgit.errors import BUSY, USAGE, LedgitError
-from ledgit.index import ROW_FIELDS, SCHEMA_VERSION, Index
+from ledgit.index import MAX_SEARCH_CHARS, ROW_FIELDS, SCHEMA_VERSION, Index
+from ledgit.ops import item_add
 from ledgit.record import FIELD_ORDER, Record, render_record
 
 pytest_plugins = ["gitutil"]
@@ -171,7 +175,6 @@ def test_a_hand_edit_is_seen_at_once_even_with_the_same_stat(board: Board) -> No
 def test_old_files_are_not_reread(board: Board, monkeypatch: pytest.MonkeyPatch) -> None:
     # "Old" by the change time, which utime cannot set back (the index trusts ctime, as Git
     # does): a short racy window and a short wait instead.
-    import ledgit.index
 
     monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 50_000_000)
     [add(board, f"task {i}") for i in range(3)]
@@ -382,8 +385,6 @@ ALPHABET = "aAbß ẞéE\u0301İi\"'%_\\-.\nx"
 
 
 def _folded(text: str) -> str:
-    import unicodedata
-
     return unicodedata.normalize("NFC", text).casefold()
 
 
@@ -391,8 +392,6 @@ def test_search_is_the_substring_rule_on_odd_text(board: Board) -> None:
     """search gives exactly the tasks whose title/body/response/item text contains the
     needle (NFC + casefold), for odd text: quotes, %, _, backslashes, ß/ẞ, combining accents
     (LIKE's escapes and its ASCII-only folding must change nothing)."""
-    import random
-
     rng = random.Random(7)
     texts: dict[str, dict[str, str]] = {}
     for i in range(60):
@@ -404,8 +403,6 @@ def test_search_is_the_substring_rule_on_odd_text(board: Board) -> None:
             fields["response"] = parts["response"]
         rec = board.create(fields, parts["body"], "t")
         if parts["item"].strip():
-            from ledgit.ops import item_add
-
             board.mutate(rec.id, lambda r, p=parts: item_add(  # type: ignore[misc]
                 r, kind="fact", text=p["item"].strip(), by="t",
                 now="2026-01-01T00:00:00.000000Z"), "t")
@@ -435,8 +432,6 @@ def test_search_is_the_substring_rule_on_odd_text(board: Board) -> None:
 def test_search_text_too_long_and_huge_limits_are_usage_errors_or_fine(board: Board) -> None:
     """Found by a new-user trial: a 50,000-character needle made SQLite refuse the LIKE
     pattern (internal error 70), a limit beyond 64 bits overflowed."""
-    from ledgit.index import MAX_SEARCH_CHARS
-
     rec = board.create({"title": "needle in here"}, "", "t")
     with Index.open(board) as index:
         with pytest.raises(LedgitError) as err:

@@ -14,6 +14,7 @@ from ledgit.interop.beads import (
     BLOCKED_WAITING_ON,
     CLOSED_FALLBACK,
     STATUS_MAP,
+    _fast_timestamp,
     beads_equal,
     beads_to_record,
     derived_id,
@@ -21,7 +22,7 @@ from ledgit.interop.beads import (
     record_to_beads,
     split_body,
 )
-from ledgit.record import lifecycle_problems, parse_record, render_record
+from ledgit.record import lifecycle_problems, normalize_timestamp, parse_record, render_record
 
 ISSUES = BEADS_ISSUES
 MERGES = BEADS_MERGES
@@ -174,9 +175,6 @@ def test_the_real_snapshot_and_every_merge_side_round_trip() -> None:
 
 @needs_data
 def test_the_fast_timestamp_path_agrees_with_normalize_timestamp() -> None:
-    from ledgit.interop.beads import _fast_timestamp
-    from ledgit.record import normalize_timestamp
-
     texts = ["2025-11-02T21:58:07.2-08:00", "0001-01-01T00:00:00.000000+01:00",
              "9999-12-31T23:59:59.999999-01:00", "2025-02-29T00:00:00.000000+00:00",
              "2024-02-29T23:59:59.5+14:00", "2025-11-02T21:58:07.295058-00:00",

@@ -9,7 +9,7 @@ import pytest
 
 from ledgit import lifecycle, ops, readout, record
 from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
-from ledgit.readout import build_readout, render_readout
+from ledgit.readout import build_readout, epoch_seconds, render_readout
 from ledgit.record import Record, lifecycle_problems, parse_record, render_record
 
 T0 = datetime(2026, 8, 29, 10, 0, tzinfo=timezone.utc)
@@ -414,8 +414,6 @@ def test_readout_of_complete_task_has_no_spurious_unknowns() -> None:
 
 
 def test_epoch_seconds_accepts_canonical_and_other_forms() -> None:
-    from ledgit.readout import epoch_seconds
-
     base = T0.timestamp()
     assert epoch_seconds("2026-08-29T10:00:00.000000Z") == base
     assert epoch_seconds("2026-08-29T12:00:00+02:00") == base

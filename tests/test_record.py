@@ -13,6 +13,7 @@ import json
 import os
 import time
 import unicodedata
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ledgit.record as record_module
-from ledgit.errors import LedgitError
+from ledgit.errors import LedgitError, located
 from ledgit.record import (
     ITEM_KINDS,
     OUTCOME_KINDS,
@@ -173,7 +174,6 @@ _commit = st.from_regex(r"[0-9a-f]{4,40}", fullmatch=True) | st.from_regex(r"[0-
 
 @st.composite
 def _timestamps(draw: st.DrawFn) -> Any:
-    from datetime import datetime, timezone
     moment = draw(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)))
     return format_timestamp(moment.replace(tzinfo=timezone.utc))
 
@@ -339,8 +339,6 @@ def test_canonical_reader_refuses_broken_quoted_scalars(text: str) -> None:
 def test_a_located_message_is_one_line_whatever_the_field_holds() -> None:
     """Found by the hand-edit property test: a key read from a file may hold a line break
     (a vertical tab, U+2028); the error line escapes it."""
-    from ledgit.errors import located
-
     text = located("must be one line\n", "T.md", 77, "x.k\x0bey\u2028\x85")
     assert text == "T.md:77: x.k\\x0bey\\u2028\\x85: must be one line\\x0a"
     assert len(text.splitlines()) == 1
