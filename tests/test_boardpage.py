@@ -23,12 +23,13 @@ from gitutil import CliRun, git
 
 import ledgit as ledgit_package
 from ledgit.__main__ import run
-from ledgit.boardpage.source import PageSource
 from ledgit.index import Index
 
 pytest_plugins = ["gitutil"]
 pytest.importorskip("jinja2", reason="the board page needs the 'board' extra (jinja2)")
 pytest.importorskip("cmarkgfm", reason="the board page needs the 'board' extra (cmarkgfm)")
+
+from ledgit.boardpage.source import PageSource  # noqa: E402 - needs the extra
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 
