@@ -2,9 +2,11 @@
 
 Each test names its full count (``examples(400)``); the default run draws a quarter of it
 (at least 25), which keeps the default run inside issue 14's test-time budget.
-``LEDGIT_EXAMPLES_FACTOR`` scales the full counts instead: ``1`` draws them as written (the deep
-property run, ``LEDGIT_EXAMPLES_FACTOR=1 pytest tests -k ...``), ``10`` ten times as many. The
-stress suite's fuzzers (stress/test_fuzz.py) size their own runs by ``scale.pick``.
+``LEDGIT_EXAMPLES_FACTOR`` scales the full counts instead: ``1`` draws them as written, ``10``
+ten times as many; ``LEDGIT_EXAMPLES_FACTOR=1 pytest -m "stress or hypothesis"`` is the full
+stress run plus every property test at its full count (Hypothesis marks ``@given`` tests
+``hypothesis``). The stress suite's fuzzers (stress/test_fuzz.py) size their own runs by
+``scale.pick``.
 """
 
 from __future__ import annotations
