@@ -20,6 +20,8 @@ from typing import Any
 
 from stresskit import LOCK_MARKERS, Figures, Result, Scale, histories, ledgit, leftovers
 
+from ledgit.record import parse_record
+
 TASKS = 5
 
 
@@ -214,6 +216,4 @@ def test_concurrent_writers_lose_nothing(scale: Scale, repo: Path, env: dict[str
 
 
 def _file_revision(root: Path, tid: str) -> str:
-    from ledgit.record import parse_record
-
     return parse_record((root / ".ledgit" / "tasks" / f"{tid}.md").read_bytes()).revision

@@ -42,6 +42,9 @@ from stresskit import (
     leftovers,
 )
 
+from ledgit.board import Board
+from ledgit.record import parse_record
+
 WRITER = Path(__file__).with_name("stress_writer.py")
 POINTS = ("history-append", "tmp-write", "before-rename", "after-rename", "index-txn")
 TASKS = 3
@@ -155,8 +158,6 @@ def _check_board(root: Path, env: dict[str, str], log: CrashLog, *, must: bool) 
     """The board verifies as it is, or after ``ledgit doctor --repair``; nothing is left
     behind; the index answers and agrees with the files. With ``must`` false an unverified
     board is left for the next write to roll forward."""
-    from ledgit.board import Board
-
     problems = Board(root).verify()
     left = leftovers(root)
     if not problems and not left:
@@ -178,8 +179,6 @@ def _check_board(root: Path, env: dict[str, str], log: CrashLog, *, must: bool) 
 
 
 def _check_index(root: Path, env: dict[str, str]) -> None:
-    from ledgit.record import parse_record
-
     rows = ledgit(["list", "--all", "--json"], root, env).json()["tasks"]
     got = {r["id"]: r["revision"] for r in rows}
     for tid, rev in got.items():

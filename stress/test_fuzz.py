@@ -15,6 +15,7 @@ returns problems and never raises; the driver exits 0 or 1, never prints a trace
 from __future__ import annotations
 
 import io
+import json
 import sys
 import time
 from contextlib import redirect_stderr
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from fuzzkit import (
     T0,
     damaged_history,
@@ -38,9 +40,12 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from stresskit import Figures, Scale, isolated_env, ledgit, run
 
+from ledgit.board import Change, init_board
 from ledgit.errors import LedgitError
 from ledgit.history import Problem, parse_events, verify
 from ledgit.lifecycle import lifecycle_problems
+from ledgit.merge import merge_histories
+from ledgit.mergedriver import main as merge_driver
 from ledgit.record import Record, make_record, parse_record
 from ledgit.render import render_record
 
@@ -69,8 +74,6 @@ class Tally:
 
 
 def _yaml_of(value: Any) -> str:
-    import yaml
-
     try:
         return "---\n" + yaml.safe_dump(value, allow_unicode=True) + "---\nbody\n"
     except yaml.YAMLError:
@@ -121,9 +124,6 @@ def test_fuzz_parse_record(scale: Scale, figures: Figures) -> None:
 
 
 def test_fuzz_history_verify(scale: Scale, figures: Figures, tmp_path: Path) -> None:
-    from ledgit.boardinit import init_board
-    from ledgit.merge import merge_histories
-
     text, lines, head = seed_history()
     assert verify("T-bbbbbbbbbb", text, head) == []
     _, ours, theirs, _, _, _ = seed_branches(2, 2)
@@ -162,8 +162,6 @@ def test_fuzz_history_verify(scale: Scale, figures: Figures, tmp_path: Path) -> 
 def _board_paths(board: Any, history: str, record: Record) -> None:
     """Board.verify reports (never an 'internal' problem) and Board.mutate refuses with a
     LedgitError or writes: nothing else."""
-    from ledgit.ops import Change
-
     tid = record.id
     board.task_path(tid).write_text(render_record(record), encoding="utf-8")
     board.history_path(tid).write_bytes(history.encode("utf-8", "surrogatepass"))
@@ -278,14 +276,12 @@ PATHS = {
 
 def _drive(tmp: Path, o: bytes, a: bytes, b: bytes, marker: str, path: str
            ) -> tuple[int, bytes, str]:
-    from ledgit.mergedriver import main
-
     files = [tmp / ".merge_file_O", tmp / ".merge_file_A", tmp / ".merge_file_B"]
     for f, data in zip(files, (o, a, b), strict=False):
         f.write_bytes(data)
     err = io.StringIO()
     with redirect_stderr(err):
-        code = main([str(files[0]), str(files[1]), str(files[2]), marker, path])
+        code = merge_driver([str(files[0]), str(files[1]), str(files[2]), marker, path])
     assert files[0].read_bytes() == o, "%O was rewritten"
     assert files[2].read_bytes() == b, "%B was rewritten"
     return code, files[1].read_bytes(), err.getvalue()
@@ -342,8 +338,6 @@ def test_fuzz_merge_driver(scale: Scale, figures: Figures, tmp_path: Path) -> No
 def _same_id_different_content(a: bytes, b: bytes) -> bool:
     """Some event id comes with two different contents (in one side or across both): one
     copy was tampered with."""
-    import json
-
     copies: dict[str, set[str]] = {}
     for data in (a, b):
         for line in data.decode("utf-8", "replace").split("\n"):

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from stresskit import ledgit
 
+from ledgit.board import Board, init_board
 from ledgit.errors import LedgitError
+from ledgit.record import parse_record
 
 FAST = 2.0  # CPU seconds of one command, start-up included (issue 7: "refused fast")
 SANE = 20.0  # wall seconds: only a hang fails this, not a loaded machine
@@ -76,9 +78,6 @@ def test_hostile_ids_are_refused(repo: Path, env: dict[str, str], command: list[
 
 def test_nul_and_separators_never_make_a_path(tmp_path: Path) -> None:
     """In process (argv cannot carry NUL): every id is checked before it becomes a path."""
-    from ledgit.board import Board
-    from ledgit.boardinit import init_board
-
     board: Board = init_board(tmp_path / "b")
     for hostile in ["a\0b", "\0", "T-x\0/../../etc/passwd", "a/b", "..", "../x", "", " ",
                     "x" * 129, "a\nb", "/abs"]:
@@ -142,8 +141,6 @@ def _attack_text(attack: str, tid: str, pwned: Path) -> str:
 
 @pytest.mark.parametrize("attack", sorted(YAML_ATTACKS))
 def test_yaml_attacks_are_refused_fast(tmp_path: Path, attack: str) -> None:
-    from ledgit.record import parse_record
-
     pwned = tmp_path / "pwned"
     started = time.process_time()
     try:

@@ -23,6 +23,7 @@ files.
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 import shutil
 import sys
@@ -32,6 +33,7 @@ import pytest
 from stresskit import git, isolated_env, ledgit
 
 from ledgit.history import new_event, render_history
+from ledgit.mergedriver import merge_history_bytes, merge_task_bytes
 from ledgit.record import Record, make_record
 from ledgit.render import render_record
 
@@ -177,15 +179,11 @@ def _scenario(tmp: Path, world: str) -> dict[str, str]:
 
 
 def _blob_id(data: bytes) -> str:
-    import hashlib
-
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _expected() -> dict[str, str]:
     """What every world must produce: the driver's own answer, computed in process."""
-    from ledgit.mergedriver import merge_history_bytes, merge_task_bytes
-
     v = _versions()
     task, conflict, _ = merge_task_bytes(v["base"]["task"], v["main"]["task"],
                                          v["side"]["task"], 7, f".ledgit/tasks/{TID}.md")

@@ -18,9 +18,13 @@ from contextlib import redirect_stderr
 from pathlib import Path
 
 import pytest
+from fuzzkit import seed_branches
 from stresskit import git, isolated_env, ledgit, run
 
 from ledgit.errors import LedgitError
+from ledgit.history import verify
+from ledgit.mergedriver import main as merge_driver
+from ledgit.record import parse_record
 
 FAST = 2.0
 
@@ -78,8 +82,6 @@ def test_deeply_nested_history_line_is_a_clear_error(repo: Path, env: dict[str, 
     line nested ~100,000 deep, so ``ledgit update`` and ``doctor --repair`` die with
     "internal error: RecursionError" (exit 70) and verify reports rule "internal". Want: a
     'parse' problem naming the line; update refuses with exit 1 and one line."""
-    from ledgit.history import verify
-
     tid = _create(repo, env)
     hist = repo / ".ledgit" / "history" / f"{tid}.jsonl"
     with open(hist, "a", encoding="utf-8") as fh:
@@ -101,8 +103,6 @@ def test_50mb_body_is_refused_fast(repo: Path, env: dict[str, str], tmp_path: Pa
     """No limit on a task file's size: a 50 MB body is parsed, written, fsynced and copied
     into the history (create ~5 s, get ~4 s here). Want (issue 7): refused clearly and fast
     (< 2 s), by parse_record and by the CLI, writing nothing."""
-    from ledgit.record import parse_record
-
     body = "lorem ipsum dolor sit amet\n" * (50 * 1024 * 1024 // 27)
     text = ("---\nid: T-bigbigbig0\ntitle: big\nstatus: open\n"
             "created: 2026-01-01T00:00:00Z\nlast_modified: 2026-01-01T00:00:00Z\n---\n" + body)
@@ -127,14 +127,12 @@ def test_50mb_body_is_refused_fast(repo: Path, env: dict[str, str], tmp_path: Pa
 
 
 def _drive(tmp: Path, o: bytes, a: bytes, b: bytes, path: str) -> tuple[int, bytes, str]:
-    from ledgit.mergedriver import main
-
     files = [tmp / "O", tmp / "A", tmp / "B"]
     for f, data in zip(files, (o, a, b), strict=True):
         f.write_bytes(data)
     err = io.StringIO()
     with redirect_stderr(err):
-        code = main([str(f) for f in files] + ["7", path])
+        code = merge_driver([str(f) for f in files] + ["7", path])
     assert files[0].read_bytes() == o and files[2].read_bytes() == b
     return code, files[1].read_bytes(), err.getvalue()
 
@@ -170,8 +168,6 @@ def test_merge_driver_does_not_keep_a_tampered_event(tmp_path: Path) -> None:
     output keeps whichever copy is "ours" -- exit 0 either way, and the bytes depend on the
     side order (DESIGN §7 promises they do not). Want: the tampered copy never chosen
     silently; the same bytes and exit code both ways."""
-    from fuzzkit import seed_branches
-
     base, ours, theirs, *_ = seed_branches(1, 1)
     lines = ours.splitlines(keepends=True)
     event = json.loads(lines[0])

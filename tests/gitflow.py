@@ -1,12 +1,20 @@
-"""Helpers for the Git-layer tests: real repositories, worktrees, ledgit as a real process.
+"""Helpers for the Git-layer tests: real repositories, worktrees, ledgit commands.
 
-Every ledgit call here is a separate ``<python> -m ledgit`` process, as Git runs the hooks and
-the merge driver, so what the tests see is what a user gets. Use with the ``git_env`` fixture
-of :mod:`gitutil` (isolated config, HOME and identity).
+What Git runs -- the hooks and the merge driver -- is always a separate ``<python> -m ledgit``
+process (``new_repo`` installs them with ``--command``), so what those tests see is what a
+user gets. The commands a test itself gives (``ledgit(repo, "create", ...)``, ``verify``,
+``resolve``) run in this process through :func:`ledgit.__main__.run`, the console script's own
+entry point, with the working directory, environment and standard streams of the call, all
+restored after: a process each cost ~0.1 s of CPU, 10x the command (issue 14's test budget).
+Tests about the process itself (exit status, streams, locale, signals) run
+``<python> -m ledgit`` themselves: tests/test_odd_env.py, tests/test_cli.py, stress/. Use
+with the ``git_env`` fixture of :mod:`gitutil` (isolated config, HOME and identity).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -18,6 +26,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gitutil import git
+
+from ledgit.__main__ import run
+from ledgit.record import parse_record
 
 PY = sys.executable
 LEDGIT = f"{shlex.quote(PY)} -m ledgit"
@@ -35,10 +46,24 @@ class Result(NamedTuple):
 
 def ledgit(cwd: Path, *args: str, env: Mapping[str, str] | None = None,
            code: int | None = 0) -> Result:
-    """Run ``ledgit ARGS`` in ``cwd``; assert its exit code unless ``code`` is None."""
-    proc = subprocess.run([PY, "-m", "ledgit", *args], cwd=cwd, capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, check=False)
-    result = Result(proc.returncode, proc.stdout, proc.stderr)
+    """Run ``ledgit ARGS`` in ``cwd`` in this process, ``env`` added to the environment;
+    assert its exit code unless ``code`` is None. The working directory and ``os.environ``
+    are restored after; an exception ledgit does not turn into an exit code fails the test."""
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.update(env or {})
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                exit_code = run([*args])
+            except SystemExit as exc:  # click's standalone paths end this way
+                exit_code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    result = Result(exit_code, out.getvalue(), err.getvalue())
     if code is not None:
         assert result.code == code, (f"ledgit {' '.join(args)} exited {result.code}, wanted "
                                      f"{code}:\n{result.text}")
@@ -86,8 +111,6 @@ def history_file(cwd: Path, tid: str) -> Path:
 
 def fields(cwd: Path, tid: str) -> dict[str, Any]:
     """The parsed front matter of a task file."""
-    from ledgit.record import parse_record
-
     return parse_record(task_file(cwd, tid).read_bytes()).fields
 
 

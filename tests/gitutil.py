@@ -11,12 +11,11 @@ import os
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
-if TYPE_CHECKING:
-    from ledgit.board import Board
+from ledgit.__main__ import run
+from ledgit.board import Board
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Ada Tester", "GIT_AUTHOR_EMAIL": "ada@example.invalid",
@@ -93,16 +92,12 @@ class CliRun:
         self.root, self.capsys = root, capsys
 
     def __call__(self, *args: str) -> tuple[int, str, str]:
-        from ledgit.__main__ import run
-
         self.capsys.readouterr()
         code = run(list(args))
         out = self.capsys.readouterr()
         return code, out.out, out.err
 
     def board(self) -> Board:
-        from ledgit.board import Board
-
         return Board(self.root)
 
 

@@ -9,8 +9,8 @@ the same spec — or ``parse`` must hand the line to click (None) exactly when c
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 import pytest
+from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -62,7 +63,7 @@ SPECS = sorted(table.SPECS.values(), key=lambda s: s.name)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: " ".join(s.name))
-@settings(max_examples=int(os.environ.get("LEDGIT_ARGSPEC_EXAMPLES", "150")), deadline=None,
+@settings(max_examples=examples(150), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_parse_agrees_with_click(spec: Spec, data: st.DataObject) -> None:
@@ -112,8 +113,6 @@ def test_verify_is_not_on_the_fast_path() -> None:
 
 
 def test_every_spec_function_exists_and_takes_its_parameters() -> None:
-    import inspect
-
     for spec in table.SPECS.values():
         module, _, attr = spec.run.partition(":")
         function = getattr(__import__(module, fromlist=[attr]), attr)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from gitutil import git
 
+import ledgit.index
 from ledgit import boardcheck, taskfiles
 from ledgit.actor import actor_name
 from ledgit.board import Board, find_board
@@ -401,8 +402,6 @@ def _aged_index(board: Board, ids: list[str]) -> None:
 @pytest.fixture
 def short_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """A 50 ms racy window (ledgit.index.RACY_WINDOW_NS), so a test can wait it out."""
-    import ledgit.index
-
     monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 50_000_000)
 
 
@@ -427,7 +426,6 @@ def test_verify_takes_fresh_revisions_from_the_index(board: Board,
     # Valid, but against a lifecycle rule (done without an account): written directly.
     done = write_done_without_account(board)
     ids.append(done.id)
-    import ledgit.index
 
     # just written: racily clean, not trusted (a 60 s window here, so that a slow machine
     # cannot let the short window of the rest of the test pass before the refresh)

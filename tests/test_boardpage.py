@@ -4,6 +4,7 @@ merge for the merge provenance), the self-contained file, escaping, and the live
 
 from __future__ import annotations
 
+import ast
 import http.client
 import json
 import os
@@ -20,9 +21,15 @@ import pytest
 from gitflow import commit_all, create, git_rc, ledgit, new_repo
 from gitutil import CliRun, git
 
+import ledgit as ledgit_package
+from ledgit.__main__ import run
+from ledgit.index import Index
+
 pytest_plugins = ["gitutil"]
 pytest.importorskip("jinja2", reason="the board page needs the 'board' extra (jinja2)")
 pytest.importorskip("cmarkgfm", reason="the board page needs the 'board' extra (cmarkgfm)")
+
+from ledgit.boardpage.source import PageSource  # noqa: E402 - needs the extra
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 
@@ -50,8 +57,6 @@ def test_board_needs_html_or_serve(lg: CliRun) -> None:
 
 def test_board_outside_a_board_is_exit_4(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    from ledgit.__main__ import run
-
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LEDGIT_ROOT", raising=False)
     assert run(["board", "--html", "x.html"]) == 4
@@ -331,9 +336,6 @@ def test_serve_elsewhere_than_loopback_warns(lg: CliRun) -> None:
 def test_live_model_after_writes_equals_a_fresh_build(lg: CliRun) -> None:
     """The server's incremental path (rows re-read by revision, extras kept per revision and
     history stat) gives the model a fresh build gives."""
-    from ledgit.boardpage.source import PageSource
-    from ledgit.index import Index
-
     ids = [lg("create", f"Task {i}", "--priority", str(i % 3), "--by", "lead")[1].strip()
            for i in range(4)]
     board = lg.board()
@@ -369,11 +371,7 @@ def test_live_model_after_writes_equals_a_fresh_build(lg: CliRun) -> None:
 def test_the_page_is_a_face_nothing_imports() -> None:
     """DESIGN §11: boardpage calls down (board, index, readout, history, merge, parallel);
     no other ledgit module imports it, and it imports no other face."""
-    import ast
-
-    import ledgit
-
-    src = Path(ledgit.__file__).parent
+    src = Path(ledgit_package.__file__).parent
     faces = {"ledgit.cli", "ledgit.gitcli", "ledgit.mcpserver", "ledgit.hooks",
              "ledgit.mergedriver", "ledgit.demo", "ledgit.interop"}
     for path in src.rglob("*.py"):

@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shareddata import BEADS_ISSUES
 
 pytestmark = pytest.mark.browser
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beads-issues.jsonl"
+DATA = BEADS_ISSUES
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 if not os.access(CHROMIUM, os.X_OK):

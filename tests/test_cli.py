@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from gitutil import isolate_env
 
@@ -544,8 +545,6 @@ def test_enumerations_match_the_record_schema() -> None:
 
 
 def test_every_lazy_command_resolves() -> None:
-    import click
-
     ctx = click.Context(cli.cli)
     for name in cli.COMMANDS:
         assert isinstance(cli.cli.get_command(ctx, name), click.Command), name
@@ -606,12 +605,6 @@ def test_closed_stdout_exits_quietly(lg: Ledgit) -> None:
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 0 and err == b""
-
-
-def test_console_script_demo_runs() -> None:
-    res = subprocess_ledgit(Path.cwd(), "demo")
-    assert res.code == 0, res
-    assert "verified" in res.out + res.err
 
 
 @pytest.mark.parametrize("args,where", [

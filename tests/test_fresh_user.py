@@ -27,6 +27,7 @@ from gitflow import (
 from gitutil import git
 
 from ledgit import boardcheck, ops
+from ledgit import index as index_module
 from ledgit.board import Board
 from ledgit.boardinit import init_board
 from ledgit.errors import CLAIM, LedgitError
@@ -112,9 +113,9 @@ def test_board_verify_sees_markers_in_a_body_its_index_row_trusts(
         return Change(make_record(r.fields, MARKED_BODY), "merge")
 
     board.mutate(ids[1], marked, "ledgit")  # what the driver leaves: file == history head
-    import ledgit.index  # the index trusts ctime: wait out a short racy window
 
-    monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 50_000_000)
+    # the index trusts ctime: wait out a short racy window
+    monkeypatch.setattr(index_module, "RACY_WINDOW_NS", 50_000_000)
     time.sleep(0.1)
     with Index.open(board) as index:
         index.refresh()

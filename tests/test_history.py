@@ -8,14 +8,20 @@ import random
 from typing import Any
 
 import pytest
+from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import ledgit.history as history
+from ledgit import canonjson
 from ledgit.history import (
     Event,
     HistoryError,
     Problem,
+    _apply_shared,
+    _state_json,
     ancestors,
+    apply_patch,
     event_id,
     event_line,
     head_state,
@@ -339,8 +345,6 @@ def test_an_id_over_non_canonical_bytes_is_a_hash_problem(
 ])
 def test_shared_replay_equals_jsonpatch_and_changes_nothing(patch: list[dict[str, Any]]
                                                            ) -> None:
-    from ledgit.history import _apply_shared, apply_patch
-
     state = {"fields": {"id": "x", "title": "t", "labels": ["b"], "x": {"a": ["0"]}},
              "body": "b\n"}
     kept, patch_kept = json.dumps(state), json.dumps(patch)
@@ -410,8 +414,6 @@ def _genesis_cases() -> list[Event]:
 
 @pytest.mark.parametrize("case", range(5))
 def test_genesis_state_cut_equals_the_encoded_state(case: int) -> None:
-    import ledgit.history as history
-
     event = _genesis_cases()[case]
     line = event_line(event).rstrip("\n")
     cut = history._genesis_state_json(line, json.loads(line))
@@ -439,7 +441,7 @@ _json = st.recursive(_json_leaf, lambda inner: st.lists(inner, max_size=4)
 _fields = st.dictionaries(st.text(), _json, max_size=8)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(fields=_fields, body=st.text(), other=st.one_of(st.none(), _json),
        shape=st.sampled_from(["record", "extra key", "no body", "body not a string"]),
        same_body=st.booleans())
@@ -447,8 +449,6 @@ def test_state_json_is_the_plain_encoding(fields: dict[str, Any], body: str, oth
                                           shape: str, same_body: bool) -> None:
     """_state_json gives the canonical JSON of any float-free state byte for byte, with its
     body's, whether the body is the base's very object (its encoding reused) or not."""
-    from ledgit.history import _state_json
-
     base = {"fields": {}, "body": body}
     state: dict[str, Any] = {"fields": fields,
                              "body": body if same_body else "".join(list(body))}
@@ -471,8 +471,6 @@ def test_state_json_is_the_plain_encoding(fields: dict[str, Any], body: str, oth
 
 
 def test_state_json_reuses_the_base_body_only_for_the_same_object() -> None:
-    from ledgit.history import _state_json
-
     body = "x" * 40
     base = {"fields": {}, "body": body}
     # A stale encoding is used only when the body is the base's very object: a wrong one
@@ -505,11 +503,6 @@ def test_verify_finds_a_wrong_after_when_only_the_fields_change(
 def test_the_plain_encoder_is_canonical_json() -> None:
     """ledgit.canonjson's encoder gives json.dumps's canonical text (sorted keys, no
     whitespace, no ASCII escaping) and refuses what canonical JSON refuses."""
-    import json
-
-    from ledgit import canonjson
-    from ledgit.revision import canonical_json
-
     encode = canonjson.plain_encoder()
     for value in ({"x": [1, {"é": None}], "a": "\u2028\x00"}, [], "plain", 12, True,
                   {"b": [1, "\u00e9\x1f", None, True], "a": {"z": "", "y": -2}}):

@@ -26,6 +26,9 @@ from gitflow import (
 )
 from gitutil import git
 
+from ledgit.gate import _found_prefix
+from ledgit.hooks import _board_prefix, pre_commit, run_hook
+
 pytest_plugins = ["gitutil"]
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -226,9 +229,6 @@ def test_fast_board_prefix_agrees_with_find_board(tmp_path: Path, git_env: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The pre-commit fast path finds the board without pathlib: the same answer as
     ledgit.gate's (ledgit.board.find_board), or None where that one has none either."""
-    from ledgit.gate import _found_prefix
-    from ledgit.precommit import _board_prefix
-
     repo = new_repo(tmp_path / "repo")
     git("init", "-q", str(repo / "nested"), cwd=repo)
     (repo / "sub" / ".ledgit" / "tasks").mkdir(parents=True)
@@ -252,9 +252,6 @@ def test_fast_board_prefix_agrees_with_find_board(tmp_path: Path, git_env: Path,
 def test_the_hook_reads_the_unstaged_half_of_a_task_from_head(
         tmp_path: Path, git_env: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from ledgit.hooks import run_hook
-    from ledgit.precommit import pre_commit
-
     repo = new_repo(tmp_path / "hooked")
     tid = create(repo, "Half staged", "--by", "a")
     commit_all(repo, "task")
@@ -312,9 +309,6 @@ def test_pre_commit_on_a_board_in_a_subdirectory(
         capsys: pytest.CaptureFixture[str]) -> None:
     """The board's repository path comes from git's answer: findings name sub/.ledgit/...,
     from the subdirectory and (through the index) from the top, as the discovery path does."""
-    from ledgit.hooks import run_hook
-    from ledgit.precommit import pre_commit
-
     repo = tmp_path / "repo"
     repo.mkdir()
     git("init", "-q", str(repo), cwd=tmp_path)

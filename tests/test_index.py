@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gitutil import git
 
+import ledgit.index
 from ledgit.board import Board, find_board
 from ledgit.boardinit import init_board
 from ledgit.errors import BUSY, USAGE, LedgitError
 from ledgit.index import Index
+from ledgit.indexsearch import MAX_SEARCH_CHARS
 from ledgit.indextables import ROW_FIELDS, SCHEMA_VERSION
-from ledgit.ops import Change
+from ledgit.ops import Change, item_add
 from ledgit.record import Record
 from ledgit.render import render_record
 from ledgit.schema import FIELD_ORDER
@@ -176,7 +180,6 @@ def test_a_hand_edit_is_seen_at_once_even_with_the_same_stat(board: Board) -> No
 def test_old_files_are_not_reread(board: Board, monkeypatch: pytest.MonkeyPatch) -> None:
     # "Old" by the change time, which utime cannot set back (the index trusts ctime, as Git
     # does): a short racy window and a short wait instead.
-    import ledgit.index
 
     monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 50_000_000)
     [add(board, f"task {i}") for i in range(3)]
@@ -387,8 +390,6 @@ ALPHABET = "aAbß ẞéE\u0301İi\"'%_\\-.\nx"
 
 
 def _folded(text: str) -> str:
-    import unicodedata
-
     return unicodedata.normalize("NFC", text).casefold()
 
 
@@ -396,8 +397,6 @@ def test_search_is_the_substring_rule_on_odd_text(board: Board) -> None:
     """search gives exactly the tasks whose title/body/response/item text contains the
     needle (NFC + casefold), for odd text: quotes, %, _, backslashes, ß/ẞ, combining accents
     (LIKE's escapes and its ASCII-only folding must change nothing)."""
-    import random
-
     rng = random.Random(7)
     texts: dict[str, dict[str, str]] = {}
     for i in range(60):
@@ -409,8 +408,6 @@ def test_search_is_the_substring_rule_on_odd_text(board: Board) -> None:
             fields["response"] = parts["response"]
         rec = board.create(fields, parts["body"], "t")
         if parts["item"].strip():
-            from ledgit.ops import item_add
-
             board.mutate(rec.id, lambda r, p=parts: item_add(  # type: ignore[misc]
                 r, kind="fact", text=p["item"].strip(), by="t",
                 now="2026-01-01T00:00:00.000000Z"), "t")
@@ -440,8 +437,6 @@ def test_search_is_the_substring_rule_on_odd_text(board: Board) -> None:
 def test_search_text_too_long_and_huge_limits_are_usage_errors_or_fine(board: Board) -> None:
     """Found by a new-user trial: a 50,000-character needle made SQLite refuse the LIKE
     pattern (internal error 70), a limit beyond 64 bits overflowed."""
-    from ledgit.indexsearch import MAX_SEARCH_CHARS
-
     rec = board.create({"title": "needle in here"}, "", "t")
     with Index.open(board) as index:
         with pytest.raises(LedgitError) as err:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
+from shareddata import BEADS_ISSUES, BEADS_MERGES
 
 from ledgit.errors import LedgitError
 from ledgit.interop.beads import (
     BLOCKED_WAITING_ON,
     CLOSED_FALLBACK,
     STATUS_MAP,
+    _fast_timestamp,
     beads_equal,
     beads_to_record,
     derived_id,
@@ -24,10 +25,10 @@ from ledgit.interop.beads import (
 from ledgit.lifecycle import lifecycle_problems
 from ledgit.record import parse_record
 from ledgit.render import render_record
+from ledgit.timestamps import normalize_timestamp
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-ISSUES = DATA / "beads-issues.jsonl"
-MERGES = DATA / "beads-merges.jsonl"
+ISSUES = BEADS_ISSUES
+MERGES = BEADS_MERGES
 
 needs_data = pytest.mark.skipif(not ISSUES.exists(), reason=f"{ISSUES} not present")
 
@@ -177,9 +178,6 @@ def test_the_real_snapshot_and_every_merge_side_round_trip() -> None:
 
 @needs_data
 def test_the_fast_timestamp_path_agrees_with_normalize_timestamp() -> None:
-    from ledgit.interop.beads import _fast_timestamp
-    from ledgit.timestamps import normalize_timestamp
-
     texts = ["2025-11-02T21:58:07.2-08:00", "0001-01-01T00:00:00.000000+01:00",
              "9999-12-31T23:59:59.999999-01:00", "2025-02-29T00:00:00.000000+00:00",
              "2024-02-29T23:59:59.5+14:00", "2025-11-02T21:58:07.295058-00:00",

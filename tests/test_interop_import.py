@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import marshal
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -14,15 +16,19 @@ from typing import Any
 
 import pytest
 from gitutil import CliRun
+from shareddata import BEADS_ISSUES
 
+from ledgit.board import Board
 from ledgit.history import event_line, parse_events
+from ledgit.index import Index
 from ledgit.interop import genesis, historywriter, incoming
 from ledgit.interop import staging as staging_files
 from ledgit.interop.beads import STATUS_MAP, beads_to_record
 from ledgit.interop.summary import Progress
 from ledgit.render import render_record
+from ledgit.taskfiles import file_stat
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beads-issues.jsonl"
+DATA = BEADS_ISSUES
 needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} not present")
 
 
@@ -310,11 +316,6 @@ def test_what_a_power_loss_leaves_is_completed(lg: CliRun, tmp_path: Path) -> No
 def _index_rows(root: Path) -> dict[str, list[Any]]:
     """The index's rows (tasks without checked_ns; docs with the front matter unmarshalled:
     marshal's bytes depend on string interning, not on the value)."""
-    import marshal
-    import sqlite3
-
-    from ledgit.board import Board
-
     db = sqlite3.connect(os.path.join(Board(root).private_str, "index.sqlite3"))
     try:
         return {
@@ -328,8 +329,6 @@ def _index_rows(root: Path) -> dict[str, list[Any]]:
 
 
 def _rebuilt_rows(lg: CliRun) -> dict[str, list[Any]]:
-    from ledgit.index import Index
-
     index = Index.open(lg.board())
     try:
         index.rebuild()
@@ -359,9 +358,6 @@ def test_the_index_an_import_builds_is_the_one_a_rebuild_builds(lg: CliRun,
 
 
 def test_rebuild_written_trusts_the_given_stat_and_revision(lg: CliRun) -> None:
-    from ledgit.index import Index
-    from ledgit.taskfiles import file_stat
-
     board = lg.board()
     tid = board.create({"title": "one"}, "", "me").id
     record = board.read(tid)
@@ -454,11 +450,8 @@ def test_a_slow_staged_directory_is_left_for_another(lg: CliRun, tmp_path: Path,
     assert board.verify() == []
     assert _staging_left(lg.root) == []
     assert _index_rows(lg.root) == _rebuilt_rows(lg)
-    with pytest.MonkeyPatch.context():
-        from ledgit.index import Index
-
-        with Index.open(board) as index:
-            assert index.stale_tasks() == []  # the stats taken before the moves still hold
+    with pytest.MonkeyPatch.context(), Index.open(board) as index:
+        assert index.stale_tasks() == []  # the stats taken before the moves still hold
 
 
 def test_lines_decode_as_json_loads_decodes_them(lg: CliRun, tmp_path: Path) -> None:

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shareddata import BEADS_MERGES
 
 from ledgit.merge import NO_ACCOUNT, merge_records
 from ledgit.record import Record, make_record
 from ledgit.render import render_record
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "data" / "beads-merges.jsonl"
+CORPUS = BEADS_MERGES
 T0 = "2026-01-01T00:00:00.000000Z"
 
 

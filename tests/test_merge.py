@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledgit.history import heads, new_event, parse_events, render_history, verify
+from ledgit.history import event_line, heads, new_event, parse_events, render_history, verify
 from ledgit.lifecycle import lifecycle_problems
 from ledgit.merge import (
     RULE_EARLIER_CLAIM,
@@ -141,8 +143,6 @@ def test_body_non_overlapping_edits_merge_and_overlap_conflicts_symmetrically() 
 def test_body_conflict_markers_name_each_side_distinctly_and_symmetrically() -> None:
     """Both sides at the same last_modified still get different marker labels: the time
     plus the first 8 hex of that side's body sha256, whichever side Git calls ours."""
-    import hashlib
-
     b = rec(body="one\n\ntwo\n\nthree\n")
     o = rec(body="one\n\nTWO-A\n\nthree\n", last_modified=ts(4))
     t = rec(body="one\n\nTWO-B\n\nthree\n", last_modified=ts(4))
@@ -232,7 +232,7 @@ LIFECYCLE_COUPLED = {"claim", "contested", "status", "response", "outcome", "wai
                      "next_action", "last_modified"}
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(triples())
 def test_merge_is_valid_symmetric_and_keeps_one_sided_changes(
         t: tuple[Record, Record, Record]) -> None:
@@ -270,7 +270,7 @@ def _history(records: list[Record], actors: list[str]) -> tuple[str, list[dict[s
     return render_history(events), events
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(triples())
 def test_history_merge_union_symmetric_and_agrees_with_task_merge(
         t: tuple[Record, Record, Record]) -> None:
@@ -294,10 +294,6 @@ def test_history_merge_is_symmetric_when_neither_side_holds_the_other() -> None:
     """Found by the full fuzz run: theirs lacks a line ours has (here the genesis) and adds
     one of its own; the union has one head, which is also the merge of the two states.
     The result must not depend on which side is ours."""
-    from ledgit.history import event_line, new_event
-    from ledgit.merge import merge_histories
-    from ledgit.record import make_record
-
     r0 = make_record({"id": "T-1", "title": "t", "status": "open",
                       "created": "2026-01-01T00:00:00.000000Z",
                       "last_modified": "2026-01-01T00:00:00.000000Z"}, "b\n")

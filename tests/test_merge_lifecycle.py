@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -95,7 +96,7 @@ def triples(draw: st.DrawFn) -> tuple[Record, list[Record], list[Record]]:
     return base, ours, theirs
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=examples(400), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(triples())
 def test_merged_records_keep_the_lifecycle_and_are_symmetric(
         t: tuple[Record, list[Record], list[Record]]) -> None:
@@ -132,7 +133,7 @@ def _history(base: Record, steps_: list[Record], actor: str) -> str:
     return render_history(events)
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(triples())
 def test_merged_histories_keep_the_lifecycle_and_agree_with_the_task_merge(
         t: tuple[Record, list[Record], list[Record]]) -> None:

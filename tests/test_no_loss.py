@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 from gitutil import CliRun, git
+from shareddata import BEADS_ISSUES
 
+from ledgit import ops
 from ledgit.errors import CHECK_FAILED
+from ledgit.history import HistoryError, event_line, new_event, parse_checked, parse_events, verify
+from ledgit.record import layout_loss, parse_record
 
 pytest_plugins = ["gitutil"]
 
@@ -106,8 +110,6 @@ def test_a_line_merge_left_in_a_history_names_resolve(lg: CliRun) -> None:
 
 def test_the_write_check_refuses_every_single_byte_change_verify_refuses(
         lg: CliRun) -> None:
-    from ledgit.history import HistoryError, parse_checked, verify
-
     tid = _create(lg)
     for n in range(3):
         assert lg("update", tid, "--priority", str(n), "--label", f"l{n}")[0] == 0
@@ -249,7 +251,7 @@ def test_revert_removes_the_item_an_event_added_and_keeps_later_items(lg: CliRun
 
 # --------------------------------------------------------------------------- item 5
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beads-issues.jsonl"
+DATA = BEADS_ISSUES
 
 
 def _issue(n: int, **extra: object) -> dict[str, object]:
@@ -375,8 +377,6 @@ def test_the_same_field_changed_on_both_sides_is_a_conflict_and_the_board_keeps_
 
 @pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} not present")
 def test_a_second_import_of_the_real_snapshot_keeps_101_local_edits(lg: CliRun) -> None:
-    from ledgit import ops
-
     assert lg("import", "beads", str(DATA), "--by", "importer")[0] == 0
     board = lg.board()
     ids = sorted(board.list_ids())[::56][:101]
@@ -498,9 +498,6 @@ CANONICAL = ('---\nid: T-1\ntitle: Hello\nstatus: open\ncreated: "2026-01-01T00:
 ])
 def test_layout_loss_names_the_first_thing_the_canonical_writer_drops(
         old: str, new: str, found: tuple[int, str] | None) -> None:
-    from ledgit.layoutloss import layout_loss
-    from ledgit.record import parse_record
-
     text = CANONICAL.replace(old, new) if old else CANONICAL
     assert layout_loss(text.encode(), parse_record(text)) == found
 
@@ -508,8 +505,6 @@ def test_layout_loss_names_the_first_thing_the_canonical_writer_drops(
 def test_two_heads_without_markers_refuse_the_write_naming_rule_heads_and_resolve(
         lg: CliRun) -> None:
     """What a web editor's "keep both" leaves: both sides' lines, no markers, two heads."""
-    from ledgit.history import event_line, new_event, parse_events
-
     tid = _create(lg)
     assert lg("update", tid, "--priority", "1")[0] == 0
     path = _history(lg, tid)

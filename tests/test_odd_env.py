@@ -14,6 +14,7 @@ import errno
 import hashlib
 import os
 import pwd
+import shlex
 import shutil
 import stat
 import subprocess
@@ -25,6 +26,9 @@ from pathlib import Path
 import pytest
 from gitutil import CliRun, git
 
+import ledgit.install as install_mod
+from ledgit import git as git_mod
+from ledgit import writepath
 from ledgit.board import Board
 from ledgit.errors import IO_ERROR, USAGE, LedgitError
 from ledgit.ops import Change
@@ -365,8 +369,6 @@ def test_a_full_disk_undoes_the_write_and_everyone_agrees(
 
 
 def _retitle(record: Record) -> Change:
-    from ledgit.ops import Change
-
     return Change(Record({**record.fields, "title": "new"}, record.body), "update")
 
 
@@ -374,8 +376,6 @@ def _retitle(record: Record) -> Change:
 @pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC, errno.EDQUOT])
 def test_an_injected_io_error_rolls_the_write_back(board: Board, monkeypatch: pytest.MonkeyPatch,
                                                    where: str, code: int) -> None:
-    import ledgit.writepath as writepath
-
     record = board.create({"title": "t"}, "", "ada")
     hpath, tpath = Path(board.history_file(record.id)), Path(board.task_file(record.id))
     history, task = hpath.read_bytes(), tpath.read_bytes()
@@ -403,8 +403,6 @@ def test_an_injected_io_error_rolls_the_write_back(board: Board, monkeypatch: py
 
 def test_an_undo_that_fails_too_is_left_for_repair_and_says_so(
         board: Board, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ledgit.writepath as writepath
-
     record = board.create({"title": "t"}, "", "ada")
 
     def failing_replace(*args: object, **kwargs: object) -> None:
@@ -456,8 +454,6 @@ def test_install_and_uninstall_refuse_odd_files_and_change_nothing(
 
 def test_a_failing_install_step_puts_back_the_earlier_ones(
         lg: CliRun, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ledgit.install as install_mod
-
     root = lg.root
     config = (root / ".git" / "config").read_bytes()
 
@@ -503,8 +499,6 @@ def test_a_relative_hooks_path_is_installed_in_every_worktree(
 
 def test_doctor_checks_a_submodules_checkout_not_its_git_dir(
         tmp_path: Path, git_env: Path) -> None:
-    from ledgit import git as git_mod
-
     env = _base_env(tmp_path)
     sub = tmp_path / "sub"
     git("init", "-q", str(sub), cwd=tmp_path)
@@ -705,8 +699,6 @@ def test_no_command_ends_in_an_internal_error_in_an_odd_environment(
 def _run_closed(args: list[str], cwd: Path, env: Mapping[str, str], fd: int
                 ) -> subprocess.CompletedProcess[bytes]:
     """``ledgit ARGS`` with descriptor ``fd`` (1 or 2) closed, through ``sh`` (``>&-``)."""
-    import shlex
-
     words = " ".join(shlex.quote(w) for w in [sys.executable, "-m", "ledgit", *args])
     redirect = ">&-" if fd == 1 else "2>&-"
     return subprocess.run(["sh", "-c", f"{words} {redirect}"], cwd=cwd, env=dict(env),

@@ -10,7 +10,7 @@ import pytest
 from ledgit import lifecycle, ops, readout
 from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
 from ledgit.lifecycle import lifecycle_problems
-from ledgit.readout import build_readout, render_readout
+from ledgit.readout import build_readout, epoch_seconds, render_readout
 from ledgit.record import Record, parse_record
 from ledgit.render import render_record
 
@@ -416,8 +416,6 @@ def test_readout_of_complete_task_has_no_spurious_unknowns() -> None:
 
 
 def test_epoch_seconds_accepts_canonical_and_other_forms() -> None:
-    from ledgit.readout import epoch_seconds
-
     base = T0.timestamp()
     assert epoch_seconds("2026-08-29T10:00:00.000000Z") == base
     assert epoch_seconds("2026-08-29T12:00:00+02:00") == base

@@ -20,8 +20,8 @@ import pytest
 from test_board import write_done_without_account
 
 from ledgit import parallel
-from ledgit.board import Board
-from ledgit.history import event_line, parse_events
+from ledgit.board import Board, init_board
+from ledgit.history import event_id, event_line, parse_events
 from ledgit.index import Index
 from ledgit.ops import Change
 from ledgit.record import Record
@@ -140,8 +140,6 @@ def test_an_exception_here_propagates_and_ends_the_children() -> None:
 def _damaged_board(root: Path) -> list[str]:
     """A board of 40 tasks, several damaged in the ways verify must name; index aged so
     that its rows are trusted. Returns the ids."""
-    from ledgit.boardinit import init_board
-
     board = init_board(root)
     ids = []
     for i in range(40):
@@ -182,8 +180,6 @@ def _strip(events: list[dict[str, object]]) -> list[dict[str, object]]:
 
 
 def _wrong_after(events: list[dict[str, object]]) -> list[dict[str, object]]:
-    from ledgit.history import event_id
-
     events = _strip(events)
     last = dict(events[-1], after="0" * 64)
     last.pop("id")
@@ -192,8 +188,6 @@ def _wrong_after(events: list[dict[str, object]]) -> list[dict[str, object]]:
 
 
 def _broken_parent(events: list[dict[str, object]]) -> list[dict[str, object]]:
-    from ledgit.history import event_id
-
     events = _strip(events)
     last = dict(events[-1], parents=["f" * 64])
     last.pop("id")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonpatch
+from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,7 @@ STATES = st.fixed_dictionaries({"body": st.sampled_from(["", "b", "## Goal\nx\n"
                                 "fields": st.dictionaries(KEYS, VALUES, max_size=5)})
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(STATES, STATES)
 def test_make_patch_is_jsonpatch(before: dict[str, Any], after: dict[str, Any]) -> None:
     want = jsonpatch.make_patch(before, after).patch
@@ -29,7 +30,7 @@ def test_make_patch_is_jsonpatch(before: dict[str, Any], after: dict[str, Any]) 
     assert jsonpatch.apply_patch(before, make_patch(before, after)) == after
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(STATES, st.data())
 def test_small_edits_take_the_fast_path(before: dict[str, Any], data: st.DataObject) -> None:
     """What writes do -- set or clear scalar fields, add or drop a claim-like object -- is

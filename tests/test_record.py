@@ -13,17 +13,19 @@ import json
 import os
 import time
 import unicodedata
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ledgit.canonread as canonread
 import ledgit.frontmatter as frontmatter
-from ledgit.errors import LedgitError
+from ledgit.errors import LedgitError, located
 from ledgit.record import Record, make_record, parse_record
 from ledgit.render import render_record
 from ledgit.revision import canonical_json, revision_of
@@ -170,7 +172,6 @@ _commit = st.from_regex(r"[0-9a-f]{4,40}", fullmatch=True) | st.from_regex(r"[0-
 
 @st.composite
 def _timestamps(draw: st.DrawFn) -> Any:
-    from datetime import datetime, timezone
     moment = draw(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)))
     return format_timestamp(moment.replace(tzinfo=timezone.utc))
 
@@ -230,8 +231,8 @@ def _front_matter(text: str) -> str:
     return text[4:text.index("\n---\n", 3) + 1]
 
 
-# LEDGIT_EXAMPLES=4000 for a deeper run.
-_PROPERTY = settings(max_examples=int(os.environ.get("LEDGIT_EXAMPLES", "400")),
+# LEDGIT_EXAMPLES_FACTOR=10 for a deeper run (tests/examples.py).
+_PROPERTY = settings(max_examples=examples(400),
                      deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -336,8 +337,6 @@ def test_canonical_reader_refuses_broken_quoted_scalars(text: str) -> None:
 def test_a_located_message_is_one_line_whatever_the_field_holds() -> None:
     """Found by the hand-edit property test: a key read from a file may hold a line break
     (a vertical tab, U+2028); the error line escapes it."""
-    from ledgit.errors import located
-
     text = located("must be one line\n", "T.md", 77, "x.k\x0bey\u2028\x85")
     assert text == "T.md:77: x.k\\x0bey\\u2028\\x85: must be one line\\x0a"
     assert len(text.splitlines()) == 1
@@ -348,7 +347,7 @@ _TOP_TEXT = st.text(alphabet=st.sampled_from(list('ab1 :#"\\[]{}-,.\'é')), max_
 _TOP_VALUES = st.one_of(_TOP_TEXT, _TOP_TEXT.map(lambda v: f'"{v}"'))
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(st.lists(st.tuples(_TOP_KEYS, st.sampled_from([": ", ":", ":  ", " : "]),
                           _TOP_VALUES), max_size=6))
 def test_the_canonical_readers_inlined_top_level_is_the_generic_map(

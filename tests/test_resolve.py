@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -177,8 +178,6 @@ def test_resolve_with_nothing_to_do(tmp_path: Path, git_env: Path) -> None:
 
 def _settle_markers(path: Path, keep: str) -> None:
     """Do what a person does with a conflicted body: replace each marked region by ``keep``."""
-    import re
-
     text = path.read_text()
     settled = re.sub(r"(?ms)^<{7} .*?^>{7} [^\n]*\n", keep, text)
     assert settled != text and not has_markers(settled)

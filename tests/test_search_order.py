@@ -15,6 +15,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -174,7 +175,7 @@ def test_other_sorts_and_odd_limits_are_unchanged(big: Board) -> None:
             index.search("common", sort="sideways", limit=3)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(needle=st.sampled_from(NEEDLES), fields=st.sampled_from(FIELDS),
        sort=st.sampled_from(["desc", "asc"]), limit=st.integers(1, 120),
        filters=st.sampled_from(FILTERS), part=st.integers(1, 60), ratio=st.integers(1, 8))
