@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from stresskit import ledgit
 
-from ledgit.board import Board, init_board
+from ledgit.board import Board
+from ledgit.boardinit import init_board
 from ledgit.errors import LedgitError
 from ledgit.record import parse_record
 

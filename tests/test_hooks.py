@@ -27,7 +27,8 @@ from gitflow import (
 from gitutil import git
 
 from ledgit.gate import _found_prefix
-from ledgit.hooks import _board_prefix, pre_commit, run_hook
+from ledgit.hooks import run_hook
+from ledgit.precommit import _board_prefix, pre_commit
 
 pytest_plugins = ["gitutil"]
 

@@ -13,7 +13,8 @@ from shareddata import BEADS_ISSUES
 from ledgit import ops
 from ledgit.errors import CHECK_FAILED
 from ledgit.history import HistoryError, event_line, new_event, parse_checked, parse_events, verify
-from ledgit.record import layout_loss, parse_record
+from ledgit.layoutloss import layout_loss
+from ledgit.record import parse_record
 
 pytest_plugins = ["gitutil"]
 

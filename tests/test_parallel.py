@@ -20,7 +20,8 @@ import pytest
 from test_board import write_done_without_account
 
 from ledgit import parallel
-from ledgit.board import Board, init_board
+from ledgit.board import Board
+from ledgit.boardinit import init_board
 from ledgit.history import event_id, event_line, parse_events
 from ledgit.index import Index
 from ledgit.ops import Change
