@@ -1164,7 +1164,9 @@ def main(argv: list[str] | None = None) -> int:
 
     home = tmp / "home"
     home.mkdir()
-    (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    # No automatic gc: a detached `git gc --auto` after a board's big commit would pack
+    # objects while --base copies the board (and compete with the timed rounds).
+    (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n[gc]\n\tauto = 0\n")
     snapshot: str | None = None
     if args.snapshot:
         src, snapshot = snapshot_source(tmp)
