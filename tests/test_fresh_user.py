@@ -231,7 +231,8 @@ def test_heartbeat_after_a_takeover_names_who_took_it() -> None:
     with pytest.raises(LedgitError) as exc:
         ops.heartbeat(r, by="a", now="2026-08-29T11:00:01.000000Z", ttl=60)
     assert exc.value.code == CLAIM
-    assert "claim taken over by b at 2026-08-29T11:00:00.000000Z" in exc.value.message
+    assert "claimed by b at 2026-08-29T11:00:00.000000Z" in exc.value.message
+    assert "a does not hold it" in exc.value.message
     assert "holds no claim" not in exc.value.message
 
 

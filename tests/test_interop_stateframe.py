@@ -211,6 +211,15 @@ def test_a_task_born_in_ledgit_exports_valid(lg: CliRun) -> None:
     assert ledger["commits"][0]["parent_commit_id"] is None
 
 
+def test_an_output_it_cannot_write_is_one_line(lg: CliRun, tmp_path: Path) -> None:
+    rec = Board(lg.root).create({"title": "Out"}, "", "ada")
+    code, out, err = lg("export", "stateframe", rec.id, "-o", str(tmp_path / "nodir" / "x.json"))
+    assert code == 2, err
+    assert err.strip() == (f"ledgit: export stateframe -o {tmp_path / 'nodir' / 'x.json'}: no "
+                           f"such directory {tmp_path / 'nodir'}")
+    assert not (tmp_path / "nodir").exists()
+
+
 def test_an_invalid_file_is_skipped_or_refused(lg: CliRun, tmp_path: Path) -> None:
     bad = rich()
     bad["task"]["status"] = "done"

@@ -330,6 +330,16 @@ def test_hostile_input_is_a_clear_error_and_writes_nothing(env: Path, tmp_path: 
             # A schema violation (a bad type) is the SDK's argument error, still no write.
             bad = await client.call_tool("create", {"title": 5, "priority": 9})
             assert bad.is_error
+            # An argument the tool does not take is refused, naming it, not dropped: a
+            # write that kept the rest would report success for half of what was asked.
+            for args in ({"task": tid, "labels": ["x"], "next_action": "y"},
+                         {"task": tid, "priority": 1, "prioritty": 2},
+                         {"task": tid, "bogus": 1}):
+                result = await client.call_tool("update", args)
+                assert result.is_error, args
+                text = " ".join(c.text for c in result.content if hasattr(c, "text"))
+                extra = next(k for k in args if k not in ("task", "next_action", "priority"))
+                assert extra in text, (args, text)
 
     anyio.run(run)
     assert snapshot(env) == before

@@ -328,7 +328,7 @@ def check_growth(task_id: str, record_path: str, history_path: str,
     back (default ``against``). ``base_history``: check only the events the parent adds to it
     (what a cherry-pick or a rebase step takes). One ``growth`` finding per lost event (op,
     actor, time, id; at most :data:`MAX_LOST_LINES`, then a count) with the way back
-    (``way_back``, default: re-merge with ``ledgit resolve``). A task
+    (``way_back``, default: redo the commit without dropping it). A task
     whose two files are both gone is allowed when its record was archived in the parent (a
     note says so), else one ``removed`` finding.
     """
@@ -349,8 +349,9 @@ def check_growth(task_id: str, record_path: str, history_path: str,
                         f"{record_path} {history_path}", commit)], []
     lost = lost_in_text(parent[1], child[1], base_history)
     way_back = way_back or (
-        f"the way back: ledgit resolve {history_path} (re-merges from the parents), or git "
-        f"checkout {rev} -- {history_path} then ledgit resolve")
+        "the way back: redo the commit that dropped it without dropping it (a merge: again "
+        "without -s ours, ledgit's merge driver keeps both sides; an undo: ledgit revert "
+        "instead of git revert)")
     way_back += f"; to undo a change add an event: ledgit revert {task_id} EVENT"
     subject = f"staged {task_id}" if commit is None else task_id
     for event in lost[:MAX_LOST_LINES]:

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
 import anyio.to_thread
@@ -34,7 +34,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
 from ledgit import __version__, ops
@@ -50,6 +50,9 @@ from ledgit.indexsearch import SEARCH_COLUMNS
 from ledgit.live import LiveBoard
 from ledgit.locate import CONFIG_NAME, LEDGIT_DIR, find_root, is_board_dir, upward
 from ledgit.readout import build_readout, handoff_of, now_timestamp
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 
 MAX_LIVE_BOARDS = 8  # boards held open at once; more are read without a held index
 MAX_TEXT = 1_000_000  # characters of any one string argument (a task file is <= 1 MiB)
@@ -323,7 +326,11 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             made = Tool.from_function(fn, name=name, annotations=annotations,
                                       description=" ".join((fn.__doc__ or "").split()))
-            made.parameters = compact_schema(made.parameters)
+            # An argument the tool does not take is refused, naming it, rather than dropped:
+            # an agent's `labels` for `labels_add`, or a typo, must not vanish from a write
+            # that then reports success (docs/mcp.md: invalid_input).
+            made.fn_metadata.arg_model = strict_arguments(made.fn_metadata.arg_model)
+            made.parameters = {**compact_schema(made.parameters), "additionalProperties": False}
             if made.fn_metadata.output_schema is not None:
                 made.fn_metadata.output_schema = compact_schema(made.fn_metadata.output_schema)
                 # The tools build their results as the typed shapes above, so the SDK need
@@ -600,6 +607,14 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
     server = MCPServer("ledgit", version=__version__, tools=tools, log_level="WARNING",
                        instructions=INSTRUCTIONS)
     return server, boards
+
+
+def strict_arguments(model: "type[ArgModelBase]") -> "type[ArgModelBase]":
+    """``model`` (the SDK's argument model of a tool) refusing unknown arguments: pydantic's
+    ``extra="forbid"``, so a call naming one fails validation with its name."""
+    strict: type[ArgModelBase] = type(model.__name__, (model,),
+                                      {"model_config": ConfigDict(extra="forbid")})
+    return strict
 
 
 def compact_schema(schema: Any) -> Any:

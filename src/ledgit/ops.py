@@ -325,8 +325,11 @@ def heartbeat(record: Record, *, by: str, now: str, ttl: int) -> Change:
         raise fail(f"{record.id}: no claim to renew (claim it first)", CLAIM)
     if held["by"] != by:
         fr = claim_freshness(record, now, ttl)
-        raise fail(f"{record.id}: claim taken over by {held['by']} at {held.get('at', '?')} "
-                   f"({fr.state}: {fr.reason}); {by} holds it no longer", CLAIM)
+        # The record does not say whether `by` held it before (taken over) or never did:
+        # the message is true either way.
+        raise fail(f"{record.id}: claimed by {held['by']} at {held.get('at', '?')} "
+                   f"({fr.state}: {fr.reason}); only the holder renews a claim, and {by} "
+                   f"does not hold it", CLAIM)
     f = _copy_fields(record)
     f["claim"] = dict(held, heartbeat=now)
     return finish(record, f, "heartbeat")

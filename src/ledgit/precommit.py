@@ -224,8 +224,8 @@ def check_operation(cwd: Path, staged_paths: list[str], tasks: list[str],
                 task, md, hist, (theirs[md], theirs[hist]), (ours[md], ours[hist]),
                 against=label, rev=rev[:12],
                 base_history=None if base is None else (before.get(hist) or b""),
-                way_back=f"the way back: git checkout -m -- {md} {hist} (merges both sides "
-                         f"again), then git add them"
+                way_back=f"the way back: git checkout -m -- {md} {hist} (when Git stopped "
+                         f"on a conflict in them: merges both sides again), then git add them"
                          + ("; or git merge --abort, then merge without -s ours"
                             if base is None else ""))
             found += more

@@ -281,7 +281,7 @@ SPECS = _specs()
 GROUPS = {
     "item": "State items: facts, decisions, questions, blockers, rejected options, artifacts.",
     "cache": "The per-worktree index (derived; safe to delete).",
-    "project": "Other boards this board may reach: ledgit --project ALIAS, ALIAS:ID deps.",
+    "project": "Other boards this board reaches: --project ALIAS on task commands, ALIAS:ID deps.",
 }
 # What ``python -m ledgit`` runs without click: every spec except ``verify``, whose command
 # line belongs to ledgit.gitcli (it adds the CI gate's --rev/--range/--format).

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ledgit.commands.arguments import actor_or_warn
-from ledgit.errors import CHECK_FAILED, OK
+from ledgit.errors import CHECK_FAILED, OK, USAGE, LedgitError
+from ledgit.oserrors import os_refusal
 
 if TYPE_CHECKING:
     from ledgit.interop.incoming import Incoming, Skip
@@ -157,6 +158,13 @@ def export_stateframe_cmd(task: str, output: str) -> int:
     else:
         from pathlib import Path  # lazy: 3.4 ms; `ledgit --help` needs none
 
-        Path(output).write_text(text, encoding="utf-8")
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            folder = os.path.dirname(os.path.abspath(output))
+            if not os.path.isdir(folder):
+                raise LedgitError(f"export stateframe -o {output}: no such directory {folder}",
+                                  USAGE) from None
+            raise os_refusal(exc, output) from None
         click.echo(f"wrote {output}", err=True)
     return OK
