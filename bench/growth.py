@@ -42,25 +42,11 @@ from run import (  # noqa: E402 - bench/run.py is a script beside this one
     ledgit_argv,
     load_shapes,
     sh,
+    snapshot_source,
 )
 
 BUDGET = 1.20  # the growth check may add at most 20% (issue 12, Acceptance)
 COMMITS = 50  # commits in the verified range: 44 on main, a branch of 5, the merge
-
-
-def snapshot(rev: str, tmp: Path) -> tuple[Path, str]:
-    """``git archive REV src`` of this checkout, byte-compiled; (src dir, short commit)."""
-    repo = BENCH.parent
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", rev],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    dest = tmp / f"ledgit-{commit}"
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "src"],
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    subprocess.run([PY, "-m", "compileall", "-q", str(dest / "src")], check=True,
-                   env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
-    return dest / "src", commit
 
 
 def default_base() -> str:
@@ -134,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tmp = Path(tempfile.mkdtemp(prefix="ledgit-growth-bench-"))
     try:
-        base_src, base = snapshot(args.base or default_base(), tmp)
-        new_src, new = snapshot(args.new, tmp)
+        base_src, base = snapshot_source(tmp, args.base or default_base())
+        new_src, new = snapshot_source(tmp, args.new)
         home = tmp / "home"
         home.mkdir()
         (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n", encoding="utf-8")

@@ -41,6 +41,19 @@ def _claimed(tmp_path: Path) -> tuple[Path, str, str, str]:
     return repo, tid, base, old
 
 
+def _diverged(tmp_path: Path) -> tuple[Path, str, str]:
+    """:func:`_claimed`, then branch ``feature`` renews the claim (agent-b) while ``main``
+    adds a label (main-dev); main checked out. Returns (repo, task id, base commit)."""
+    repo, tid, base, _ = _claimed(tmp_path)
+    git("checkout", "-q", "-b", "feature", cwd=repo)
+    ledgit(repo, "heartbeat", tid, "--by", "agent-b")
+    commit_all(repo, "feature: heartbeat")
+    git("checkout", "-q", "main", cwd=repo)
+    ledgit(repo, "update", tid, "--label", "ui", "--by", "main-dev")
+    commit_all(repo, "main: label")
+    return repo, tid, base
+
+
 def _growth_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if ": growth: " in line]
 
@@ -103,13 +116,7 @@ def test_merge_s_ours_is_refused_and_a_driver_merge_passes(tmp_path: Path,
 
 def test_checkout_ours_in_a_conflicted_merge_is_refused_until_merged_again(
         tmp_path: Path, git_env: Path) -> None:
-    repo, tid, _, _ = _claimed(tmp_path)
-    git("checkout", "-q", "-b", "feature", cwd=repo)
-    ledgit(repo, "heartbeat", tid, "--by", "agent-b")
-    commit_all(repo, "feature: heartbeat")
-    git("checkout", "-q", "main", cwd=repo)
-    ledgit(repo, "update", tid, "--label", "ui", "--by", "main-dev")
-    commit_all(repo, "main: label")
+    repo, tid, _ = _diverged(tmp_path)
     # a driver that gives up: Git leaves both files conflicted
     proc = git_rc(repo, "-c", "merge.ledgit.driver=false", "merge", "--no-edit", "feature")
     assert proc.returncode == 1
@@ -337,13 +344,7 @@ def test_a_cherry_pick_must_take_all_it_picks_of_a_history(tmp_path: Path,
 
 def test_a_rebase_step_must_keep_what_the_replayed_commit_added(tmp_path: Path,
                                                                git_env: Path) -> None:
-    repo, tid, base, _ = _claimed(tmp_path)
-    git("checkout", "-q", "-b", "feature", cwd=repo)
-    ledgit(repo, "heartbeat", tid, "--by", "agent-b")
-    commit_all(repo, "feature: heartbeat")
-    git("checkout", "-q", "main", cwd=repo)
-    ledgit(repo, "update", tid, "--label", "ui", "--by", "main-dev")
-    commit_all(repo, "main: label")
+    repo, tid, base = _diverged(tmp_path)
     git("checkout", "-q", "feature", cwd=repo)
     proc = git_rc(repo, "-c", "merge.ledgit.driver=false", "rebase", "main")
     assert proc.returncode == 1

@@ -18,6 +18,7 @@ import tokenize
 from pathlib import Path
 
 import pytest
+from test_layers import _type_checking_nodes
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "ledgit"
 LAZY = re.compile(r"#\s*lazy:.*\d")
@@ -33,21 +34,12 @@ def _comments(text: str) -> dict[int, str]:
     return found
 
 
-def _type_checking(tree: ast.AST) -> set[int]:
-    inside: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                inside.update(id(n) for n in ast.walk(child))
-    return inside
-
-
 def function_imports(path: Path) -> list[tuple[int, str, str | None]]:
     """(line, source, its reason comment or None) for every import inside a function."""
     text = path.read_text(encoding="utf-8")
     tree = ast.parse(text, str(path))
     comments = _comments(text)
-    skip = _type_checking(tree)
+    skip = _type_checking_nodes(tree)
     import_lines = {n for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
                     for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
     found = []

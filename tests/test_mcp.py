@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -152,18 +152,12 @@ async def agent_loop(client: Client, root: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_agent_loop_in_process(env: Path, mode: str) -> None:
+@pytest.mark.parametrize("transport", [in_process, over_stdio], ids=["in_process", "stdio"])
+def test_the_agent_loop(env: Path, mode: str,
+                        transport: Callable[[Path, str], AbstractAsyncContextManager[Client]]
+                        ) -> None:
     async def run() -> None:
-        async with in_process(env, mode) as client:
-            await agent_loop(client, env)
-
-    anyio.run(run)
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_the_agent_loop_over_stdio(env: Path, mode: str) -> None:
-    async def run() -> None:
-        async with over_stdio(env, mode) as client:
+        async with transport(env, mode) as client:
             await agent_loop(client, env)
 
     anyio.run(run)
