@@ -205,6 +205,8 @@ def edited(draw: st.DrawFn, base: Record) -> Record:
             fields["status"] = draw(st.sampled_from(["open", "done", "archived", "dropped"]))
             fields.setdefault("response", "done it")
             fields["outcome"] = {"kind": "drop", "reason": "no longer needed"}
+            if fields["status"] == "done":  # a drop outcome contradicts done (lifecycle)
+                fields.pop("outcome")
             # An open task holds no claim (lifecycle, issue 12): a claim goes with the status.
             if fields["status"] in ("open", "done", "archived", "dropped"):
                 fields.pop("claim", None)

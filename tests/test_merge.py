@@ -193,6 +193,7 @@ def edits(draw: st.DrawFn, base: Record, stamp: str) -> Record:
             f["status"] = s
             if s == "done":
                 f["response"] = f.get("response") or "account"
+                f.pop("outcome", None)  # as complete does: a done task was not dropped
             if s == "dropped":
                 f["outcome"] = {"kind": "drop", "reason": "no"}
             if s in ("done", "archived", "dropped"):

@@ -189,3 +189,74 @@ def test_a_claim_beside_a_held_status_is_a_lifecycle_problem() -> None:
         assert ("claim", f"a claim is held but status is {status}") in \
             lifecycle_problems(fields)
     assert lifecycle_problems({"status": "in_progress", "claim": {"by": "amy", "at": T0}}) == []
+
+
+@pytest.mark.parametrize(("end", "status", "outcome"), [
+    ("drop", "done", None), ("park", "done", None),
+    ("complete_no_change", "done", {"kind": "no_change", "reason": "fine"})])
+def test_the_outcome_follows_the_status_that_won(end: str, status: str,
+                                                  outcome: dict[str, str] | None) -> None:
+    """One side completed, the other (later) dropped or parked: done wins (DESIGN §7), and the
+    later side's drop/park outcome, which would contradict it, gives way to the completing
+    side's outcome (none here), whichever side is ours, in the task file and the history."""
+    base = _claimed_by_amy()
+    done = apply(base, ("complete", "amy", HOUR), ts(10))
+    if end == "complete_no_change":
+        done = make_record(dict(ops.complete(base, by="amy", response="x", now=ts(10),
+                                             ttl=HOUR, outcome="no_change",
+                                             reason="fine").record.fields), base.body)
+        later = apply(base, ("drop", "amy", HOUR), ts(20))
+    else:
+        later = apply(base, (end, "amy", HOUR), ts(20))
+    one = merge_records(base, done, later)
+    other = merge_records(base, later, done)
+    assert render_record(one.record) == render_record(other.record)
+    f = one.record.fields
+    assert f["status"] == status and f.get("outcome") == outcome, f
+    assert lifecycle_problems(f) == []
+    btext = _history(base, [], "x")
+    hist = merge_histories(btext, _history(base, [done], "o"), _history(base, [later], "t"),
+                           "T-abc")
+    assert verify("T-abc", hist.text, one.record) == []
+
+
+def test_dropped_beats_parked_and_keeps_its_own_outcome() -> None:
+    base = _claimed_by_amy()
+    dropped = apply(base, ("drop", "amy", HOUR), ts(10))
+    parked = apply(base, ("park", "amy", HOUR), ts(20))  # later: its outcome won as a scalar
+    for ours, theirs in ((dropped, parked), (parked, dropped)):
+        f = merge_records(base, ours, theirs).record.fields
+        assert f["status"] == "dropped" and f["outcome"] == {"kind": "drop", "reason": "no"}
+
+
+@pytest.mark.parametrize(("status", "kind", "bad"), [
+    ("done", "drop", True), ("done", "park", True), ("dropped", "done", True),
+    ("dropped", "park", True), ("parked", "drop", True), ("parked", "done", True),
+    ("done", "no_change", False), ("done", "no_publish", False), ("done", "done", False),
+    ("dropped", "no_change", False), ("dropped", "blocked", False),
+    ("parked", "blocked", False), ("archived", "drop", False), ("archived", "park", False),
+    ("waiting", "park", False), ("monitoring", "park", False)])
+def test_an_outcome_kind_that_names_another_ended_status_is_a_lifecycle_problem(
+        status: str, kind: str, bad: bool) -> None:
+    """What verify and the hook now refuse; the combinations the operations make stay valid
+    (complete --outcome no_change, drop --kind no_change, archive keeps the outcome, wait or
+    monitor from parked keeps ``park``)."""
+    fields = {"status": status, "response": "r", "outcome": {"kind": kind, "reason": "why"},
+              **({"waiting_on": "w"} if status == "waiting" else {})}
+    meaning = {"drop": "dropped", "park": "parked", "done": "done"}.get(kind)
+    expected = [("outcome", f"outcome kind {kind} contradicts status {status} (kind {kind} "
+                            f"means {meaning})")] if bad else []
+    assert lifecycle_problems(fields) == expected
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda r: ops.complete(r, by="amy", response="x", now=ts(9), ttl=HOUR, outcome="drop",
+                            reason="no"),
+     "T-abc: outcome: outcome kind drop contradicts status done (kind drop means dropped)"),
+    (lambda r: ops.drop(r, by="amy", reason="no", now=ts(9), ttl=HOUR, kind="done"),
+     "T-abc: outcome: outcome kind done contradicts status dropped (kind done means done)")])
+def test_the_operations_refuse_a_contradicting_outcome(
+        call: Callable[[Record], ops.Change], message: str) -> None:
+    with pytest.raises(LedgitError) as exc:
+        call(_claimed_by_amy())
+    assert str(exc.value) == message and exc.value.code == 2

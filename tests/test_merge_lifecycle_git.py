@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from gitflow import BODY, commit_all, create, fields, git_rc, ledgit, new_repo
+from gitflow import BODY, commit_all, create, fields, git_rc, ledgit, new_repo, task_file
 from gitutil import git
 
 pytest_plugins = ["gitutil"]
@@ -66,3 +66,30 @@ def test_the_loser_of_a_claim_ended_by_a_completion_hears_who_completed_it(
     r = ledgit(a, "heartbeat", tid, "--by", "carl", code=6)
     assert "completed by" not in r.err  # carl never held a claim
     ledgit(a, "verify")
+
+
+def test_a_completion_merged_with_a_later_drop_is_done_without_the_drop_outcome(
+        tmp_path: Path, git_env: Path) -> None:
+    """Done beats dropped; the drop outcome (the later side's) would contradict it, so it
+    follows its status out (task file and history agree); verify and the hook flag such a
+    record written by hand, naming the file and the field."""
+    a, b, tid = _claimed(tmp_path)
+    ledgit(a, "complete", tid, "--response", "amy shipped it", "--by", "amy")
+    commit_all(a, "amy completes")
+    ledgit(b, "drop", tid, "--reason", "not needed", "--by", "bob")  # later
+    commit_all(b, "bob drops")
+    assert git_rc(a, "merge", "--no-edit", "side").returncode == 0
+    f = fields(a, tid)
+    assert f["status"] == "done" and "outcome" not in f and f["response"] == "amy shipped it"
+    ledgit(a, "verify")
+    ledgit(a, "verify", "--rev", "HEAD")
+    path = task_file(a, tid)
+    path.write_text(path.read_text().replace(
+        "status: done\n", "status: done\noutcome:\n  kind: drop\n  reason: not needed\n"))
+    ledgit(a, "record", tid, "--by", "amy", code=2)
+    r = ledgit(a, "verify", code=1)
+    assert ("outcome: outcome kind drop contradicts status done (kind drop means dropped)"
+            in r.text and tid in r.text), r.text
+    git("add", "-A", cwd=a)
+    hook = git_rc(a, "commit", "-q", "-m", "hand edit")
+    assert hook.returncode != 0 and "contradicts status done" in hook.stderr, hook.stderr

@@ -9,6 +9,21 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+#: An outcome kind that names an ended status belongs to that status (docs/format.md): a done
+#: task was not dropped or parked, a dropped one not done or parked, a parked one not done or
+#: dropped. The other kinds (watch, no_publish, no_change, blocked) qualify any status; an
+#: archived task keeps the outcome it ended with, and wait/monitor from parked keep ``park``.
+NAMED_OUTCOMES = {"done": "done", "drop": "dropped", "park": "parked"}
+
+
+def outcome_contradiction(status: object, outcome: object) -> str | None:
+    """Why ``outcome``'s kind contradicts ``status`` (one line), or None when it does not."""
+    kind = outcome.get("kind") if isinstance(outcome, dict) else None
+    named = NAMED_OUTCOMES.get(kind) if isinstance(kind, str) else None
+    if named is None or status == named or status not in NAMED_OUTCOMES.values():
+        return None
+    return f"outcome kind {kind} contradicts status {status} (kind {kind} means {named})"
+
 
 def lifecycle_problems(fields: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Lifecycle invariants of DESIGN §4 as (field, message) pairs; empty when all hold."""
@@ -18,6 +33,9 @@ def lifecycle_problems(fields: Mapping[str, Any]) -> list[tuple[str, str]]:
         problems.append(("waiting_on", "status waiting needs waiting_on"))
     if status in ("parked", "dropped") and not (fields.get("outcome") or {}).get("reason"):
         problems.append(("outcome", f"status {status} needs an outcome with a reason"))
+    contradiction = outcome_contradiction(status, fields.get("outcome"))
+    if contradiction:
+        problems.append(("outcome", contradiction))
     if status == "done" and not fields.get("response"):
         problems.append(("response", "status done needs an account (response)"))
     if status == "archived":

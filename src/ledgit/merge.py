@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ledgit.lifecycle import lifecycle_problems
+from ledgit.lifecycle import lifecycle_problems, outcome_contradiction
 from ledgit.record import Record, make_record, record_from_state
 from ledgit.revision import canonical_json, revision_of, sha256_function, sha256_hex
 from ledgit.schema import FIELD_ORDER, SET_FIELDS, TERMINAL_RANK, TRUST_RANK
@@ -401,12 +401,23 @@ def _reestablish_lifecycle(out: dict[str, Any], *sources: Mapping[str, Any]) -> 
         out.pop("next_action", None)
     if "claim" not in out:
         out.pop("contested", None)
+    # The outcome follows the status: one whose kind contradicts the merged status (one side
+    # completed while the other dropped or parked; done beat dropped, the outcome came from
+    # the other side) gives way to the outcome of a version holding that status, else none.
+    if outcome_contradiction(status, out.get("outcome")):
+        fitting = [s["outcome"] for s in sources if s.get("status") == status
+                   and s.get("outcome") and not outcome_contradiction(status, s["outcome"])]
+        if fitting:
+            out["outcome"] = max(fitting, key=_key)
+        else:
+            out.pop("outcome", None)
     # A status that needs a companion field borrows it from a side that has it.
     needs = {"done": "response", "waiting": "waiting_on", "parked": "outcome",
              "dropped": "outcome"}
     need = needs.get(str(status))
     if need and not out.get(need):
-        candidates = [s[need] for s in sources if s.get(need)]
+        candidates = [s[need] for s in sources if s.get(need)
+                      and not (need == "outcome" and outcome_contradiction(status, s[need]))]
         if candidates:
             out[need] = max(candidates, key=_key)
     if lifecycle_problems(out):
