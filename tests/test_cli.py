@@ -7,6 +7,7 @@ real subprocess.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -673,3 +674,30 @@ def test_a_usage_error_keeps_its_exit_code_when_stderr_is_closed(lg: Ledgit) -> 
     proc = subprocess.run(["sh", "-c", f'{" ".join(console_script())} list --nope 2>&-'],
                           cwd=lg.root, capture_output=True, text=True, check=False)
     assert proc.returncode == 2
+
+
+def test_a_nul_in_a_body_is_refused_naming_the_file_and_line(
+        lg: Ledgit, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a fresh-user trial: ``--body-file`` took a NUL byte into the task file (Git
+    then takes it for a binary file). Refused in one line, exit 2, nothing written; a NUL in
+    a hand-edited task file is refused by every read and write of it, never a traceback."""
+    body = lg.root / "body.md"
+    body.write_bytes(b"## Goal\n\nwor\0ld\n")
+    res = lg("create", "Nul", "--body-file", str(body))
+    assert res.code == 2 and res.out == ""
+    assert res.err == f"ledgit: {body}:3: --body-file: NUL character (U+0000); the body is text\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO("ok\n\0\n"))
+    res = lg("create", "Nul", "--body-file", "-")
+    assert res.code == 2 and res.err.startswith("ledgit: -:2: --body-file: NUL character")
+    assert not list((lg.root / ".ledgit" / "tasks").iterdir())
+    tid = lg.create("Hand edit", "--body", "line one")
+    path = lg.task_file(tid)
+    path.write_bytes(path.read_bytes().replace(b"line one", b"line\0one"))
+    line = path.read_bytes()[:path.read_bytes().index(b"\0")].count(b"\n") + 1
+    want = (f".ledgit/tasks/{tid}.md:{line}: body: NUL character (U+0000) in the body; "
+            f"a task file is text")
+    for args, code in ((("get", tid), 2), (("update", tid, "--priority", "1"), 2),
+                       (("record", tid), 2), (("verify", tid), 1)):
+        res = lg(*args)
+        assert res.code == code and want in res.err + res.out, (args, res)
+        assert "Traceback" not in res.err

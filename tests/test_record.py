@@ -364,3 +364,16 @@ def test_the_canonical_readers_inlined_top_level_is_the_generic_map(
 
     assert outcome(lambda: canonread._canonical_top(lines)) == \
         outcome(lambda: canonread._canonical_map(lines, 0, 0, None))
+
+
+def test_make_record_refuses_a_nul_in_the_body() -> None:
+    """What the MCP server and the importers build records with: a NUL in a body (JSON can
+    carry ``\\u0000``) is refused like one in a field, naming the body's line."""
+    fields = {"id": "T-k3v9q2mz7a", "title": "t", "status": "open",
+              "created": "2026-01-01T09:00:00.000000Z",
+              "last_modified": "2026-01-01T09:00:00.000000Z"}
+    with pytest.raises(LedgitError) as exc:
+        make_record(fields, "one\ntw\0o\n", "T-k3v9q2mz7a")
+    assert str(exc.value) == ("T-k3v9q2mz7a: body: NUL character (U+0000) in the body; a task "
+                              "file is text (its line 2)")
+    assert exc.value.code == 2

@@ -116,6 +116,17 @@ def _refuse_size(data: str | bytes, path: str) -> None:
     raise LedgitError(located(message, path, line, field))
 
 
+#: The refusal of a NUL in a body (docs/format.md "Types"): a task file is text, and Git, diff
+#: and the merge driver take a NUL for a binary file.
+BODY_NUL = "NUL character (U+0000) in the body; a task file is text"
+
+
+def body_nul_line(body: str) -> int | None:
+    """The 1-based line of ``body`` holding its first NUL character, None when it has none."""
+    at = body.find("\x00")
+    return None if at == -1 else body.count("\n", 0, at) + 1
+
+
 def split_front_matter(text: str, path: str = "<record>") -> tuple[str, str, int]:
     """Split a task file into (front matter YAML, body, number of front-matter lines).
 
@@ -146,8 +157,8 @@ def parse_record(data: str | bytes, path: str = "<record>") -> Record:
     ``path:line: field: message`` (LedgitError, exit 2): invalid UTF-8, missing/unclosed/empty
     front matter, tabs in indentation, duplicate keys, YAML tags, anchors/aliases, raw control
     characters or U+2028/U+2029/U+0085 in the front matter, unknown keys (outside ``x:``), and
-    every schema violation; a file larger than MAX_RECORD_BYTES (before any parsing). Rules:
-    docs/format.md.
+    every schema violation; a NUL in the body; a file larger than MAX_RECORD_BYTES (before
+    any parsing). Rules: docs/format.md.
     """
     _refuse_size(data, path)
     if isinstance(data, bytes):
@@ -163,7 +174,10 @@ def parse_record(data: str | bytes, path: str = "<record>") -> Record:
         text = text[1:]
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    yaml_text, body, _ = split_front_matter(text, path)
+    yaml_text, body, nlines = split_front_matter(text, path)
+    nul = body_nul_line(body)
+    if nul is not None:  # the file's line: ---, the front matter, ---, then the body
+        raise LedgitError(located(BODY_NUL, path, nlines + 2 + nul, "body"))
     if body:
         if not body.endswith("\n"):
             body += "\n"
@@ -189,10 +203,13 @@ def parse_record(data: str | bytes, path: str = "<record>") -> Record:
 
 def make_record(fields: Mapping[str, Any], body: str = "", path: str = "<record>") -> Record:
     """Build a validated Record from typed fields and a body (LF-normalised, NFC). Raises
-    LedgitError for a body larger than MAX_RECORD_BYTES."""
+    LedgitError for a body larger than MAX_RECORD_BYTES or holding a NUL character."""
     message = size_problem(_utf8_size(body), "the body")
     if message is not None:
         raise LedgitError(located(message, path, None, "body"))
+    nul = body_nul_line(body)
+    if nul is not None:
+        raise LedgitError(located(f"{BODY_NUL} (its line {nul})", path, None, "body"))
     body = body.replace("\r\n", "\n").replace("\r", "\n")
     if body and not body.endswith("\n"):
         body += "\n"

@@ -26,7 +26,7 @@ from ledgit.commands.running import command_board
 from ledgit.errors import NOT_FOUND, OK, LedgitError, located
 from ledgit.history import HistoryError, parse_checked, parse_events, replay
 from ledgit.readout import now_timestamp
-from ledgit.record import MAX_RECORD_BYTES, record_from_state, size_problem
+from ledgit.record import MAX_RECORD_BYTES, body_nul_line, record_from_state, size_problem
 from ledgit.writepath import damaged_history
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def read_text_option(text: str | None, path: str | None, what: str) -> str | Non
     """The text of ``--WHAT`` or ``--WHAT-file`` (a path, ``-`` for stdin; UTF-8), None when
     neither is given. Raises LedgitError exit 2 for both given, an unreadable or non-UTF-8
     file, or a text over :data:`ledgit.record.MAX_RECORD_BYTES` (refused before it is
-    read)."""
+    read) or holding a NUL character (``PATH:LINE: --WHAT-file: NUL ...``)."""
     if text is not None and path is not None:
         raise LedgitError(f"give --{what} or --{what}-file, not both")
     if path is None:
@@ -133,17 +133,22 @@ def read_text_option(text: str | None, path: str | None, what: str) -> str | Non
         if len(data) > MAX_RECORD_BYTES:
             raise LedgitError(located(size_problem(len(data), f"the {what}") or "", "-", None,
                                       f"--{what}-file"))
-        return data
-    try:
-        with open(path, encoding="utf-8") as fh:
-            message = size_problem(os.fstat(fh.fileno()).st_size, f"the {what}")
-            if message is not None:  # refused before it is read
-                raise LedgitError(located(message, path, None, f"--{what}-file"))
-            return fh.read()
-    except OSError as exc:
-        raise LedgitError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise LedgitError(f"{path}: not valid UTF-8") from None
+    else:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                message = size_problem(os.fstat(fh.fileno()).st_size, f"the {what}")
+                if message is not None:  # refused before it is read
+                    raise LedgitError(located(message, path, None, f"--{what}-file"))
+                data = fh.read()
+        except OSError as exc:
+            raise LedgitError(f"{path}: cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise LedgitError(f"{path}: not valid UTF-8") from None
+    nul = body_nul_line(data)
+    if nul is not None:  # named here, by the file's line, before the record refuses it
+        raise LedgitError(located(f"NUL character (U+0000); the {what} is text", path, nul,
+                                  f"--{what}-file"))
+    return data
 
 
 def create_cmd(title: str, body: str | None, body_file: str | None, goal: str | None,
