@@ -196,3 +196,33 @@ def test_a_board_may_refuse_to_be_reached_and_user_registrations_override(repos:
     (r.tmp / "app/.ledgit/projects.yaml").write_text("projects:\n  lib: {path: ../lib, x: 1}\n")
     code, _, err = r.cli("app", "project", "list")
     assert code == 2 and "projects.yaml:2" in err and "projects.lib.x" in err
+
+
+def test_this_board_is_never_registered_nor_listed_twice(repos: Repos) -> None:
+    """Found by a fresh-user trial: ``project add self .`` listed every task twice in
+    ``ready --projects``. Registering the board itself is refused (exit 2, nothing written);
+    one already on file (hand-written, or through a link) and a second alias of one board are
+    left out of ``--projects`` with a warning naming them."""
+    r = repos
+    tid = r.ok("app", "create", "Only once")
+    for path in (".", str(r.tmp / "app"), "../app"):
+        code, out, err = r.cli("app", "project", "add", "self", path)
+        assert code == 2 and out == "", err
+        assert err == (f"ledgit: project add self: {path} is this board ({r.tmp / 'app'}); it "
+                       f"reaches its own tasks without a registration (depend on ID, not "
+                       f"self:ID)\n")
+    assert not (r.tmp / "app/.ledgit/projects.yaml").exists()
+    (r.tmp / "link").symlink_to(r.tmp / "app")
+    (r.tmp / "app/.ledgit/projects.yaml").write_text(
+        'projects:\n  "lib": {path: "../lib"}\n  "lib2": {path: "../lib/."}\n'
+        '  "self": {path: "../link"}\n')
+    lib_task = r.ok("lib", "create", "Lib work")
+    code, out, err = r.cli("app", "ready", "--projects", "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert sorted((t["board"], t["id"]) for t in got["tasks"]) == [("app", tid),
+                                                                    ("lib", lib_task)]
+    assert got["boards"] == ["app", "lib"]
+    assert f"ledgit: warning: project self is this board ({r.tmp / 'link'}); left out " \
+           f"(ledgit project remove self)" in err
+    assert "ledgit: warning: project lib2 is project lib" in err

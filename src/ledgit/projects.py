@@ -204,6 +204,23 @@ def registrations(board: Board) -> dict[str, Registration]:
     return found
 
 
+def duplicate_of(board: Board, regs: Mapping[str, Registration]) -> dict[str, str]:
+    """Aliases of ``regs`` that name a board already reached, each mapped to what it repeats:
+    ``board`` itself (``""``; a working-tree registration of it, as a hand-written or older
+    projects.yaml may hold) or an earlier alias (sorted) for the same directory and ref.
+    Directories are compared with links resolved."""
+    seen: dict[tuple[str, str | None], str] = {(os.path.realpath(board.root_str), None): ""}
+    repeats: dict[str, str] = {}
+    for alias in sorted(regs):
+        reg = regs[alias]
+        key = (os.path.realpath(reg.location), reg.ref)
+        if key in seen:
+            repeats[alias] = seen[key]
+        else:
+            seen[key] = alias
+    return repeats
+
+
 def registration(board: Board, alias: str) -> Registration:
     """The registration of ``alias``; exit 4 naming it when there is none."""
     found = registrations(board).get(alias)
@@ -218,11 +235,17 @@ def add(board: Board, alias: str, path: str, ref: str | None, *, user: bool) -> 
 
     The team file stores the path relative to the board's root; the user's, absolute. The
     other board must exist now (and ``ref`` resolve in its repository): exit 4 otherwise.
-    Re-adding an alias replaces it. Exit 2 for a malformed alias."""
+    Re-adding an alias replaces it. Exit 2 for a malformed alias, and for ``path`` naming
+    this board itself (links resolved; with or without ``ref``): a board reaches its own tasks
+    by id, and a registration of it would list each of them twice (docs/projects.md)."""
     if not ALIAS_RE.fullmatch(alias):
         raise LedgitError(f"project add: {alias!r}: an alias is letters, digits, '.', '_' "
                           f"or '-' (at most 64)", USAGE)
     target = Path(os.path.abspath(path))
+    if os.path.realpath(target) == os.path.realpath(board.root_str):
+        raise LedgitError(f"project add {alias}: {path} is this board ({board.root_str}); it "
+                          f"reaches its own tasks without a registration (depend on ID, not "
+                          f"{alias}:ID)", USAGE)
     file = user_file() if user else board_file(board)
     stored = str(target) if user else os.path.relpath(target, board.root_str)
     reg = Registration(alias, stored, ref, "user" if user else "board",

@@ -219,13 +219,22 @@ def ready_rows(board: Board, owner: str | None, worker: str | None, label: tuple
 def _across_projects(what: str, as_json: bool, **kw: Any) -> int:
     """``list``/``ready`` over this board and every registered one, each row naming its
     board (``board``: this board's name, or the alias). A registered board that cannot be
-    read fails closed (exit 4 or 2, naming the alias)."""
+    read fails closed (exit 4 or 2, naming the alias); one that is this board or repeats an
+    earlier alias (:func:`ledgit.projects.duplicate_of`) is left out with a warning."""
     # (ledgit.projects: with dataclasses, pathlib and json)
     from ledgit import projects  # lazy: 15 ms (-X importtime) that no --projects skips
 
     here = find_board()
     boards = [(projects.board_name(here), here)]
-    for alias in sorted(projects.registrations(here)):
+    regs = projects.registrations(here)
+    repeats = projects.duplicate_of(here, regs)
+    for alias in sorted(regs):
+        if alias in repeats:  # its rows would be listed twice
+            same = f"project {repeats[alias]}" if repeats[alias] else "this board"
+            user = " --user" if regs[alias].source == "user" else ""
+            err(f"ledgit: warning: project {alias} is {same} ({regs[alias].location}); left "
+                f"out (ledgit project remove {alias}{user})")
+            continue
         boards.append((alias, projects.open_project(here, alias)))
     views: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
