@@ -122,10 +122,23 @@ def test_json_option_points_at_the_installed_shapes(capsys: pytest.CaptureFixtur
     assert '"readout": 1' in shapes and '"tasks": [{"id"' in shapes
     assert "ledgit get ID [--no-body] [--json]\n" in shapes
     assert shapes == json_sections((PROJECT / "docs" / "cli.md").read_text(encoding="utf-8"))
+    # Structure (a fresh-user trial found "Exit codes" printed above a paragraph on malformed
+    # files, and the page title above the writes' bullet): every heading is a command
+    # section of the page, each followed by its indented blocks.
+    page = (PROJECT / "docs" / "cli.md").read_text(encoding="utf-8")
+    commands = {h.replace("`", "").strip() for h in re.findall(r"(?m)^### (.*)$", page)}
+    headings = [line for line in shapes.splitlines() if line and not line.startswith(" ")]
+    assert headings[0] == "ledgit init [PATH] [--prefix T] [--json]"
+    assert set(headings) <= commands, set(headings) - commands
+    lines = shapes.splitlines()
+    for i, line in enumerate(lines):
+        if line in headings:
+            assert i + 1 < len(lines) and lines[i + 1].startswith("  "), line  # its blocks
 
 
 def test_json_sections_picks_the_blocks_that_state_a_shape() -> None:
-    text = ("# Title\n\n### `ledgit a`\nWhat a does.\n\nJSON: `{\"x\"}`.\n\n"
+    text = ("# Title\n\nNot JSON here.\n\n## Exit codes\n\nThe JSON has `errors`.\n\n"
+            "### `ledgit a`\nWhat a does.\n\nJSON: `{\"x\"}`.\n\n"
             "### `ledgit b`\nNo shape here.\n\n### `ledgit c`\n- one\n- JSON `{\"y\"}`\n\n"
             "```json\n{\"z\": 1}\n```\n")
     assert json_sections(text) == ("ledgit a\n  JSON: `{\"x\"}`.\n\n"

@@ -60,12 +60,16 @@ def _blocks(text: str) -> list[str]:
 
 
 def json_sections(text: str) -> str:
-    """Each ``##``/``###`` heading of ``text`` that states a JSON shape, followed by the
-    blocks that state one (a block mentioning JSON, and a ``json`` code block after it)."""
+    """Each command's ``###`` heading of ``text`` that states a JSON shape, followed by the
+    blocks that state one (a block mentioning JSON, and a ``json`` code block after it).
+
+    Only command sections: the page's title and its ``##`` sections (Exit codes, ...) say
+    what holds for every command, and a heading of theirs printed above a block that merely
+    mentions JSON read as that block's command (docs/cli.md: "under their command")."""
     out: list[str] = []
-    for part in re.split(r"(?m)^(?=#{2,3} )", text):
+    for part in re.split(r"(?m)^(?=#{1,3} )", text):
         heading, _, body = part.partition("\n")
-        if not heading.startswith("#"):
+        if not heading.startswith("### "):
             continue
         picked: list[str] = []
         for block in _blocks(body):
