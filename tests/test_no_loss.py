@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -521,3 +523,53 @@ def test_two_heads_without_markers_refuse_the_write_naming_rule_heads_and_resolv
     assert ": history: heads: the history has 2 heads" in err
     assert f"repair: ledgit resolve .ledgit/history/{tid}.jsonl" in err
     assert path.read_bytes() == before
+
+
+def test_a_write_refuses_to_restart_a_history_git_still_has(lg: CliRun) -> None:
+    """Found by a fresh-user trial: a write on a task whose committed history file was
+    deleted from the work tree started a new genesis, and the hook then refused the commit,
+    naming every lost event. The write refuses up front (exit 1, one line naming the file and
+    the ``git checkout`` that brings it back, nothing written); the command named works; a
+    task file Git has no history of is still adopted (``ledgit record``, or any write)."""
+    assert lg("install", "--command", f"{shlex.quote(sys.executable)} -m ledgit")[0] == 0
+    tid = _create(lg)
+    assert lg("update", tid, "--priority", "1")[0] == 0
+    _commit_all(lg.root)
+    path, task = _history(lg, tid), lg.root / ".ledgit" / "tasks" / f"{tid}.md"
+    rel = f".ledgit/history/{tid}.jsonl"
+    before = task.read_bytes()
+    for how, source, fix in (("rm", "the index", f"git checkout -- {rel}"),
+                             ("git rm", "HEAD", f"git checkout HEAD -- {rel}"),
+                             ("empty", "the index", f"git checkout -- {rel}")):
+        if how == "git rm":
+            git("rm", "-q", rel, cwd=lg.root)
+        elif how == "rm":
+            path.unlink()
+        else:
+            path.write_bytes(b"")
+        what = "empty" if how == "empty" else "missing"
+        for args in (("update", tid, "--priority", "2"), ("record", tid),
+                     ("claim", tid, "--by", "ada")):
+            code, out, err = lg(*args)
+            assert (code, out) == (CHECK_FAILED, ""), (how, args, err)
+            assert err == (f"ledgit: {rel}: {what} in the work tree, but {source} has it: a "
+                           f"write would start a new history and lose its events; nothing "
+                           f"written (restore it: {fix}; then retry)\n"), (how, args)
+            assert task.read_bytes() == before
+            assert path.read_bytes() == b"" if how == "empty" else not path.exists()
+        git(*fix.split()[1:], cwd=lg.root)
+        assert lg("verify", tid)[0] == 0
+    assert lg("update", tid, "--priority", "2")[0] == 0
+    _commit_all(lg.root, "the write goes on from the restored history")
+    # Adoption still works: a task file made by hand, and one whose history Git never had.
+    hand = lg.root / ".ledgit" / "tasks" / "T-handmade01.md"
+    hand.write_text("---\nid: T-handmade01\ntitle: Hand\nstatus: open\n"
+                    'created: "2026-01-01T00:00:00.000000Z"\n'
+                    'last_modified: "2026-01-01T00:00:00.000000Z"\n---\n')
+    code, out, err = lg("record", "T-handmade01")
+    assert code == 0 and "recorded create event" in out, err
+    other = _create(lg, "Never committed")
+    _history(lg, other).unlink()
+    code, _, err = lg("update", other, "--priority", "3")
+    assert code == 0 and "history-less" in err
+    _commit_all(lg.root, "adopted")  # the hook agrees: nothing of Git's history was lost

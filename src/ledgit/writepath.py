@@ -220,6 +220,7 @@ def settle(board: Board, task_id: str, actor: str, now: str, *,
     current = board.read(task_id)
     data, _ = read_history_healed(board, task_id)
     if data is None or not data.strip():
+        refuse_lost_history(board, task_id)
         genesis = new_event(parents=[], at=now, actor=actor, op="create", before_state={},
                             after_state=current.state(),
                             note="history started from the existing task file")
@@ -441,6 +442,46 @@ def _refuse_lifecycle(after: list[tuple[str, str]], before: list[tuple[str, str]
     if new:
         name, message = new[0]
         raise LedgitError(located(message, rel, None, name), USAGE)
+
+
+def refuse_lost_history(board: Board, task_id: str) -> None:
+    """Refuse (exit 1, nothing written) to start a history for a task file whose history is
+    missing or empty in the work tree while Git's index or HEAD holds it: the file was
+    deleted or emptied, and a new genesis event would drop every committed event (the
+    pre-commit hook then refuses the commit, naming each). The message names the file and
+    the ``git checkout`` that brings it back. A task file Git has no history of (made by
+    hand, or checked out alone from another branch) is adopted as before: no refusal.
+
+    Only this rare path asks Git (two ``git cat-file`` at most); outside a repository, or
+    when Git cannot answer, nothing is refused."""
+    # (ledgit.git: with subprocess; pathlib)
+    from pathlib import Path  # lazy: 4.2 ms (-X importtime) that every other write skips
+
+    from ledgit import git  # lazy: 13 ms (-X importtime): only a task without its history
+
+    hpath = board.history_path(task_id)
+    rel = board.rel(hpath)
+    held: tuple[str, str] | None = None  # (where Git has it, the command restoring it)
+    try:
+        top = git.toplevel(Path(board.root_str))
+        if top is None:
+            return
+        path = os.path.relpath(os.path.realpath(hpath), top).replace(os.sep, "/")
+        for rev, source, fix in ((None, "the index", f"git checkout -- {rel}"),
+                                 ("HEAD", "HEAD", f"git checkout HEAD -- {rel}")):
+            blob = git.blobs_at(top, rev, [path]).get(path)
+            if blob is not None and blob.strip():
+                held = (source, fix)
+                break
+    except (LedgitError, OSError, ValueError):
+        return  # no git binary, a refused repository, another drive: adopt as before
+    if held is None:
+        return
+    source, fix = held
+    what = "missing" if not os.path.lexists(hpath) else "empty"
+    raise LedgitError(f"{rel}: {what} in the work tree, but {source} has it: a write would "
+                      f"start a new history and lose its events; nothing written (restore "
+                      f"it: {fix}; then retry)", CHECK_FAILED)
 
 
 def damaged_history(board: Board, task_id: str, problem: Problem,
