@@ -213,6 +213,14 @@ def test_the_outcome_follows_the_status_that_won(end: str, status: str,
     assert render_record(one.record) == render_record(other.record)
     f = one.record.fields
     assert f["status"] == status and f.get("outcome") == outcome, f
+    kind = later.fields["outcome"]["kind"]
+    assert one.notes == other.notes == [
+        f"outcome kind {kind} contradicts status done (kind {kind} means "
+        f"{ {'drop': 'dropped', 'park': 'parked'}[kind]}): the outcome follows the merged "
+        f"status"]
+    # Where the kept outcome came from: the completing side (ours in ``one``), or nowhere.
+    assert one.provenance.get("outcome") == ("ours" if outcome else None)
+    assert other.provenance.get("outcome") == ("theirs" if outcome else None)
     assert lifecycle_problems(f) == []
     btext = _history(base, [], "x")
     hist = merge_histories(btext, _history(base, [done], "o"), _history(base, [later], "t"),

@@ -369,7 +369,16 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
     elif base is None or body != base.body:
         result.provenance["body"] = sides.label(bsrc)
     _claim_needs_in_progress(sides, out, claim_src)
+    contradiction = outcome_contradiction(out.get("status"), out.get("outcome"))
     _reestablish_lifecycle(out, bf, af, bbf)
+    if contradiction:  # said, so that "outcome from theirs" does not mislead
+        result.notes.append(f"{contradiction}: the outcome follows the merged status")
+        kept = _key(out.get("outcome"))
+        if kept == _key(bf.get("outcome")):
+            result.provenance.pop("outcome", None)
+        else:
+            result.provenance["outcome"] = sides.label("a" if kept == _key(af.get("outcome"))
+                                                       else "b")
     result.record = make_record(out, body)
     return result
 
