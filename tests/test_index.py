@@ -469,3 +469,29 @@ def test_a_rewrite_that_restores_the_mtime_is_seen_without_a_watcher(board: Boar
         assert index.rows()[0]["title"] == "DDDD title"
         assert [r["id"] for r in index.search("dddd")] == [rec.id]
         assert index.get(rec.id)["title"] == "DDDD title"  # type: ignore[index]
+
+
+def test_the_stat_scan_is_file_stat_of_every_task_name(tmp_path: Path) -> None:
+    """stat_scan inlines is_task_name and file_stat (a hot loop): it gives exactly
+    {stem: file_stat(os.stat(file))} for the names is_task_name accepts -- dot-files, a bare
+    '.md', other suffixes and undecodable names left out, a later mtime or a later ctime
+    taken, a directory named like a task listed as the scan documents."""
+    from ledgit.taskfiles import file_stat, is_task_name, stat_scan
+
+    names = ["T-a.md", "T-past.md", "T-future.md", ".hidden.md", ".md", "notes.txt",
+             "T-é.md", "T-b.md.tmp-1-x"]
+    for name in names:
+        (tmp_path / name).write_text(name, encoding="utf-8")
+    (tmp_path / "T-dir.md").mkdir()
+    odd = os.fsdecode(b"T-\xff.md")
+    if sys.platform == "linux":
+        (tmp_path / odd).write_text("odd", encoding="utf-8")
+    now = time.time_ns()
+    os.utime(tmp_path / "T-past.md", ns=(now, now - 10**11))  # ctime is the later
+    os.utime(tmp_path / "T-future.md", ns=(now, now + 10**11))  # mtime is the later
+    want = {n[:-3]: file_stat(os.stat(tmp_path / n))
+            for n in os.listdir(tmp_path) if is_task_name(n)}
+    assert set(want) == {"T-a", "T-past", "T-future", "T-é", "T-dir"}
+    assert want["T-future"][0] > want["T-past"][0] + 10**10
+    assert stat_scan(tmp_path) == want
+    assert stat_scan(tmp_path / "missing") == {}

@@ -28,7 +28,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
              "ledgit.canonjson", "ledgit.readout", "ledgit.timestamps", "ledgit.revision",
              "ledgit.schema", "ledgit.canonread", "ledgit.frontmatter", "ledgit.render",
              "ledgit.record", "ledgit.layoutloss", "ledgit.patch",
-             "ledgit.history", "ledgit.merge", "ledgit.ops"),
+             "ledgit.history", "ledgit.merge", "ledgit.change", "ledgit.ops"),
     # a board on disk, its index, its watcher, its config, Git
     "storage": ("ledgit.locate", "ledgit.oserrors", "ledgit.locks", "ledgit.parallel",
                 "ledgit.config",

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
+from typing import Any
+
+import pytest
 
 from ledgit import __version__, config, locate
 
@@ -47,3 +51,35 @@ def test_pre_commit_hook_outside_git_is_one_line(tmp_path: object) -> None:
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert lines[0].startswith("ledgit: ") and "Traceback" not in proc.stderr
+
+
+
+def test_a_table_command_runs_without_the_cyclic_collector(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table command is a short process: the collector is off while it runs (no
+    collection, however much it allocates) and on again afterwards."""
+    from ledgit.__main__ import run
+    from ledgit.commands import reads
+
+    subprocess.run([sys.executable, "-m", "ledgit", "init", str(tmp_path)], check=True,
+                   capture_output=True)
+    monkeypatch.chdir(str(tmp_path))
+    real, enabled, collections = reads.list_cmd, [], []
+
+    def busy_list(*args: Any, **kwargs: Any) -> int:
+        enabled.append(gc.isenabled())
+        _ = [[i] for i in range(100_000)]  # far past the youngest generation's 700
+        return real(*args, **kwargs)
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    monkeypatch.setattr(reads, "list_cmd", busy_list)
+    gc.callbacks.append(count)  # (the collector holds this very list)
+    try:
+        assert run(["list"]) == 0
+    finally:
+        gc.callbacks.remove(count)
+    assert enabled == [False] and collections == []
+    assert gc.isenabled()

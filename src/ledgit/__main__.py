@@ -77,9 +77,18 @@ def run(args: list[str]) -> int:
     if args[:2] == ["hook", "pre-commit"]:
         return _pre_commit(list(args[2:]))
     # (the command table and the board, which the three above do without)
-    from ledgit.commands.running import run_command_line  # lazy: 9.4 ms (-X importtime)
+    # A table command is a short process: its cyclic garbage is reclaimed by its exit, so
+    # the cyclic collector is off while it runs (as Mercurial's util.nogc does around its
+    # dirstate): its collections are 2-4 ms CPU of a get, a list or an update, scanning
+    # what the imports made (gc.callbacks, 10,000 tasks). Long-lived commands (ledgit mcp,
+    # ledgit board --serve) are not in the table: click runs them, with the collector on.
+    gc.disable()
+    try:
+        from ledgit.commands.running import run_command_line  # lazy: 9.4 ms (-X importtime)
 
-    code = run_command_line(args)
+        code = run_command_line(args)
+    finally:
+        gc.enable()
     if code is not None:
         return code
     from ledgit.cli import run as click_run  # lazy: 23 ms (-X importtime, click): fast path

@@ -377,7 +377,7 @@ class Index:
             if name in current and name not in seen:
                 candidates.append(name)
                 seen.add(name)
-        removed = [n for n in {*stored, *dirty} if n not in current]
+        removed = list((stored.keys() | set(dirty)) - current.keys())  # (set operations in C)
         touched, rows, unreadable = self._examine(candidates, current, scan_ns)
         new_racy.extend(n for n in unreadable if n not in new_racy)  # re-read until readable
         # Bytes that differ with no racy or dirty entry: a stat moved, or only listdir's order.
@@ -872,8 +872,9 @@ def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
 def _boot_id() -> str | None:
     """This boot's id (Linux), or None where it cannot be read cheaply."""
     try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
-            return fh.read().strip() or None
+        # (bytes, then decoded: a text file with encoding="ascii" imports its codec module)
+        with open("/proc/sys/kernel/random/boot_id", "rb") as fh:
+            return fh.read().decode("ascii").strip() or None
     except OSError:
         return None
 

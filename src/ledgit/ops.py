@@ -12,8 +12,9 @@ Times are RFC 3339 UTC text (``now``); claim TTLs are seconds (``ttl``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from ledgit.change import Change
 from ledgit.errors import CHECK_FAILED, CLAIM, NOT_FOUND, USAGE, LedgitError
 from ledgit.history import ancestors
 from ledgit.lifecycle import lifecycle_problems
@@ -53,16 +54,6 @@ _LIFECYCLE_HINT = {
     "created": "set once at creation",
     "last_modified": "stamped by every write",
 }
-
-
-class Change(NamedTuple):
-    """What an operation did: the new record, the event's op name, its note and its
-    JSON-ready meta (None when absent). A tuple, as the board's write path reads it."""
-
-    record: Record
-    op: str
-    note: str | None = None
-    meta: dict[str, Any] | None = None
 
 
 # --------------------------------------------------------------------------- helpers
