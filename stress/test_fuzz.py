@@ -41,12 +41,12 @@ from hypothesis import strategies as st
 from stresskit import Figures, Scale, isolated_env, ledgit, run
 
 from ledgit.boardinit import init_board
+from ledgit.change import Change
 from ledgit.errors import LedgitError
 from ledgit.history import Problem, parse_events, verify
 from ledgit.lifecycle import lifecycle_problems
 from ledgit.merge import merge_histories
 from ledgit.mergedriver import main as merge_driver
-from ledgit.ops import Change
 from ledgit.record import Record, make_record, parse_record
 from ledgit.render import render_record
 

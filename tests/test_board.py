@@ -21,11 +21,11 @@ from ledgit import boardcheck, taskfiles
 from ledgit.actor import actor_name
 from ledgit.board import Board, find_board
 from ledgit.boardinit import init_board
+from ledgit.change import Change
 from ledgit.config import BoardConfig, load_config, parse_duration
 from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError
 from ledgit.history import event_line, new_event, parse_events
 from ledgit.index import Index
-from ledgit.ops import Change
 from ledgit.record import Record, make_record, parse_record
 from ledgit.render import render_record
 from ledgit.schema import is_valid_id

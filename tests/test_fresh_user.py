@@ -30,10 +30,10 @@ from ledgit import boardcheck, ops
 from ledgit import index as index_module
 from ledgit.board import Board
 from ledgit.boardinit import init_board
+from ledgit.change import Change
 from ledgit.errors import CLAIM, LedgitError
 from ledgit.index import Index
 from ledgit.markers import marker_lines
-from ledgit.ops import Change
 from ledgit.record import Record, make_record
 
 pytest_plugins = ["gitutil"]

@@ -20,11 +20,12 @@ from gitutil import git
 import ledgit.index
 from ledgit.board import Board, find_board
 from ledgit.boardinit import init_board
+from ledgit.change import Change
 from ledgit.errors import BUSY, USAGE, LedgitError
 from ledgit.index import Index
 from ledgit.indexsearch import MAX_SEARCH_CHARS
 from ledgit.indextables import ROW_FIELDS, SCHEMA_VERSION
-from ledgit.ops import Change, item_add
+from ledgit.ops import item_add
 from ledgit.record import Record
 from ledgit.render import render_record
 from ledgit.schema import FIELD_ORDER

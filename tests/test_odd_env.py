@@ -30,8 +30,8 @@ import ledgit.install as install_mod
 from ledgit import git as git_mod
 from ledgit import writepath
 from ledgit.board import Board
+from ledgit.change import Change
 from ledgit.errors import IO_ERROR, USAGE, LedgitError
-from ledgit.ops import Change
 from ledgit.record import Record
 
 pytest_plugins = ["gitutil"]

@@ -22,9 +22,9 @@ from test_board import write_done_without_account
 from ledgit import parallel
 from ledgit.board import Board
 from ledgit.boardinit import init_board
+from ledgit.change import Change
 from ledgit.history import event_id, event_line, parse_events
 from ledgit.index import Index
-from ledgit.ops import Change
 from ledgit.record import Record
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is unavailable")

@@ -48,9 +48,9 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from ledgit.change import Change
     from ledgit.config import BoardConfig
     from ledgit.history import Problem
-    from ledgit.ops import Change
     from ledgit.record import Record
     from ledgit.tasklock import TaskLock
 

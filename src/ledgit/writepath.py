@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ledgit.board import Board
+    from ledgit.change import Change
     from ledgit.history import Event
-    from ledgit.ops import Change
     from ledgit.record import Record
 
 ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"  # RFC 4648 base32, lower case

@@ -15,8 +15,8 @@ from ledgit.commands.writes import mutate, write_task
 from ledgit.errors import OK
 
 if TYPE_CHECKING:
+    from ledgit.change import Change
     from ledgit.commands.writes import Op
-    from ledgit.ops import Change
     from ledgit.record import Record
 
 

@@ -17,7 +17,7 @@ from ledgit.errors import LedgitError
 
 if TYPE_CHECKING:
     from ledgit.board import Board
-    from ledgit.ops import Change
+    from ledgit.change import Change
     from ledgit.record import Record
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ledgit.board import Board
-    from ledgit.ops import Change
+    from ledgit.change import Change
     from ledgit.record import Record
 
     # A pure transition: (the record as read under the lock, actor, now, claim TTL in
