@@ -304,8 +304,11 @@ def _ok(value: Any) -> CallToolResult:
                           structured_content=value)
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 # --------------------------------------------------------------------------- the server
@@ -402,8 +405,8 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         now = time.time()
         views = []
         for row in rows:
-            view = row_view(row, now, ttl)
-            out = {k: view[k] for k in keep}
+            view = row_view(row, now, ttl)  # ROW_FIELDS, in order
+            out = view if keep is ROW_FIELDS else {k: view[k] for k in keep}
             for k in extra:
                 out[k] = row.get(k)
             views.append(out)
