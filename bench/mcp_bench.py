@@ -32,8 +32,8 @@ Beside list and search, and not a floor: the same no-op server's ``replay`` retu
 stored copy of ledgit's own result of that call (taken before the timing; same advertised
 output schema, same text block), timed in turn too. It is what the SDK and the transport
 alone cost to carry that result (~10 KB for 20 full rows): the report gives it as "same
-result, no work", and ledgit's own work as the op minus it (lines marked "not a budget"). ``--report`` rewrites the report from
-results/mcp_latest.json without measuring.
+result, no work", and ledgit's own work as the op minus it (lines marked "not a budget").
+``--report`` rewrites the report from results/mcp_latest.json without measuring.
 Backlog.md's server (npm ``backlog.md``, ``backlog mcp start``)
 is installed with ``npm install --prefix`` into the bench's temp dir and timed through the
 same client over stdio on a 1,000-task board of the same shapes (skipped, with the reason,
