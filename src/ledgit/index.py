@@ -341,8 +341,9 @@ class Index:
         started = time.perf_counter()
         scan_ns = time.time_ns()
         self._built = None
-        # Another connection's commit since here changes data_version (_store_tokens).
-        self._version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        if self.watcher is not None:  # (a plain read stores no token: no query)
+            # Another connection's commit since here changes data_version (_store_tokens).
+            self._version = self.db.execute("PRAGMA data_version").fetchone()[0]
         # The scan blob (~30 bytes a task) is read only when it is needed.
         meta = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN "
                                     "('racy', 'watch', 'scan_ns')").fetchall())
