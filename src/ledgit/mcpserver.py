@@ -59,8 +59,8 @@ MAX_TEXT = 1_000_000  # characters of any one string argument (a task file is <=
 MAX_LIMIT = 1_000  # rows a list or search returns at most
 # A read that took longer (seconds) sends the next read of its board to a worker thread, so
 # that the event loop is not held that long again: its refresh found work the watcher did
-# not report (another server's or a CLI's index token had replaced this one's: a stat scan
-# of every file, 120-180 ms at 10,000 tasks on a loaded machine), or a big search.
+# not report (this server's index token had been dropped by another refresh: a stat scan of
+# every file, 20-30 ms at 10,000 tasks, more on a loaded machine), or a big search.
 SLOW_READ = 0.020
 TOKEN_ENV = "LEDGIT_MCP_TOKEN"  # the bearer token for --http on another host
 
