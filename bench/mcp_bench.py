@@ -248,18 +248,22 @@ async def bench_size(repo: Path, picks: dict[str, Any], env: dict[str, str], cal
 
 
 def install_backlog(tmp: Path) -> tuple[list[str] | None, str]:
-    """(argv of ``backlog``, version) from ``npm install --prefix TMP/npm backlog.md``, or
-    (None, why not)."""
-    npm = shutil.which("npm")
-    if npm is None:
-        return None, "npm not found"
-    prefix = tmp / "npm"
-    try:
-        runbench.sh([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                     "backlog.md"], tmp, dict(os.environ), timeout=900)
-    except runbench.SetupError as exc:
-        return None, f"npm install backlog.md failed: {exc}"
-    exe = prefix / "node_modules" / ".bin" / "backlog"
+    """(argv of ``backlog``, version): ``$BACKLOG_BIN`` (as bench/run.py), else from ``npm
+    install --prefix TMP/npm backlog.md``; or (None, why not)."""
+    given = os.environ.get("BACKLOG_BIN")
+    if given:
+        exe = Path(given)
+    else:
+        npm = shutil.which("npm")
+        if npm is None:
+            return None, "npm not found"
+        prefix = tmp / "npm"
+        try:
+            runbench.sh([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                         "backlog.md"], tmp, dict(os.environ), timeout=900)
+        except runbench.SetupError as exc:
+            return None, f"npm install backlog.md failed: {exc}"
+        exe = prefix / "node_modules" / ".bin" / "backlog"
     if not exe.exists():
         return None, f"{exe} missing after npm install"
     try:
