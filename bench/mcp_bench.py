@@ -26,8 +26,14 @@ reads are async tools (answered on the event loop), its writes sync tools (a wor
 as the SDK runs them), so reads are compared with ``noop_async`` and writes with ``noop``.
 Each op's floor is timed call by call in turn with it (op, no-op, op, ...), so that a ratio
 is taken under one load; flatness from the smallest to the largest size is judged on these
-ratios too (the raw p50s are shown beside them). ``--report`` rewrites the report from
-results/mcp_latest.json without measuring.
+ratios too (the raw p50s are shown beside them).
+
+Beside list and search, and not a floor: the same no-op server's ``replay`` returns a
+stored copy of ledgit's own result of that call (taken before the timing; same advertised
+output schema, same text block), timed in turn too. It is what the SDK and the transport
+alone cost to carry that result (~10 KB for 20 full rows): the report gives it as "same
+result, no work", and ledgit's own work as the op minus it (lines marked "not a budget").
+``--report`` rewrites the report from results/mcp_latest.json without measuring.
 Backlog.md's server (npm ``backlog.md``, ``backlog mcp start``)
 is installed with ``npm install --prefix`` into the bench's temp dir and timed through the
 same client over stdio on a 1,000-task board of the same shapes (skipped, with the reason,
@@ -67,6 +73,7 @@ RESULTS = BENCH / "results"
 OPS = ("get", "list", "search", "update", "claim")
 READS = ("get", "list", "search")
 WRITE_TASKS = 20  # ready tasks that update and claim go round, at every size
+REPLAYED = {"list": {"limit": 20}, "search": {"text": runbench.SEARCH_TERM, "limit": 20}}
 FLOOR = {"get": "noop_async", "list": "noop_async", "search": "noop_async",
          "update": "noop", "claim": "noop"}  # the no-op tool of the same kind (module doc)
 
@@ -140,15 +147,21 @@ async def ledgit_ops(client: Client, floor: Client, picks: dict[str, Any], calls
     for name, fn in (("get", get), ("list", listing), ("search", search), ("update", update),
                      ("claim", claim)):
         noop = FLOOR[name]
+        replay = name in REPLAYED
         for i in range(5):
             await fn(-1 - i)
             await _timed(floor.call_tool(noop, {}), noop)
-        mine, theirs = [], []
+        mine, theirs, carried = [], [], []
         for i in range(calls):
             mine.append(await fn(i))
             theirs.append(await _timed(floor.call_tool(noop, {}), noop))
+            if replay:
+                carried.append(await _timed(floor.call_tool("replay", {"name": name}),
+                                            "replay"))
         out[name] = {**_stats(mine), "floor": noop,
                      "floor_p50_ms": _stats(theirs)["p50_ms"]}
+        if replay:
+            out[name]["same_result_p50_ms"] = _stats(carried)["p50_ms"]
         if name == "claim":
             out[name]["note"] = "claim only; an untimed release follows each"
         floors[noop] += theirs
@@ -189,17 +202,33 @@ def noop_stdio(env: dict[str, str]) -> StdioServerParameters:
                                  args=[str(BENCH / "mcp_noop_server.py")], env=env)
 
 
+async def results_to_replay(client: Client) -> dict[str, Any]:
+    """ledgit's results of the :data:`REPLAYED` calls and their advertised output schema,
+    for the no-op server's ``replay`` (bench/mcp_noop_server.py)."""
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    schemas = {json.dumps(tools[name].output_schema, sort_keys=True) for name in REPLAYED}
+    if len(schemas) != 1:
+        raise RuntimeError("list and search advertise different output schemas")
+    payloads = {name: checked(await client.call_tool(name, args), name).structured_content
+                for name, args in REPLAYED.items()}
+    return {"schema": json.loads(schemas.pop()), "payloads": payloads}
+
+
 async def bench_size(repo: Path, picks: dict[str, Any], env: dict[str, str], calls: int
                      ) -> dict[str, Any]:
     result: dict[str, Any] = {}
+    replay_file = repo.parent / f"{repo.name}-replay.json"
     old = os.environ.copy()
     os.environ.clear()
     os.environ.update(env)  # the in-process server acts as the subprocess would
     try:
         server, boards = build_server(repo)
         try:
+            async with Client(server) as client:
+                replayed = await results_to_replay(client)
+            replay_file.write_text(json.dumps(replayed), encoding="utf-8")
             async with Client(server) as client, \
-                    Client(mcp_noop_server.build()) as floor:  # type: ignore[arg-type]
+                    Client(mcp_noop_server.build(replayed)) as floor:  # type: ignore[arg-type]
                 result["in-process"] = {"protocol": client.protocol_version,
                                         **await ledgit_ops(client, floor, picks, calls)}
         finally:
@@ -207,8 +236,9 @@ async def bench_size(repo: Path, picks: dict[str, Any], env: dict[str, str], cal
     finally:
         os.environ.clear()
         os.environ.update(old)
+    floor_env = {**env, mcp_noop_server.REPLAY_ENV: str(replay_file)}
     async with Client(ledgit_stdio(repo, env)) as client, \
-            Client(noop_stdio(env)) as floor:  # type: ignore[arg-type]
+            Client(noop_stdio(floor_env)) as floor:  # type: ignore[arg-type]
         result["stdio"] = {"protocol": client.protocol_version,
                            **await ledgit_ops(client, floor, picks, calls)}
     return result
@@ -218,18 +248,22 @@ async def bench_size(repo: Path, picks: dict[str, Any], env: dict[str, str], cal
 
 
 def install_backlog(tmp: Path) -> tuple[list[str] | None, str]:
-    """(argv of ``backlog``, version) from ``npm install --prefix TMP/npm backlog.md``, or
-    (None, why not)."""
-    npm = shutil.which("npm")
-    if npm is None:
-        return None, "npm not found"
-    prefix = tmp / "npm"
-    try:
-        runbench.sh([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                     "backlog.md"], tmp, dict(os.environ), timeout=900)
-    except runbench.SetupError as exc:
-        return None, f"npm install backlog.md failed: {exc}"
-    exe = prefix / "node_modules" / ".bin" / "backlog"
+    """(argv of ``backlog``, version): ``$BACKLOG_BIN`` (as bench/run.py), else from ``npm
+    install --prefix TMP/npm backlog.md``; or (None, why not)."""
+    given = os.environ.get("BACKLOG_BIN")
+    if given:
+        exe = Path(given)
+    else:
+        npm = shutil.which("npm")
+        if npm is None:
+            return None, "npm not found"
+        prefix = tmp / "npm"
+        try:
+            runbench.sh([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                         "backlog.md"], tmp, dict(os.environ), timeout=900)
+        except runbench.SetupError as exc:
+            return None, f"npm install backlog.md failed: {exc}"
+        exe = prefix / "node_modules" / ".bin" / "backlog"
     if not exe.exists():
         return None, f"{exe} missing after npm install"
     try:
@@ -315,6 +349,17 @@ def budget_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
                                     f"({FLOOR[op]}, {big:,} tasks)",
                           "figure": f"{at[op]['p50_ms']:.2f} / {floor:.2f} ms = {r:.2f}x",
                           "status": "PASS" if r <= limit else "MISS"})
+        for op in REPLAYED:
+            same = at[op].get("same_result_p50_ms")
+            if same is None:
+                continue
+            floor = at[op]["floor_p50_ms"]
+            lines.append({"budget": f"(not a budget) MCP {transport} {op}: the SDK carrying "
+                                    f"ledgit's same result, no work ({big:,} tasks)",
+                          "figure": f"{same:.2f} / {floor:.2f} ms = {same / floor:.2f}x the "
+                                    f"no-op; ledgit's own work {at[op]['p50_ms'] - same:.2f} "
+                                    f"ms = {(at[op]['p50_ms'] - same) / floor:.2f}x",
+                          "status": "info"})
         if big != small:
             low = data["ledgit"][str(small)][transport]
             for op in OPS:
@@ -359,10 +404,13 @@ def write_report(data: dict[str, Any]) -> None:
     out = ["# ledgit mcp bench", "", f"{data['when']} · {data['machine']} · "
            f"{data['calls']} calls per figure (p50) · SDK mcp {data['sdk']}", ""]
     for size, per in sorted(data["ledgit"].items(), key=lambda kv: int(kv[0])):
-        out += [f"## {int(size):,} tasks", "", "| op | in-process p50 ms (floor) | "
-                "stdio p50 ms (floor) | floor tool |", "|---|---|---|---|"]
+        out += [f"## {int(size):,} tasks", "", "| op | in-process p50 ms (floor) [same "
+                "result, no work] | stdio p50 ms (floor) [same result, no work] | floor tool "
+                "|", "|---|---|---|---|"]
         for op in OPS:
             cells = [f"{per[t][op]['p50_ms']:.2f} ({per[t][op]['floor_p50_ms']:.2f})"
+                     + (f" [{per[t][op]['same_result_p50_ms']:.2f}]"
+                        if "same_result_p50_ms" in per[t][op] else "")
                      for t in ("in-process", "stdio")]
             out.append(f"| {op} | {cells[0]} | {cells[1]} | {FLOOR[op]} |")
         for op in ("noop", "noop_async"):

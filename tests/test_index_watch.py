@@ -8,6 +8,7 @@ because the watcher saw the write. A plain process has no watcher and does the s
 
 from __future__ import annotations
 
+import marshal
 import os
 import sys
 import time
@@ -63,6 +64,15 @@ def stored_token(board: Board) -> object:
         return index._meta("watch")
 
 
+def stored_tokens(board: Board) -> dict[str, str]:
+    """meta.watch: {watcher instance: token}, one per long-lived reader."""
+    blob = stored_token(board)
+    assert isinstance(blob, bytes), blob
+    tokens = marshal.loads(blob)
+    assert isinstance(tokens, dict)
+    return tokens
+
+
 def rewrite_keeping_stat(path: str, old: bytes, new: bytes) -> None:
     """Replace ``old`` by ``new`` (same length) in place, then put the mtime back: a stat scan
     cannot see the write."""
@@ -91,7 +101,7 @@ def test_a_refresh_uses_the_watchers_answer_not_the_stat_scan(watched: Board) ->
     try:
         assert reader.titles() == {a.id: "alpha", b.id: "beta"}
         reader.titles()  # the token is stored
-        assert isinstance(stored_token(watched), str)
+        assert reader.watcher.instance in stored_tokens(watched)
         rewrite_keeping_stat(watched.task_file(a.id), b"title: alpha", b"title: gamma")
         assert reader.titles()[a.id] == "gamma"
         # New, removed and renamed-over files are reported too.
@@ -142,9 +152,8 @@ def test_a_plain_reader_after_a_watched_one_is_right_and_cheap(watched: Board) -
 
 
 def test_two_watched_readers_on_one_index_both_stay_right(watched: Board) -> None:
-    """The stored token is the last refresher's: the other reader's watcher cannot vouch for
-    it (a stat scan), and re-checks the names it saw since its own last token, so a write that
-    keeps the stat is still seen by both."""
+    """Each reader re-checks the names its own watcher saw since its own token, so a write
+    that keeps the stat is still seen by both."""
     a = watched.create({"title": "alpha"}, "", "t")
     age(watched, a.id)
     one, two = Reader(watched), Reader(watched)
@@ -157,6 +166,67 @@ def test_two_watched_readers_on_one_index_both_stay_right(watched: Board) -> Non
                                  b"title: " + title)
             assert one.titles()[a.id] == title.decode()
             assert two.titles()[a.id] == title.decode()
+    finally:
+        one.close()
+        two.close()
+
+
+def test_two_watched_readers_keep_their_own_tokens_and_stat_no_file(watched: Board) -> None:
+    """Two long-lived readers (two ``ledgit mcp`` on one board) each keep a token in the
+    index: neither replaces the other's, so a read re-checks only the names its watcher
+    reported -- never a stat of every file -- and both still see each change."""
+    ids = [watched.create({"title": f"task {i:02d}"}, "", "t").id for i in range(30)]
+    age(watched, *ids)
+    time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)  # no file racy: an idle refresh re-checks none
+    one, two = Reader(watched), Reader(watched)
+    try:
+        one.titles()
+        two.titles()
+        assert set(stored_tokens(watched)) == {one.watcher.instance, two.watcher.instance}
+        for reader in (one, two, one, two):
+            stats = reader.index.refresh()
+            assert (stats.files, stats.rechecked) == (0, 0), stats  # not 30: no stat scan
+        # A plain read (a CLI command) that finds nothing to write leaves both tokens.
+        assert len(titles(watched)) == 30
+        assert set(stored_tokens(watched)) == {one.watcher.instance, two.watcher.instance}
+        rewrite_keeping_stat(watched.task_file(ids[3]), b"task 03", b"task ZZ")
+        for reader in (one, two):
+            stats = reader.index.refresh()
+            assert (stats.files, stats.rechecked) == (1, 1), stats  # the one reported name
+            assert {r["id"]: r["title"] for r in reader.index.rows()}[ids[3]] == "task ZZ"
+        assert set(stored_tokens(watched)) == {one.watcher.instance, two.watcher.instance}
+    finally:
+        one.close()
+        two.close()
+
+
+def test_a_token_stored_while_a_refresh_read_the_files_is_dropped(watched: Board) -> None:
+    """A refresh that writes rows keeps another reader's token only if it was stored before
+    this refresh read any file; one stored meanwhile may vouch for newer files than the rows
+    written, so it goes and that reader stat-scans once (and stays right)."""
+    a = watched.create({"title": "alpha"}, "", "t")
+    others = [watched.create({"title": f"other {i}"}, "", "t").id for i in range(2)]
+    age(watched, a.id, *others)
+    one, two = Reader(watched), Reader(watched)
+    try:
+        one.titles()
+        two.titles()
+        rewrite_keeping_stat(watched.task_file(a.id), b"title: alpha", b"title: gamma")
+        real = two.index._examine
+
+        def examine_then_let_one_refresh(*args: object, **kwargs: object) -> object:
+            found = real(*args, **kwargs)  # two has read the file ...
+            assert one.titles()[a.id] == "gamma"  # ... then one stores a newer token
+            return found
+
+        two.index._examine = examine_then_let_one_refresh  # type: ignore[method-assign]
+        assert two.titles()[a.id] == "gamma"
+        # two's own token is not stored either: another connection committed meanwhile.
+        assert stored_token(watched) is None
+        stats = one.index.refresh()
+        assert stats.files == 3, stats  # the stat scan of every file
+        assert {r["id"]: r["title"] for r in one.index.rows()}[a.id] == "gamma"
+        assert set(stored_tokens(watched)) == {one.watcher.instance}
     finally:
         one.close()
         two.close()

@@ -14,6 +14,7 @@ import pytest
 from ledgit import live
 from ledgit.board import Board
 from ledgit.boardinit import init_board
+from ledgit.ops import finish
 
 INOTIFY = sys.platform.startswith("linux") and os.path.isdir("/proc/sys/fs/inotify")
 
@@ -214,3 +215,44 @@ def test_a_replaced_tasks_directory_is_watched_again(tmp_path: Path,
         assert titles(held) == {}
         os.rename(os.path.join(tasks + ".old", a.id + ".md"), board.task_file(a.id))
         assert titles(held) == {a.id: "alpha"}
+
+
+@pytest.mark.skipif(not INOTIFY, reason="inotify: Linux")
+def test_two_live_boards_on_one_board_stat_no_file_per_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two long-lived processes (two ``ledgit mcp``) on one board keep a watcher token each
+    in the index: reads in turn never run the stat scan of every task file (each used to
+    replace the other's token, so every read stat-ed every file), and both see a write."""
+    from ledgit import index as index_module
+
+    monkeypatch.setenv("LEDGIT_WATCH", "1")
+    board = init_board(tmp_path / "b")
+    ids = [board.create({"title": f"task {i}"}, "", "w").id for i in range(20)]
+    for tid in ids:  # old mtimes: no file within the racy window
+        st = os.stat(board.task_file(tid))
+        os.utime(board.task_file(tid), ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))
+    time.sleep(2.2)  # the ctimes out of the index's racy window too
+    scans: list[str] = []
+    real = index_module.stat_scan
+
+    def counted(path: str) -> dict[str, object]:
+        scans.append(path)
+        return real(path)
+
+    monkeypatch.setattr(index_module, "stat_scan", counted)
+    with live.LiveBoard(Board(board.root)) as one, live.LiveBoard(Board(board.root)) as two:
+        assert one.watching and two.watching
+        assert len(titles(one)) == len(titles(two)) == 20  # each stores its token
+        scans.clear()
+        for _ in range(5):
+            assert len(titles(one)) == 20
+            assert len(titles(two)) == 20
+        assert scans == []
+        other_board(one).mutate(
+            ids[4], lambda r: finish(r, {**r.fields, "title": "new"}, "update"), "w")
+        assert titles(one)[ids[4]] == "new"
+        assert titles(two)[ids[4]] == "new"
+        for _ in range(3):
+            titles(one)
+            titles(two)
+        assert scans == []

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 
 INDEX_NAME = "index.sqlite3"
 RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
+MAX_WATCH_TOKENS = 16  # long-lived readers' tokens kept in meta.watch (the oldest go first)
 BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
 WRITE_PATH_BUSY_TIMEOUT = 2.0  # the write path gives up on the index sooner (best effort)
 
@@ -156,6 +157,7 @@ class Index:
         # refresh re-checks the names it reports instead of stat-ing every file.
         self.watcher: Watcher | None = None
         self._token: str | None = None  # the watcher token this instance last stored or kept
+        self._version = 0  # PRAGMA data_version when the running refresh began
 
     # ------------------------------------------------------------------ opening
 
@@ -326,9 +328,10 @@ class Index:
         files. Writes only when something changed. Never raises for a malformed file.
 
         With a :attr:`watcher` (docs/watch.md) the names it reports as changed since the
-        stored token replace the stat scan of every file. When another process stored its
-        token since (another long-lived reader, a CLI read), the stat scan runs and the names
-        this watcher reported since this instance's own last token are re-checked too."""
+        token it stored (one per watcher) replace the stat scan of every file. When its
+        token is gone (another refresh wrote rows it may not vouch for: _store_tokens), the
+        stat scan runs and the names this watcher reported since this instance's own last
+        token are re-checked too."""
         stats, self._token = self._refresh()
         return stats
 
@@ -338,19 +341,23 @@ class Index:
         started = time.perf_counter()
         scan_ns = time.time_ns()
         self._built = None
+        if self.watcher is not None:  # (a plain read stores no token: no query)
+            # Another connection's commit since here changes data_version (_store_tokens).
+            self._version = self.db.execute("PRAGMA data_version").fetchone()[0]
         # The scan blob (~30 bytes a task) is read only when it is needed.
         meta = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN "
                                     "('racy', 'watch', 'scan_ns')").fetchall())
         dirty = [r[0] for r in self.db.execute("SELECT id FROM dirty")]
         racy = _unmarshal(meta.get("racy"), list)
-        old_token = meta.get("watch")
-        answer = self._watch_query(old_token)
+        tokens = _watch_tokens(meta.get("watch"))
+        mine = tokens.get(self.watcher.instance) if self.watcher is not None else None
+        answer = self._watch_query(mine)
         token = answer[0] if answer is not None else None
         self._fresh = True
-        if answer is not None and answer[1] is not None and isinstance(old_token, str):
-            return self._refresh_watched(answer[1], racy, dirty, answer[0], old_token, started,
+        if answer is not None and answer[1] is not None:
+            return self._refresh_watched(answer[1], racy, dirty, answer[0], tokens, started,
                                          scan_ns), token
-        if answer is not None and self._token is not None and self._token != old_token:
+        if answer is not None and self._token is not None and self._token != mine:
             own = self._watch_query(self._token)  # what this watcher saw since its token
             if own is not None and own[1] is not None:
                 dirty = [*dirty, *(n[:-3] for n in own[1] if is_task_name(n))]
@@ -359,7 +366,7 @@ class Index:
         if not racy and not dirty and blob == marshal.dumps(current, _MARSHAL):
             # The common case: nothing changed since the last scan, one memcmp. (marshal's
             # bytes follow listdir's order; another order only takes the path below.)
-            self._keep_token(token, old_token)
+            self._keep_token(token, tokens)
             return RefreshStats(len(current), 0, 0, 0, 0, False,
                                 time.perf_counter() - started), token
         stored = _unmarshal(blob, dict)
@@ -383,7 +390,7 @@ class Index:
         # Bytes that differ with no racy or dirty entry: a stat moved, or only listdir's order.
         moved = not racy and not dirty or any(get(n) != current[n] for n in candidates)
         if not (rows or removed or dirty or moved or sorted(new_racy) != sorted(racy)):
-            self._keep_token(token, old_token)
+            self._keep_token(token, tokens)
             return RefreshStats(len(current), len(candidates), 0, 0, 0, False,
                                 time.perf_counter() - started), token
         with self._writing():
@@ -392,16 +399,16 @@ class Index:
             insert_rows(self.db, rows)
             self.db.executemany("DELETE FROM dirty WHERE id = ?", [(n,) for n in dirty])
             self._store_scan(current, new_racy, scan_ns)
-            self._set_meta("watch", token)
+            self._store_tokens(token, tokens)
         return RefreshStats(len(current), len(candidates), len(rows), len(removed),
                             sum(1 for r in rows if r.doc is None), False,
                             time.perf_counter() - started), token
 
     def _refresh_watched(self, reported: list[str], racy: list[str], dirty: list[str],
-                         token: str, old_token: str, started: float,
+                         token: str, tokens: dict[str, str], started: float,
                          scan_ns: int) -> RefreshStats:
-        """:meth:`refresh` on a watched board: the rows are the files as they were when
-        ``old_token`` was issued, so only the names the watcher reports since (and the racy
+        """:meth:`refresh` on a watched board: the rows are the files as they were when this
+        watcher's stored token was issued, so only the names it reports since (and the racy
         and dirty ones) can differ -- each is re-checked by content even when its stat agrees
         (a write that keeps size and mtime is still a write). The stored stat scan (the
         baseline of readers without a watcher, e.g. a CLI read) gets the new stats of the
@@ -410,7 +417,7 @@ class Index:
         names = {n[:-3] for n in reported if is_task_name(n)}
         names.update(racy, dirty)
         if not names:
-            self._keep_token(token, old_token)
+            self._keep_token(token, tokens)
             return RefreshStats(0, 0, 0, 0, 0, False, time.perf_counter() - started)
         current: dict[str, Stat] = {}
         removed: list[str] = []
@@ -438,17 +445,43 @@ class Index:
                 self._store_scan(stored, new_racy, scan_ns)
             else:
                 self._set_meta("racy", marshal.dumps(new_racy))
-            self._set_meta("watch", token)
+            self._store_tokens(token, tokens)
         return RefreshStats(len(current), len(current), len(rows), len(removed),
                             sum(1 for r in rows if r.doc is None), False,
                             time.perf_counter() - started)
 
-    def _keep_token(self, token: str | None, old_token: Any) -> None:
-        """Store a newer watcher token when a refresh found nothing else to write (the
-        files are as the rows say, so the token vouches for them)."""
-        if token != old_token:
+    def _keep_token(self, token: str | None, tokens: dict[str, str]) -> None:
+        """Store this watcher's newer token when a refresh found nothing else to write (the
+        files are as the rows say, so the token vouches for them); other watchers' tokens
+        stay, as no row changed."""
+        if token is not None and tokens.get(token.partition(":")[0]) != token:
             with self._writing():
-                self._set_meta("watch", token)
+                self._store_tokens(token, tokens, wrote=False)
+
+    def _store_tokens(self, token: str | None, seen: dict[str, str], *,
+                      wrote: bool = True) -> None:
+        """Store ``token`` (this refresh's watcher's, None without one) in ``meta.watch``, a
+        marshal of {watcher instance: token}, one per long-lived reader (docs/watch.md);
+        caller holds the write transaction. ``seen``: the tokens this refresh read before
+        it read any file. Rows written (``wrote``) keep another watcher's token only when
+        it is as ``seen``: it was stored before this refresh read the files it wrote, so
+        they are as that token vouches or reported to its watcher since; a token stored
+        meanwhile may vouch for newer files than this refresh read, so it goes (that reader
+        stat-scans once). This refresh's own token is stored only when no other connection
+        committed since it began (``PRAGMA data_version``): else another refresh may have
+        written rows older than this token's files."""
+        current = _watch_tokens(self._meta("watch"))
+        kept = ({k: v for k, v in current.items() if seen.get(k) == v} if wrote
+                else dict(current))
+        if token is not None:
+            instance = token.partition(":")[0]
+            kept.pop(instance, None)
+            if self.db.execute("PRAGMA data_version").fetchone()[0] == self._version:
+                kept[instance] = token  # newest last: the oldest go first past the limit
+        if kept != current:
+            while len(kept) > MAX_WATCH_TOKENS:
+                del kept[next(iter(kept))]
+            self._set_meta("watch", marshal.dumps(kept) if kept else None)
 
     def _watch_query(self, token: Any) -> tuple[str, list[str] | None] | None:
         """The :attr:`watcher`'s answer for ``token`` (:meth:`ledgit.watch.Watcher.changes`),
@@ -540,7 +573,8 @@ class Index:
         """Store a full build (:meth:`_fill`, :meth:`_fill_written`): the rows, the stat scan,
         the racy names (re-checked by content once, watched or not), the watcher's token
         (``answer``, asked before the files were listed) and the board's identity."""
-        self._set_meta("watch", answer[0] if answer is not None else None)
+        self._set_meta("watch", marshal.dumps({answer[0].partition(":")[0]: answer[0]})
+                       if answer is not None else None)
         # A bulk insert that fits in the page cache does not spill half-built pages.
         (size,) = self.db.execute("PRAGMA cache_size").fetchone()
         self.db.execute("PRAGMA cache_size = -65536")  # KiB
@@ -877,6 +911,15 @@ def _boot_id() -> str | None:
             return fh.read().decode("ascii").strip() or None
     except OSError:
         return None
+
+
+def _watch_tokens(value: Any) -> dict[str, str]:
+    """``meta.watch``: {watcher instance: its token} (:meth:`Index._store_tokens`); a lone
+    token string is an index stored by one watcher at a time (before tokens per watcher)."""
+    if isinstance(value, str):
+        return {value.partition(":")[0]: value}
+    return {k: v for k, v in _unmarshal(value, dict).items()
+            if isinstance(k, str) and isinstance(v, str)}
 
 
 def _unmarshal(blob: Any, kind: type[T]) -> T:

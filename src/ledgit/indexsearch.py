@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ledgit.errors import USAGE, LedgitError
-from ledgit.indextables import fetch_rows, filters, fold, select_rows
+from ledgit.indextables import SORTS, fetch_rows, filters, fold, select_rows
 
 if TYPE_CHECKING:
     import sqlite3
@@ -80,7 +80,19 @@ def search_rows(db: sqlite3.Connection, needle: str, names: list[str],
     if found is None:
         # Scan the texts first (CROSS JOIN fixes the order), then look up the matches.
         source = f"docs x CROSS JOIN tasks t ON t.id = x.id AND ({match})"
-        found = select_rows(db, where, params, sort, limit, extra, source)
+        order = SORTS.get(sort)
+        if limit is None or order is None:  # (select_rows refuses an unknown sort)
+            found = select_rows(db, where, params, sort, limit, extra, source)
+        else:
+            # Sort the matches' rowids alone, then read the ``limit`` rows: a common
+            # text's thousands of matches are not carried through the sort with their
+            # bodies and fields (10,000 tasks, load 8, interleaved: "issue", 3,480
+            # matches, 32 -> 27 ms; a text found nowhere 15 -> 13 ms; the scan itself,
+            # LIKE over every text, is the rest).
+            top = (f"t.rowid IN (SELECT t.rowid FROM {source} WHERE {where} "
+                   f"ORDER BY {order} LIMIT ?)")
+            found = select_rows(db, top, [*params, min(int(limit), 1 << 62)], sort, None,
+                                extra, "tasks t CROSS JOIN docs x ON x.id = t.id")
     out = []
     for row in found:
         texts = row.pop("_extra")

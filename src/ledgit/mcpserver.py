@@ -18,7 +18,6 @@ the start directory. Nothing prints on stdout here: with stdio it is the protoco
 import contextlib
 import functools
 import hmac
-import json
 import os
 import sys
 import threading
@@ -35,6 +34,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field
+from pydantic_core import to_json
 from typing_extensions import TypedDict
 
 from ledgit import __version__, ops
@@ -59,8 +59,8 @@ MAX_TEXT = 1_000_000  # characters of any one string argument (a task file is <=
 MAX_LIMIT = 1_000  # rows a list or search returns at most
 # A read that took longer (seconds) sends the next read of its board to a worker thread, so
 # that the event loop is not held that long again: its refresh found work the watcher did
-# not report (another server's or a CLI's index token had replaced this one's: a stat scan
-# of every file, 120-180 ms at 10,000 tasks on a loaded machine), or a big search.
+# not report (this server's index token had been dropped by another refresh: a stat scan of
+# every file, 20-30 ms at 10,000 tasks, more on a loaded machine), or a big search.
 SLOW_READ = 0.020
 TOKEN_ENV = "LEDGIT_MCP_TOKEN"  # the bearer token for --http on another host
 
@@ -305,7 +305,10 @@ def _ok(value: Any) -> CallToolResult:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # pydantic-core's serializer (the SDK's own, already loaded): compact, UTF-8 as is --
+    # the text of json.dumps(ensure_ascii=False, separators=(",", ":")) for these values,
+    # ~3x faster (20 full rows, ~10 KB: 0.10 -> 0.035 ms).
+    return to_json(value).decode()
 
 
 # --------------------------------------------------------------------------- the server
@@ -402,8 +405,8 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         now = time.time()
         views = []
         for row in rows:
-            view = row_view(row, now, ttl)
-            out = {k: view[k] for k in keep}
+            view = row_view(row, now, ttl)  # ROW_FIELDS, in order
+            out = view if keep is ROW_FIELDS else {k: view[k] for k in keep}
             for k in extra:
                 out[k] = row.get(k)
             views.append(out)
