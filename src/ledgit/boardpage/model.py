@@ -388,7 +388,8 @@ def build_model(rows: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, s
     ``archived`` count and whether they are shown, skipped malformed files), ``columns``
     (key, title, count), ``cards``, ``lanes``, ``plots`` (SVG text) and, when ``details``,
     ``details`` per task id (:func:`detail_of`, or the JSON bytes of it that the extras
-    hold as ``detail_json``, see :meth:`ExtrasCache.fill`). ``rows``: every valid task's index row, archived included.
+    hold as ``detail_json``, see :meth:`ExtrasCache.fill`). ``rows``: every valid task's
+    index row, archived included.
     ``card_cache``: cards of an earlier call, reused while a task's revision and its
     dependencies' statuses stay the same and it holds no claim (whose age moves with the
     clock); updated in place."""
