@@ -62,6 +62,7 @@ def _frame(title: str, days: list[date], top: int, series: Sequence[tuple[str, s
              f'<text x="{LEFT - 4}" y="{TOP + plot_h}" text-anchor="end">0</text>']
     if days:
         parts.append(f'<text x="{LEFT}" y="{HEIGHT - 12}">{escape(days[0].isoformat())}</text>')
+    if len(days) > 1:  # one day: its date once, not at both ends of the axis
         parts.append(f'<text x="{LEFT + plot_w}" y="{HEIGHT - 12}" text-anchor="end">'
                      f'{escape(days[-1].isoformat())}</text>')
     for k, (label, colour, values) in enumerate(series):
