@@ -256,8 +256,9 @@ def test_served_page_shows_a_cli_write_within_2_s(page: Any, beads: Path,
 def demo_page(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]
               ) -> tuple[Path, str, str]:
     """The board of ``ledgit demo --keep`` (three agents, two merges, a contested claim) as a
-    file page, after a locked decision on the contested task was revised (superseded):
-    (page, that task's id, the superseded item's id)."""
+    file page, after a locked decision on the contested task was revised (superseded) and
+    the crash-test task got a worker: (page, the contested task's id, the superseded item's
+    id)."""
     tmp = tmp_path_factory.mktemp("demo")
     demo_env = dict(env, TMPDIR=str(tmp), XDG_CONFIG_HOME=str(tmp))
     demo_env.pop("LEDGIT_ACTOR")
@@ -272,6 +273,8 @@ def demo_page(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]
                      env=env).stdout.strip()
     run_ledgit(main, "revise", tid, "--supersedes", old, "--text",
                "the cursor lives in the output's footer", "--trusted", "--by", "lead", env=env)
+    crash = next(t["id"] for t in tasks if t["title"] == "Add a crash test to CI")
+    run_ledgit(main, "update", crash, "--worker", "agent-c", "--by", "lead", env=env)
     out = tmp / "demo-board.html"
     run_ledgit(main, "board", "--html", str(out), env=env)
     return out, tid, old
@@ -281,6 +284,11 @@ def test_demo_detail_shows_merge_provenance_trust_groups_lanes_and_plots(
         page: Any, demo_page: tuple[Path, str, str], tmp_path: Path) -> None:
     path, tid, old = demo_page
     open_file(page, path)
+    page.select_option("#f-worker", "agent-c")  # the worker filter (the snapshot has none)
+    assert match_count(page) == 1
+    assert page.inner_text("#view-board .card .title") == "Add a crash test to CI"
+    page.select_option("#f-worker", "")
+    assert match_count(page) == 3
     card = page.query_selector(f'#view-board .card[data-id="{tid}"]')
     assert "contested: agent-a" in card.inner_text()
     assert "agent-b lost" in card.inner_text()
