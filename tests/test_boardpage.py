@@ -183,6 +183,46 @@ def test_merge_event_shows_sides_fields_and_winning_claim(tmp_path: Path,
     assert [t["state"] for t in lanes["agent-b"]["tasks"]] == ["lost"]
 
 
+def test_a_stale_claim_is_stale_with_its_unknown_on_card_and_lane(lg: CliRun,
+                                                                     tmp_path: Path) -> None:
+    config = lg.root / ".ledgit" / "config.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace("claim_ttl: 30m",
+                                                                 "claim_ttl: 1s"),
+                      encoding="utf-8")
+    assert "claim_ttl: 1s" in config.read_text(encoding="utf-8")
+    tid = lg("create", "Left behind", "--by", "lead")[1].strip()
+    assert lg("claim", tid, "--by", "agent-z")[0] == 0
+    time.sleep(2.1)  # past the 1 s TTL
+    page = tmp_path / "p.html"
+    assert lg("board", "--html", str(page))[0] == 0
+    model = page_model(page.read_text(encoding="utf-8"))
+    card = next(c for c in model["cards"] if c["id"] == tid)
+    assert card["claim"]["state"] == "stale" and card["claim"]["holder"] == "agent-z"
+    assert card["claim"]["age"] >= 2
+    assert card["claim_unknown"] == [card["claim"]["reason"]]
+    assert "TTL 1s" in card["claim"]["reason"]
+    lane = next(lane for lane in model["lanes"] if lane["agent"] == "agent-z")
+    assert [t["state"] for t in lane["tasks"]] == ["stale"]
+
+
+def test_a_page_served_in_a_worktree_shows_that_worktrees_board(tmp_path: Path,
+                                                                git_env: Path) -> None:
+    a = new_repo(tmp_path / "a")
+    shared = create(a, "On both", "--by", "lead")
+    commit_all(a, "a task")
+    b = tmp_path / "b"
+    git("worktree", "add", "-q", "-b", "feature", str(b), cwd=a)
+    only_a = create(a, "Only in main", "--by", "lead")
+    only_b = create(b, "Only in the feature worktree", "--by", "lead")
+    for root, present, absent in ((b, only_b, only_a), (a, only_a, only_b)):
+        server = serve(root)
+        try:
+            ids = {c["id"] for c in json.loads(server.request("GET", "/data.json")[2])["cards"]}
+        finally:
+            stop(server)
+        assert {shared, present} <= ids and absent not in ids
+
+
 def test_malformed_task_file_is_named_not_hidden(lg: CliRun, tmp_path: Path) -> None:
     lg("create", "Fine", "--by", "lead")
     (lg.root / ".ledgit" / "tasks" / "T-broken.md").write_text("---\ntitle: [\n---\n")

@@ -275,6 +275,12 @@ def demo_page(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]
                "the cursor lives in the output's footer", "--trusted", "--by", "lead", env=env)
     crash = next(t["id"] for t in tasks if t["title"] == "Add a crash test to CI")
     run_ledgit(main, "update", crash, "--worker", "agent-c", "--by", "lead", env=env)
+    run_ledgit(main, "create", "Ship the resumable export", "--depends", tid, "--by", "lead",
+               env=env)
+    gave_up = run_ledgit(main, "create", "Rewrite the exporter in Rust", "--by", "lead",
+                         env=env).stdout.strip()
+    run_ledgit(main, "drop", gave_up, "--reason", "not worth it: the crash is in the cursor",
+               "--by", "lead", env=env)
     out = tmp / "demo-board.html"
     run_ledgit(main, "board", "--html", str(out), env=env)
     return out, tid, old
@@ -288,10 +294,20 @@ def test_demo_detail_shows_merge_provenance_trust_groups_lanes_and_plots(
     assert match_count(page) == 1
     assert page.inner_text("#view-board .card .title") == "Add a crash test to CI"
     page.select_option("#f-worker", "")
-    assert match_count(page) == 3
+    assert match_count(page) == 5
+    # the card: a blocking dependency marked, a negative outcome with its reason, UNKNOWN
+    blocked = page.query_selector('#view-board .column[data-column="blocked"] .card')
+    assert "Ship the resumable export" in blocked.inner_text()
+    dep = blocked.query_selector(".deps .dep")
+    assert dep.inner_text() == tid and "blocking" in dep.get_attribute("class")
+    assert dep.get_attribute("title") == "in_progress"
+    dropped = page.query_selector('#view-board .column[data-column="dropped"] .card')
+    assert dropped.query_selector(".outcome").inner_text() == (
+        "drop: not worth it: the crash is in the cursor")
     card = page.query_selector(f'#view-board .card[data-id="{tid}"]')
     assert "contested: agent-a" in card.inner_text()
     assert "agent-b lost" in card.inner_text()
+    assert "UNKNOWN" in card.query_selector(".claim").inner_text()  # as the readout says
     card.click()
     page.wait_for_selector("#detail:not([hidden])")
     merges = page.query_selector_all("#detail .timeline li.merge")
