@@ -452,3 +452,14 @@ def test_page_json_reads_back_as_jinja2s_tojson_and_stays_in_its_script() -> Non
     assert "<" not in text and "\\u003c/script>\\u003c!--" in text
     lone = {"note": "bytes that were not UTF-8: \udcff"}  # orjson refuses: json encodes it
     assert json.loads(page_json(lone)) == lone
+
+
+def test_a_long_agent_name_fits_the_plot_legend_and_is_named_in_full() -> None:
+    from ledgit.boardpage.plots import LEGEND_CHARS, claims_plot
+
+    name = "beads/polecats/obsidian-with-a-long-name"
+    svg = claims_plot([(name, "2026-01-01T00:00:00Z"), ("ann", "2026-01-02T00:00:00Z")])
+    legends = dict(re.findall(r'class="legend"><title>(.*?)</title>(.*?)</text>', svg))
+    assert legends["ann (1)"] == "ann (1)"
+    shown = legends[f"{name} (1)"]
+    assert len(shown) == LEGEND_CHARS and shown.startswith("…") and shown.endswith("name (1)")
