@@ -292,9 +292,11 @@ class ExtrasCache:
 
         ``encode_detail`` (a file page, which embeds every detail): the worker also makes
         the task's :func:`detail_of` and encodes it with this function (JSON bytes) as
-        ``detail_json``, in place of ``body_html`` and ``timeline``; so the details are
-        built and encoded in the forked workers rather than after them in this process
-        (~0.1 s of the ~1.5 s of ``board --html`` at 10,000 tasks, bench/board_bench.py)."""
+        ``detail_json``: the member ``"ID":{...}`` of the page's ``details`` object, in
+        place of ``body_html`` and ``timeline``; so the details are built and encoded in
+        the forked workers rather than after them in this process, which only joins the
+        members (~0.2 s of the ~1.5 s of ``board --html`` at 10,000 tasks,
+        bench/board_bench.py)."""
         keys: dict[str, tuple[Any, ...]] = {}
         mode = (encode_detail is not None,)
         todo: list[tuple[Mapping[str, Any], str]] = []
@@ -320,7 +322,8 @@ class ExtrasCache:
                 hkey, text = _read_history(path)
                 extras = task_extras(row, text, render, now, ttl)
                 if encode_detail is not None:
-                    extras["detail_json"] = encode_detail(detail_of(row, extras))
+                    extras["detail_json"] = b"".join((encode_detail(str(row["id"])), b":",
+                                                      encode_detail(detail_of(row, extras))))
                     del extras["body_html"], extras["timeline"]
                 out.append(((row["revision"], *hkey, *mode), extras))
             return out
@@ -387,9 +390,9 @@ def build_model(rows: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, s
     tasks on the board -- archived included, as ``ledgit list --all`` -- ``shown``,
     ``archived`` count and whether they are shown, skipped malformed files), ``columns``
     (key, title, count), ``cards``, ``lanes``, ``plots`` (SVG text) and, when ``details``,
-    ``details`` per task id (:func:`detail_of`, or the JSON bytes of it that the extras
-    hold as ``detail_json``, see :meth:`ExtrasCache.fill`). ``rows``: every valid task's
-    index row, archived included.
+    ``details`` per task id (:func:`detail_of`, or the JSON bytes of the member
+    ``"ID":{...}`` that the extras hold as ``detail_json``, see
+    :meth:`ExtrasCache.fill`). ``rows``: every valid task's index row, archived included.
     ``card_cache``: cards of an earlier call, reused while a task's revision and its
     dependencies' statuses stay the same and it holds no claim (whose age moves with the
     clock); updated in place."""

@@ -77,11 +77,13 @@ def page_json(value: Any) -> bytes:
 
 def details_json(details: Mapping[str, Any]) -> bytes:
     """The ``details`` object of a model as :func:`page_json` makes it, where each value is
-    a detail or already its :func:`page_json` bytes (encoded in a worker,
-    :meth:`ledgit.boardpage.model.ExtrasCache.fill`), which are spliced in as they are."""
-    parts = [page_json(key) + b":" + (value if isinstance(value, bytes) else page_json(value))
-             for key, value in details.items()]
-    return b"{" + b",".join(parts) + b"}"
+    a detail or already the JSON bytes of its member ``"ID":{...}`` (encoded in a worker,
+    :meth:`ledgit.boardpage.model.ExtrasCache.fill`), which are joined as they are: one
+    copy of the ~15 MB of a 10,000-task board's details, not three."""
+    members = [value if isinstance(value, bytes) else
+               b"".join((page_json(key), b":", page_json(value)))
+               for key, value in details.items()]
+    return b"".join((b"{", b",".join(members), b"}"))
 
 
 @functools.cache
