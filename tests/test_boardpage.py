@@ -183,6 +183,46 @@ def test_merge_event_shows_sides_fields_and_winning_claim(tmp_path: Path,
     assert [t["state"] for t in lanes["agent-b"]["tasks"]] == ["lost"]
 
 
+def test_a_stale_claim_is_stale_with_its_unknown_on_card_and_lane(lg: CliRun,
+                                                                     tmp_path: Path) -> None:
+    config = lg.root / ".ledgit" / "config.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace("claim_ttl: 30m",
+                                                                 "claim_ttl: 1s"),
+                      encoding="utf-8")
+    assert "claim_ttl: 1s" in config.read_text(encoding="utf-8")
+    tid = lg("create", "Left behind", "--by", "lead")[1].strip()
+    assert lg("claim", tid, "--by", "agent-z")[0] == 0
+    time.sleep(2.1)  # past the 1 s TTL
+    page = tmp_path / "p.html"
+    assert lg("board", "--html", str(page))[0] == 0
+    model = page_model(page.read_text(encoding="utf-8"))
+    card = next(c for c in model["cards"] if c["id"] == tid)
+    assert card["claim"]["state"] == "stale" and card["claim"]["holder"] == "agent-z"
+    assert card["claim"]["age"] >= 2
+    assert card["claim_unknown"] == [card["claim"]["reason"]]
+    assert "TTL 1s" in card["claim"]["reason"]
+    lane = next(lane for lane in model["lanes"] if lane["agent"] == "agent-z")
+    assert [t["state"] for t in lane["tasks"]] == ["stale"]
+
+
+def test_a_page_served_in_a_worktree_shows_that_worktrees_board(tmp_path: Path,
+                                                                git_env: Path) -> None:
+    a = new_repo(tmp_path / "a")
+    shared = create(a, "On both", "--by", "lead")
+    commit_all(a, "a task")
+    b = tmp_path / "b"
+    git("worktree", "add", "-q", "-b", "feature", str(b), cwd=a)
+    only_a = create(a, "Only in main", "--by", "lead")
+    only_b = create(b, "Only in the feature worktree", "--by", "lead")
+    for root, present, absent in ((b, only_b, only_a), (a, only_a, only_b)):
+        server = serve(root)
+        try:
+            ids = {c["id"] for c in json.loads(server.request("GET", "/data.json")[2])["cards"]}
+        finally:
+            stop(server)
+        assert {shared, present} <= ids and absent not in ids
+
+
 def test_malformed_task_file_is_named_not_hidden(lg: CliRun, tmp_path: Path) -> None:
     lg("create", "Fine", "--by", "lead")
     (lg.root / ".ledgit" / "tasks" / "T-broken.md").write_text("---\ntitle: [\n---\n")
@@ -399,7 +439,8 @@ def test_other_commands_do_not_import_the_page_libraries(lg: CliRun) -> None:
 
 
 def test_page_json_reads_back_as_jinja2s_tojson_and_stays_in_its_script() -> None:
-    """page_json (orjson) escapes what Jinja2's tojson escapes, and reads back equal."""
+    """page_json (orjson) reads back as Jinja2's tojson does, and holds no ``<`` (the only
+    character that can end a script element's data, or open a comment or tag in it)."""
     from jinja2.utils import htmlsafe_json_dumps
 
     from ledgit.boardpage.render import page_json
@@ -408,6 +449,17 @@ def test_page_json_reads_back_as_jinja2s_tojson_and_stays_in_its_script() -> Non
                                                                                   True]}
     text = page_json(value).decode("utf-8")
     assert json.loads(text) == json.loads(str(htmlsafe_json_dumps(value))) == value
-    assert not set("<>&'") & set(text)
+    assert "<" not in text and "\\u003c/script>\\u003c!--" in text
     lone = {"note": "bytes that were not UTF-8: \udcff"}  # orjson refuses: json encodes it
     assert json.loads(page_json(lone)) == lone
+
+
+def test_a_long_agent_name_fits_the_plot_legend_and_is_named_in_full() -> None:
+    from ledgit.boardpage.plots import LEGEND_CHARS, claims_plot
+
+    name = "beads/polecats/obsidian-with-a-long-name"
+    svg = claims_plot([(name, "2026-01-01T00:00:00Z"), ("ann", "2026-01-02T00:00:00Z")])
+    legends = dict(re.findall(r'class="legend"><title>(.*?)</title>(.*?)</text>', svg))
+    assert legends["ann (1)"] == "ann (1)"
+    shown = legends[f"{name} (1)"]
+    assert len(shown) == LEGEND_CHARS and shown.startswith("…") and shown.endswith("name (1)")

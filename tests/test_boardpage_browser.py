@@ -1,7 +1,9 @@
 """The board page in a real headless browser (issue 16): Debian's chromium driven by
-playwright, on the real 5,722-issue Beads snapshot imported once for the module.
+playwright, on the real 5,722-issue Beads snapshot imported once for the module, and on the
+board of ``ledgit demo --keep`` (merges, a contested claim, a superseded item).
 
-Skips, saying why, without chromium, without playwright or without ../shared/data.
+Skips, saying why, without chromium or without playwright; the snapshot's tests also
+without ../shared/data.
 """
 
 from __future__ import annotations
@@ -36,8 +38,6 @@ if not os.access(CHROMIUM, os.X_OK):
 sync_api = pytest.importorskip("playwright.sync_api",
                                reason="playwright is not installed (pip install playwright)")
 pytest.importorskip("jinja2", reason="the board page needs the 'board' extra (jinja2)")
-if not DATA.is_file():
-    pytest.skip(f"no Beads snapshot at {DATA}", allow_module_level=True)
 
 
 def run_ledgit(cwd: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -60,6 +60,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def beads(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
     """The snapshot imported (``ledgit import beads``) into a fresh repository, plus one task
     with a hostile title."""
+    if not DATA.is_file():
+        pytest.skip(f"no Beads snapshot at {DATA}")
     root = tmp_path_factory.mktemp("beads")
     subprocess.run(["git", "init", "-q", str(root)], check=True, env=env)
     run_ledgit(root, "init", env=env)
@@ -248,3 +250,95 @@ def test_served_page_shows_a_cli_write_within_2_s(page: Any, beads: Path,
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert proc.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def demo_page(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]
+              ) -> tuple[Path, str, str]:
+    """The board of ``ledgit demo --keep`` (three agents, two merges, a contested claim) as a
+    file page, after a locked decision on the contested task was revised (superseded) and
+    the crash-test task got a worker: (page, the contested task's id, the superseded item's
+    id)."""
+    tmp = tmp_path_factory.mktemp("demo")
+    demo_env = dict(env, TMPDIR=str(tmp), XDG_CONFIG_HOME=str(tmp))
+    demo_env.pop("LEDGIT_ACTOR")
+    proc = run_ledgit(tmp, "demo", "--keep", env=demo_env)
+    kept = re.search(r"kept: (\S+)", proc.stdout + proc.stderr)
+    assert kept, proc.stdout + proc.stderr
+    main = Path(kept.group(1)) / "main"
+    tasks = json.loads(run_ledgit(main, "list", "--all", "--json", env=env).stdout)["tasks"]
+    tid = next(t["id"] for t in tasks if t["title"] == "Make the nightly export resumable")
+    old = run_ledgit(main, "item", "add", tid, "--kind", "decision", "--text",
+                     "the cursor is a sidecar file", "--lock", "--trusted", "--by", "lead",
+                     env=env).stdout.strip()
+    run_ledgit(main, "revise", tid, "--supersedes", old, "--text",
+               "the cursor lives in the output's footer", "--trusted", "--by", "lead", env=env)
+    crash = next(t["id"] for t in tasks if t["title"] == "Add a crash test to CI")
+    run_ledgit(main, "update", crash, "--worker", "agent-c", "--by", "lead", env=env)
+    run_ledgit(main, "create", "Ship the resumable export", "--depends", tid, "--by", "lead",
+               env=env)
+    gave_up = run_ledgit(main, "create", "Rewrite the exporter in Rust", "--by", "lead",
+                         env=env).stdout.strip()
+    run_ledgit(main, "drop", gave_up, "--reason", "not worth it: the crash is in the cursor",
+               "--by", "lead", env=env)
+    out = tmp / "demo-board.html"
+    run_ledgit(main, "board", "--html", str(out), env=env)
+    return out, tid, old
+
+
+def test_demo_detail_shows_merge_provenance_trust_groups_lanes_and_plots(
+        page: Any, demo_page: tuple[Path, str, str], tmp_path: Path) -> None:
+    path, tid, old = demo_page
+    open_file(page, path)
+    page.select_option("#f-worker", "agent-c")  # the worker filter (the snapshot has none)
+    assert match_count(page) == 1
+    assert page.inner_text("#view-board .card .title") == "Add a crash test to CI"
+    page.select_option("#f-worker", "")
+    assert match_count(page) == 5
+    # the card: a blocking dependency marked, a negative outcome with its reason, UNKNOWN
+    blocked = page.query_selector('#view-board .column[data-column="blocked"] .card')
+    assert "Ship the resumable export" in blocked.inner_text()
+    dep = blocked.query_selector(".deps .dep")
+    assert dep.inner_text() == tid and "blocking" in dep.get_attribute("class")
+    assert dep.get_attribute("title") == "in_progress"
+    dropped = page.query_selector('#view-board .column[data-column="dropped"] .card')
+    assert dropped.query_selector(".outcome").inner_text() == (
+        "drop: not worth it: the crash is in the cursor")
+    card = page.query_selector(f'#view-board .card[data-id="{tid}"]')
+    assert "contested: agent-a" in card.inner_text()
+    assert "agent-b lost" in card.inner_text()
+    assert "UNKNOWN" in card.query_selector(".claim").inner_text()  # as the readout says
+    card.click()
+    page.wait_for_selector("#detail:not([hidden])")
+    merges = page.query_selector_all("#detail .timeline li.merge")
+    assert len(merges) == 2
+    first = merges[0]
+    sides = next(line for line in first.inner_text().splitlines() if line.startswith("sides:"))
+    assert "agent-a (" in sides and "agent-b (" in sides and " + " in sides
+    rows = {r.query_selector_all("td")[0].inner_text(): r.query_selector_all("td")[1]
+            .inner_text() for r in first.query_selector_all("table.provenance tr")}
+    assert rows["claim"] == "from agent-a" and rows["labels"] == "from agent-b"
+    assert first.query_selector(".claim").inner_text() == "claim won by agent-a; lost: agent-b"
+    # items grouped by trust, the supersession linked both ways
+    headings = [h.inner_text().lower() for h in page.query_selector_all("#detail h3")]
+    assert "locked items (1)" in headings and "deprecated items (1)" in headings
+    deprecated = page.query_selector(f"#detail #item-{old}")
+    assert "item deprecated" in deprecated.get_attribute("class")
+    new_id = deprecated.query_selector("a").inner_text()
+    revised = page.query_selector(f"#detail #item-{new_id}")
+    assert "the cursor lives in the output's footer" in revised.inner_text()
+    assert revised.query_selector("a").get_attribute("href") == f"#item-{old}"
+    page.screenshot(path=str(tmp_path / "demo-detail.png"))
+    # lanes: who holds what; plots: captioned, one SVG each
+    page.keyboard.press("Escape")
+    page.keyboard.press("a")
+    lanes = {h.inner_text().split(" · ")[0]: h.evaluate("n => n.parentNode.innerText")
+             for h in page.query_selector_all("#view-lanes .lane h2")}
+    assert set(lanes) == {"agent-a", "agent-b", "agent-c"}
+    assert "contested since" in lanes["agent-a"] and "lost since" in lanes["agent-b"]
+    assert "fresh since" in lanes["agent-c"]
+    page.keyboard.press("p")
+    captions = [c.inner_text() for c in page.query_selector_all("#view-plots figcaption")]
+    assert captions[0] == "Tasks opened vs done per day"
+    assert captions[1].startswith("Claims per agent over time")
+    assert "agent-a (" in page.inner_text("#plot-claims")

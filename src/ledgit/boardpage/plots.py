@@ -19,6 +19,9 @@ LEFT, RIGHT, TOP, BOTTOM = 44, 150, 14, 34
 PALETTE = ("#2563eb", "#16a34a", "#dc2626", "#9333ea", "#ea580c", "#0891b2", "#ca8a04",
            "#db2777", "#4b5563")
 MAX_AGENTS = 8  # more agents than this: the rest are drawn as one "others" line
+#: A legend label longer than this (characters) would run past the SVG's edge: it is shown
+#: as its last characters (the count stays readable) after "…", in full on hover (<title>).
+LEGEND_CHARS = 22
 
 
 def _day(stamp: str) -> date | None:
@@ -62,6 +65,7 @@ def _frame(title: str, days: list[date], top: int, series: Sequence[tuple[str, s
              f'<text x="{LEFT - 4}" y="{TOP + plot_h}" text-anchor="end">0</text>']
     if days:
         parts.append(f'<text x="{LEFT}" y="{HEIGHT - 12}">{escape(days[0].isoformat())}</text>')
+    if len(days) > 1:  # one day: its date once, not at both ends of the axis
         parts.append(f'<text x="{LEFT + plot_w}" y="{HEIGHT - 12}" text-anchor="end">'
                      f'{escape(days[-1].isoformat())}</text>')
     for k, (label, colour, values) in enumerate(series):
@@ -73,9 +77,10 @@ def _frame(title: str, days: list[date], top: int, series: Sequence[tuple[str, s
             parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" '
                          f'points="{points}"/>')
         ly = TOP + 14 * k + 8
+        shown = label if len(label) <= LEGEND_CHARS else "…" + label[-(LEGEND_CHARS - 1):]
         parts.append(f'<rect x="{WIDTH - RIGHT + 10}" y="{ly - 8}" width="10" height="10" '
                      f'fill="{colour}"/><text x="{WIDTH - RIGHT + 24}" y="{ly + 1}" '
-                     f'class="legend">{escape(label)}</text>')
+                     f'class="legend"><title>{escape(label)}</title>{escape(shown)}</text>')
     if not days:
         parts.append(f'<text x="{LEFT + 10}" y="{TOP + plot_h / 2}">no data yet</text>')
     parts.append("</svg>")

@@ -1,8 +1,7 @@
 """The board page as one self-contained HTML text: Jinja2 (autoescape on) fills
 ``templates/board.html.j2``, which inlines its CSS, its JavaScript, the plots' SVG and the
-page model as JSON (:func:`page_json`: ``<``, ``>``, ``&`` and ``'`` escaped as Jinja2's
-``tojson`` escapes them, so no task text can close the script element). No network, no CDN:
-the file opens from disk.
+page model as JSON (:func:`page_json`: every ``<`` escaped, so no task text can close the
+script element). No network, no CDN: the file opens from disk.
 
 The model goes in two script elements: ``board-data`` (everything but the task details,
 parsed at load) and, in a file page, ``board-details`` (the details, parsed on the first
@@ -48,9 +47,15 @@ def markdown_renderer() -> Callable[[str], str]:
     return render
 
 
-#: What :func:`page_json` escapes, as ``jinja2.utils.htmlsafe_json_dumps`` does: with them
-#: escaped no text in the JSON can end the script element or open a comment or a tag.
-HTML_UNSAFE = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"), (b"'", b"\\u0027"))
+#: What :func:`page_json` escapes. Inside a ``<script>`` element the HTML tokenizer leaves its
+#: "script data" state only at a ``<`` (HTML Standard, 13.2.5.4-13.2.5.7: ``</script``
+#: ends the element, ``<!--`` opens the escaped states); with every ``<`` written as
+#: ``\u003c`` no text in the JSON can end the element, open a comment or a tag, and a JSON
+#: reader reads the same characters back. ``>``, ``&`` and ``'``, which Jinja2's ``tojson``
+#: escapes too for use in attributes, mean nothing there (no character references in
+#: script data); one pass over the bytes instead of four saves ~0.05 s of CPU on the 21 MB
+#: page of a 10,000-task board.
+HTML_UNSAFE = ((b"<", b"\\u003c"),)
 
 
 def page_json(value: Any) -> bytes:
@@ -70,6 +75,17 @@ def page_json(value: Any) -> bytes:
     return data
 
 
+def details_json(details: Mapping[str, Any]) -> bytes:
+    """The ``details`` object of a model as :func:`page_json` makes it, where each value is
+    a detail or already the JSON bytes of its member ``"ID":{...}`` (encoded in a worker,
+    :meth:`ledgit.boardpage.model.ExtrasCache.fill`), which are joined as they are: one
+    copy of the ~15 MB of a 10,000-task board's details, not three."""
+    members = [value if isinstance(value, bytes) else
+               b"".join((page_json(key), b":", page_json(value)))
+               for key, value in details.items()]
+    return b"".join((b"{", b",".join(members), b"}"))
+
+
 @functools.cache
 def _template() -> jinja2.Template:
     env = jinja2.Environment(loader=jinja2.PackageLoader("ledgit.boardpage", "templates"),
@@ -81,7 +97,7 @@ def render_page(model: Mapping[str, Any], *, live: bool) -> bytes:
     """The page for ``model`` (:func:`ledgit.boardpage.model.build_model`) as UTF-8 bytes;
     ``live``: the page listens to the server's events and fetches ``data.json`` on a change
     (served pages only; a file page never touches the network). ``model["details"]``, when
-    there, goes into the ``board-details`` script.
+    there, goes into the ``board-details`` script (:func:`details_json`).
 
     The JSON is spliced into the rendered page as bytes, not passed through the template: a
     page of a big board is mostly JSON, and 18 MB of text holding one emoji is a 72 MB
@@ -92,7 +108,7 @@ def render_page(model: Mapping[str, Any], *, live: bool) -> bytes:
     details = model.get("details")
     json_parts = [page_json({k: v for k, v in model.items() if k != "details"})]
     if details is not None:
-        json_parts.append(page_json(details))
+        json_parts.append(details_json(details))
     page = _template().render(
         data_json=Markup(marker), details_json=None if details is None else Markup(marker),
         meta=model["meta"], columns=model["columns"], live=live, page_size=PAGE_SIZE,

@@ -14,7 +14,7 @@ from typing import Any
 
 from ledgit.board import Board
 from ledgit.boardpage.model import ExtrasCache, build_model, detail_of
-from ledgit.boardpage.render import markdown_renderer
+from ledgit.boardpage.render import markdown_renderer, page_json
 from ledgit.index import Index
 from ledgit.readout import now_timestamp
 
@@ -40,7 +40,8 @@ class PageSource:
         rows = self._current_rows(index)
         errors = index.errors()
         now, ttl = now_timestamp(), int(self.board.config.claim_ttl)
-        extras = self.cache.fill(rows, self.board.history_str, now=now, ttl=ttl, fork=fork)
+        extras = self.cache.fill(rows, self.board.history_str, now=now, ttl=ttl, fork=fork,
+                                 encode_detail=page_json if details else None)
         model = build_model(rows, errors, extras, now=now, ttl=ttl, archived=self.archived,
                             board_name=self.board.root.name, details=details,
                             card_cache=self._card_cache)
@@ -69,11 +70,14 @@ class PageSource:
         return sorted(rows.values(), key=_priority_order)
 
     def detail(self, task_id: str) -> dict[str, Any] | None:
-        """The detail of a task of the last :meth:`model`, None when it had no such card."""
+        """The detail of a task of the last :meth:`model`, None when it had no such card
+        (or when that model was a file page's, whose details it holds encoded)."""
         card = self._cards.get(task_id)
         if card is None or task_id not in self._extras:
             return None
-        return detail_of(card, self._rows[task_id], self._extras[task_id])
+        if "body_html" not in self._extras[task_id]:  # a file page's: encoded already
+            return None
+        return detail_of(self._rows[task_id], self._extras[task_id])
 
 
 def _priority_order(row: dict[str, Any]) -> tuple[int, str, str]:
