@@ -284,6 +284,31 @@ def test_racing_writes_with_one_expect_have_exactly_one_winner(env: Path) -> Non
     assert len(events) == 1 + 2 * rounds  # create + one winner a round, twice
 
 
+def test_racing_claims_have_one_holder_and_the_others_are_told_who(env: Path) -> None:
+    """8 agents claim one open task at once through one server: one holds it, every other
+    call is claim_held naming that holder."""
+    tid = Board(env).list_ids()[0]
+    results: dict[str, Any] = {}
+
+    async def run() -> None:
+        async with in_process(env) as client:
+            async def claim(n: int) -> None:
+                results[f"agent-{n}"] = await client.call_tool(
+                    "claim", {"task": tid, "by": f"agent-{n}"})
+
+            async with anyio.create_task_group() as group:
+                for n in range(8):
+                    group.start_soon(claim, n)
+
+    anyio.run(run)
+    holder = Board(env).read(tid).fields["claim"]["by"]
+    assert not results[holder].is_error
+    for name, result in results.items():
+        if name != holder:
+            error = error_of(result)
+            assert error["kind"] == "claim_held" and error["holder"] == holder, error
+
+
 # --------------------------------------------------------------------------- careless input
 
 
@@ -489,3 +514,37 @@ def test_cli_writes_and_a_big_import_leave_no_process(tmp_path: Path,
         ledgit(*args)
     time.sleep(1.0)  # a process started in the background would be running by now
     assert ours(marker) == []
+
+
+def test_a_write_that_would_pass_the_size_limit_is_refused_and_writes_nothing(
+        env: Path, tmp_path: Path) -> None:
+    """No tool call writes a task file over the 10 MiB that every read refuses
+    (record.MAX_RECORD_BYTES, docs/format.md): each string is under the server's 1,000,000
+    characters, but together they would pass it. The write is a clear error, nothing is
+    written, and the task stays readable and verifiable by the CLI."""
+    chunk = "a" * 999_000
+    before = tree(tmp_path)
+
+    async def run() -> str:
+        async with in_process(env) as client:
+            error = error_of(await client.call_tool("create", {
+                "title": "b" * 999_000, "accept": [chunk] * 10}))
+            assert error["code"] == 2 and "10 MiB" in error["message"], error
+            assert tree(tmp_path) == before
+            made = await client.call_tool("create", {"title": "big", "accept": [chunk] * 9})
+            assert not made.is_error, made
+            tid: str = made.structured_content["id"]  # type: ignore[index]
+            grown = tree(tmp_path)
+            error = error_of(await client.call_tool("item", {
+                "task": tid, "text": chunk, "why": chunk, "evidence": chunk}))
+            assert error["code"] == 2 and "nothing written" in error["message"], error
+            assert tree(tmp_path) == grown
+            got = await client.call_tool("get", {"task": tid, "body": False})
+            assert not got.is_error, got
+            return tid
+
+    tid = anyio.run(run)
+    for args in (["get", tid, "--json"], ["verify", tid]):
+        proc = subprocess.run([sys.executable, "-m", "ledgit", *args], cwd=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, (args, proc.stderr)
