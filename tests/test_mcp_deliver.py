@@ -200,6 +200,24 @@ def test_http_on_another_host_warns_and_serves_only_with_the_token(env: Path) ->
     assert stderr.count("warning") == 1 and "127.0.0.2" in stderr, stderr
 
 
+def test_an_exported_token_does_not_stop_a_stdio_server(
+        env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$LEDGIT_MCP_TOKEN set for an HTTP server (a shell profile, a client's env block) does
+    not make the stdio server refuse to start; a --token on the command line without --http
+    still does."""
+    monkeypatch.setenv("LEDGIT_MCP_TOKEN", "for-http")
+
+    async def run() -> None:
+        async with over_stdio(env, "2026-07-28") as client:
+            rows = await client.call_tool("list", {"fields": ["title"]})
+            assert not rows.is_error, rows
+
+    anyio.run(run)
+    proc = subprocess.run([sys.executable, "-m", "ledgit", "mcp", "--token", "x"], cwd=env,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and "--http" in proc.stderr, proc.stderr
+
+
 # --------------------------------------------------------------------------- concurrency
 
 
