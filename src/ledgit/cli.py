@@ -442,7 +442,11 @@ __all__ = ["COMMANDS", "LazyGroup", "by_option", "cli", "click_command", "click_
 def mcp_cmd(http: bool, host: str, port: int, token: str | None) -> int:
     """Serve the board to agents over the Model Context Protocol (docs/mcp.md): stdio by
     default. Needs the extra: pip install 'ledgit[mcp]'."""
-    if not http and (host != "127.0.0.1" or token):
+    # $LEDGIT_MCP_TOKEN exported for an HTTP server must not stop a stdio one: only a
+    # --token given on the command line is refused without --http.
+    given = click.get_current_context().get_parameter_source("token")
+    if not http and (host != "127.0.0.1" or (token and given is not
+                                             click.core.ParameterSource.ENVIRONMENT)):
         raise LedgitError("--host and --token need --http", USAGE)
     try:
         from ledgit.mcpserver import serve  # lazy: 1,620 ms (-X importtime, the MCP SDK)

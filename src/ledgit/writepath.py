@@ -32,7 +32,7 @@ from ledgit.index import Index
 from ledgit.lifecycle import lifecycle_problems
 from ledgit.oserrors import os_refusal
 from ledgit.readout import now_timestamp
-from ledgit.record import make_record, record_from_state
+from ledgit.record import make_record, record_from_state, size_problem
 from ledgit.render import render_record
 from ledgit.taskfiles import (
     NOFOLLOW,
@@ -306,7 +306,16 @@ def _commit(board: Board, task_id: str, events: list[Event], record: Record | No
     space, quota, an I/O error, a read-only file system), the history is cut back to its
     length before the append (a history this write created is removed) and the error is
     one line (:func:`ledgit.oserrors.os_refusal`: exit 2, or 74 for space and I/O); only
-    when even that fails is the write left for ``ledgit doctor --repair``, and the line says so."""
+    when even that fails is the write left for ``ledgit doctor --repair``, and the line says so.
+    A task file over ``record.MAX_RECORD_BYTES`` (which no read would accept) is refused
+    first, exit 2, with nothing written."""
+    text = None
+    if record is not None:
+        text = render_record(record).encode("utf-8")
+        problem = size_problem(len(text), "the task file after this write")
+        if problem is not None:
+            raise LedgitError(located(f"{problem}; nothing written",
+                                      board.rel(board.task_file(task_id))), USAGE)
     path = board.history_file(task_id)
     created = not os.path.lexists(path)
     if created:
@@ -335,7 +344,7 @@ def _commit(board: Board, task_id: str, events: list[Event], record: Record | No
         fsync_dir(board.history_str)
     if record is not None:
         try:
-            write_task(board, task_id, record)
+            write_task(board, task_id, record, text)
         except OSError as exc:
             raise _undo_append(board, path, None, size, created, exc,
                                     board.task_file(task_id)) from None
@@ -371,14 +380,17 @@ def _undo_append(board: Board, path: str, fd: int | None, size: int, created: bo
     return refusal
 
 
-def write_task(board: Board, task_id: str, record: Record) -> None:
-    """Replace the task file atomically: temp file in the same dir (the file's mode
-    kept), fsync, rename, fsync the dir. Raises OSError as the system does."""
+def write_task(board: Board, task_id: str, record: Record, text: bytes | None = None
+               ) -> None:
+    """Replace the task file atomically with ``record`` (``text``: its rendering, when the
+    caller has it): temp file in the same dir (the file's mode kept), fsync, rename, fsync
+    the dir. Raises OSError as the system does."""
     os.makedirs(board.tasks_str, exist_ok=True)
     path = board.task_file(task_id)
     refuse_link(board, path)  # os.replace would swap the link for a file, silently
     lock = board.last_locks.get(task_id)
-    replace_task_file(path, render_record(record).encode("utf-8"), fsync=True,
+    data = render_record(record).encode("utf-8") if text is None else text
+    replace_task_file(path, data, fsync=True,
                       lock=lock if lock is not None and lock.held else None)
     fsync_dir(board.tasks_str)
 
