@@ -438,8 +438,6 @@ def test_unicode_round_trips_over_stdio(env: Path) -> None:
     assert [i["text"] for i in record.fields["items"]] == [text]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: mcpserver list/search take any status string; "
-                   "the CLI refuses an unknown --status with exit 2 (issue 15 audit)")
 def test_an_unknown_status_filter_is_refused_as_by_the_cli(env: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "ledgit", "list", "--status", "bogus"],
                           cwd=env, capture_output=True, text=True)
@@ -448,8 +446,10 @@ def test_an_unknown_status_filter_is_refused_as_by_the_cli(env: Path) -> None:
     async def run() -> None:
         async with in_process(env) as client:
             for name, args in (("list", {"status": ["bogus"]}),
+                               ("list", {"outcome": "dropped"}),
                                ("search", {"text": "first", "status": ["Open"]})):
-                assert error_of(await client.call_tool(name, args))["code"] == 2
+                error = error_of(await client.call_tool(name, args))
+                assert error["code"] == 2 and "unknown value" in error["message"]
 
     anyio.run(run)
 

@@ -50,6 +50,7 @@ from ledgit.indexsearch import SEARCH_COLUMNS
 from ledgit.live import LiveBoard
 from ledgit.locate import CONFIG_NAME, LEDGIT_DIR, find_root, is_board_dir, upward
 from ledgit.readout import build_readout, handoff_of, now_timestamp
+from ledgit.schema import OUTCOME_KINDS, STATUSES
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
@@ -115,6 +116,16 @@ INSTRUCTIONS = (
     "refused (stale_revision, with the current one) when the task has moved on. Failures "
     "are tool errors with structuredContent.error = {code, kind, message, ...} (exit codes "
     "and meanings of the CLI).")
+
+
+def known_values(name: str, given: list[str] | None, allowed: tuple[str, ...]) -> None:
+    """Refuse (LedgitError, exit 2) a filter value outside ``allowed``, as the CLI's
+    ``click.Choice`` does: an unknown status would otherwise match nothing and read as an
+    empty board."""
+    for value in given or ():
+        if value not in allowed:
+            raise LedgitError(f"{name}: unknown value {value!r} (one of: "
+                              f"{', '.join(allowed)})", USAGE)
 
 
 # --------------------------------------------------------------------------- boards
@@ -426,6 +437,8 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         return (default all: id title status priority owner worker claim labels depends_on
         outcome next_action gate created last_modified path revision freshness)."""
         def body(board: Board) -> Rows:
+            known_values("status", status, STATUSES)
+            known_values("outcome", [outcome] if outcome else None, OUTCOME_KINDS)
             filters = filters_of(tuple(status or ()), owner, worker,
                                  tuple(label or ()), include_archived, outcome)
             with boards.index(board) as index:
@@ -450,6 +463,7 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
             for name in search_fields or ():
                 if name not in SEARCH_COLUMNS:
                     raise LedgitError(f"search_fields: unknown field {name!r}", USAGE)
+            known_values("status", status, STATUSES)
             filters = filters_of(tuple(status or ()), None, None, (), include_archived,
                                  None)
             with boards.index(board) as index:
