@@ -228,6 +228,54 @@ def test_the_outcome_follows_the_status_that_won(end: str, status: str,
     assert verify("T-abc", hist.text, one.record) == []
 
 
+@pytest.mark.parametrize("kind", ["blocked", "no_change", "watch"])
+@pytest.mark.parametrize("order", ["drop_later", "drop_earlier"])
+def test_an_outcome_that_came_with_a_lost_drop_gives_way(kind: str, order: str) -> None:
+    """A drop whose outcome kind fits any status (blocked, no_change, ...) merged with a
+    completion: done wins, and the dropper's outcome and reason, which describe an ending that
+    did not happen, give way to the completing side's outcome (none here, or its own), in
+    either order and whichever side is ours; the task file and the history agree."""
+    base = _claimed_by_amy()
+    drop_at, done_at = (ts(20), ts(10)) if order == "drop_later" else (ts(10), ts(20))
+    dropped = make_record(dict(ops.drop(base, by="amy", reason="amy gave up", now=drop_at,
+                                        ttl=HOUR, kind=kind).record.fields,
+                               last_modified=drop_at), base.body)
+    for done_outcome in (None, {"kind": "no_publish", "reason": "internal"}):
+        extra = ({"outcome": "no_publish", "reason": "internal"} if done_outcome else {})
+        done = make_record(dict(ops.complete(base, by="amy", response="x", now=done_at,
+                                             ttl=HOUR, **extra).record.fields,
+                                last_modified=done_at), base.body)
+        one, other = merge_records(base, done, dropped), merge_records(base, dropped, done)
+        assert render_record(one.record) == render_record(other.record)
+        f = one.record.fields
+        assert f["status"] == "done" and f.get("outcome") == done_outcome, f
+        # Said when the field-wise merge had taken the dropper's outcome: it changed alone,
+        # or both changed it and the drop was later.
+        said = done_outcome is None or order == "drop_later"
+        assert one.notes == other.notes == ([
+            f"outcome kind {kind} came with status dropped, which done beat: the outcome "
+            f"follows the merged status"] if said else [])
+        assert lifecycle_problems(f) == []
+        hist = merge_histories(_history(base, [], "x"), _history(base, [done], "o"),
+                               _history(base, [dropped], "t"), "T-abc")
+        assert verify("T-abc", hist.text, one.record) == []
+
+
+def test_an_outcome_set_without_a_status_change_is_kept() -> None:
+    """The rule is about an outcome that came with a lost status: a side that only records an
+    outcome on a task whose status the other side moved keeps it (changed on one side)."""
+    fields = {k: v for k, v in _claimed_by_amy().fields.items() if k != "claim"}
+    base = make_record(dict(fields, status="dropped",
+                            outcome={"kind": "drop", "reason": "no"}), "")
+    noted = make_record(dict(base.fields, outcome={"kind": "no_change", "reason": "same"},
+                             last_modified=ts(10)), "")
+    archived = make_record(dict(base.fields, status="archived", last_modified=ts(20)), "")
+    for ours, theirs in ((noted, archived), (archived, noted)):
+        f = merge_records(base, ours, theirs).record.fields
+        assert f["status"] == "archived"
+        assert f["outcome"] == {"kind": "no_change", "reason": "same"}
+
+
 def test_dropped_beats_parked_and_keeps_its_own_outcome() -> None:
     base = _claimed_by_amy()
     dropped = apply(base, ("drop", "amy", HOUR), ts(10))

@@ -226,3 +226,14 @@ def test_this_board_is_never_registered_nor_listed_twice(repos: Repos) -> None:
     assert f"ledgit: warning: project self is this board ({r.tmp / 'link'}); left out " \
            f"(ledgit project remove self)" in err
     assert "ledgit: warning: project lib2 is project lib" in err
+
+
+def test_adding_a_directory_without_a_board_registers_nothing_and_says_so(repos: Repos
+                                                                         ) -> None:
+    r = repos
+    before = r.json("app", "project", "list")["projects"]
+    code, _, err = r.cli("app", "project", "add", "nope", "../nonexistent")
+    assert code == 4
+    assert "no ledgit board at" in err and "nothing registered" in err
+    assert "registered in" not in err
+    assert r.json("app", "project", "list")["projects"] == before

@@ -369,7 +369,8 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
     elif base is None or body != base.body:
         result.provenance["body"] = sides.label(bsrc)
     _claim_needs_in_progress(sides, out, claim_src)
-    contradiction = outcome_contradiction(out.get("status"), out.get("outcome"))
+    contradiction = (outcome_contradiction(out.get("status"), out.get("outcome"))
+                     or _outcome_of_a_lost_status(out, bf, af, bbf))
     _reestablish_lifecycle(out, bf, af, bbf)
     if contradiction:  # said, so that "outcome from theirs" does not mislead
         result.notes.append(f"{contradiction}: the outcome follows the merged status")
@@ -398,6 +399,32 @@ def _claim_needs_in_progress(sides: _Sides, out: dict[str, Any], claim_src: str)
         return
     out.pop("claim", None)
     out.pop("contested", None)
+
+
+def _outcome_of_a_lost_status(out: dict[str, Any], base: Mapping[str, Any],
+                              *sides: Mapping[str, Any]) -> str | None:
+    """The outcome follows the merged status (docs/merge.md): an outcome that one side set
+    together with a status change the merge overrode (it dropped or parked the task while the
+    other side completed it; done beat dropped) describes an ending that did not happen. It
+    gives way to the outcome of a side holding the merged status, or to none; the dropping
+    event stays in the history. Symmetric: both sides are treated alike and a tie between
+    outcomes goes to the greater canonical JSON. Returns the note to say, or None."""
+    status, outcome = out.get("status"), _key(out.get("outcome"))
+    for side in sides:
+        if (side.get("status") not in (base.get("status"), status) and side.get("outcome")
+                and _key(side.get("outcome")) == outcome
+                and outcome != _key(base.get("outcome"))):
+            held = [s["outcome"] for s in sides if s.get("status") == status
+                    and s.get("outcome")]
+            if not any(s.get("status") == status for s in sides):
+                return None  # the status came from neither side: nothing to follow
+            if held:
+                out["outcome"] = max(held, key=_key)
+            else:
+                out.pop("outcome", None)
+            return (f"outcome kind {side['outcome'].get('kind')} came with status "
+                    f"{side.get('status')}, which {status} beat")
+    return None
 
 
 def _reestablish_lifecycle(out: dict[str, Any], *sources: Mapping[str, Any]) -> None:

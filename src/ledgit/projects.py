@@ -250,6 +250,9 @@ def add(board: Board, alias: str, path: str, ref: str | None, *, user: bool) -> 
     stored = str(target) if user else os.path.relpath(target, board.root_str)
     reg = Registration(alias, stored, ref, "user" if user else "board",
                        Path.cwd() if user else board.root)
+    if not (target / LEDGIT_DIR).is_dir():  # said before open_registration's "registered in"
+        raise LedgitError(f"project add {alias}: no ledgit board at {target} (ledgit init "
+                          f"there first); nothing registered", NOT_FOUND)
     open_registration(board, reg)  # fail closed now rather than at the first read
     content = read_file(file)
     projects = dict(content.projects)

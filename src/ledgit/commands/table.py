@@ -16,6 +16,10 @@ from ledgit.argspec import ARG, FLAG, MULTI, VALUE, Param, Spec
 STATUSES = ("open", "in_progress", "waiting", "monitoring", "parked", "done", "dropped",
             "archived")
 OUTCOME_KINDS = ("drop", "watch", "park", "no_publish", "no_change", "blocked", "done")
+# A kind that names another ended status contradicts it (ledgit.lifecycle): complete takes
+# neither drop nor park, drop neither done nor park; help lists only what is taken.
+COMPLETE_OUTCOMES = tuple(k for k in OUTCOME_KINDS if k not in ("drop", "park"))
+DROP_KINDS = tuple(k for k in OUTCOME_KINDS if k not in ("done", "park"))
 ITEM_KINDS = ("fact", "decision", "question", "blocker", "rejected", "artifact", "next_step")
 SEARCH_FIELDS = ("title", "body", "response", "items")
 TRUSTS = ("candidate", "locked", "deprecated")
@@ -150,7 +154,7 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               "Mark TASK done with an account of the work (--response, required).",
               TASK,
               Param(VALUE, "--response", help="Your account of the work (required)."),
-              Param(VALUE, "--outcome", choices=OUTCOME_KINDS,
+              Param(VALUE, "--outcome", choices=COMPLETE_OUTCOMES,
                     help="Record a terminal outcome too (e.g. no_change)."),
               Param(VALUE, "--reason", help="Reason for the outcome."),
               *MUTATION),
@@ -174,7 +178,7 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               Param(VALUE, "--reason", help="Why it is dropped (required)."),
               Param(VALUE, "--reuse",
                     help="What is worth reusing (a negative result is knowledge)."),
-              Param(VALUE, "--kind", choices=OUTCOME_KINDS, default="drop", show_default=True,
+              Param(VALUE, "--kind", choices=DROP_KINDS, default="drop", show_default=True,
                     help="Outcome kind (e.g. no_change, no_publish)."),
               *MUTATION),
         _spec("archive", "lifecycle:archive_cmd",
