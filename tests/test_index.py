@@ -473,7 +473,7 @@ def test_a_rewrite_that_restores_the_mtime_is_seen_without_a_watcher(board: Boar
 
 
 def test_the_stat_scan_is_file_stat_of_every_task_name(tmp_path: Path) -> None:
-    """stat_scan inlines is_task_name and file_stat (a hot loop): it gives exactly
+    """stat_scan is is_task_name and file_stat over the directory: it gives exactly
     {stem: file_stat(os.stat(file))} for the names is_task_name accepts -- dot-files, a bare
     '.md', other suffixes and undecodable names left out, a later mtime or a later ctime
     taken, a directory named like a task listed as the scan documents."""

@@ -410,21 +410,28 @@ def _outcome_of_a_lost_status(out: dict[str, Any], base: Mapping[str, Any],
     event stays in the history. Symmetric: both sides are treated alike and a tie between
     outcomes goes to the greater canonical JSON. Returns the note to say, or None."""
     status, outcome = out.get("status"), _key(out.get("outcome"))
+    if not any(s.get("status") == status for s in sides):
+        return None  # the status came from neither side: nothing to follow
     for side in sides:
         if (side.get("status") not in (base.get("status"), status) and side.get("outcome")
                 and _key(side.get("outcome")) == outcome
                 and outcome != _key(base.get("outcome"))):
-            held = [s["outcome"] for s in sides if s.get("status") == status
-                    and s.get("outcome")]
-            if not any(s.get("status") == status for s in sides):
-                return None  # the status came from neither side: nothing to follow
-            if held:
-                out["outcome"] = max(held, key=_key)
-            else:
-                out.pop("outcome", None)
+            _outcome_from_holders(out, status, sides)
             return (f"outcome kind {side['outcome'].get('kind')} came with status "
                     f"{side.get('status')}, which {status} beat")
     return None
+
+
+def _outcome_from_holders(out: dict[str, Any], status: Any,
+                          sources: Sequence[Mapping[str, Any]]) -> None:
+    """Set ``out``'s outcome to the greatest (canonical JSON) outcome of a version in
+    ``sources`` that holds ``status`` and fits it, or remove it when there is none."""
+    fitting = [s["outcome"] for s in sources if s.get("status") == status
+               and s.get("outcome") and not outcome_contradiction(status, s["outcome"])]
+    if fitting:
+        out["outcome"] = max(fitting, key=_key)
+    else:
+        out.pop("outcome", None)
 
 
 def _reestablish_lifecycle(out: dict[str, Any], *sources: Mapping[str, Any]) -> None:
@@ -441,12 +448,7 @@ def _reestablish_lifecycle(out: dict[str, Any], *sources: Mapping[str, Any]) -> 
     # completed while the other dropped or parked; done beat dropped, the outcome came from
     # the other side) gives way to the outcome of a version holding that status, else none.
     if outcome_contradiction(status, out.get("outcome")):
-        fitting = [s["outcome"] for s in sources if s.get("status") == status
-                   and s.get("outcome") and not outcome_contradiction(status, s["outcome"])]
-        if fitting:
-            out["outcome"] = max(fitting, key=_key)
-        else:
-            out.pop("outcome", None)
+        _outcome_from_holders(out, status, sources)
     # A status that needs a companion field borrows it from a side that has it.
     needs = {"done": "response", "waiting": "waiting_on", "parked": "outcome",
              "dropped": "outcome"}
