@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ledgit.history import event_line, heads, new_event, parse_events, replay
-from ledgit.record import Record, make_record
-from ledgit.render import render_record
+from ledgit.core.history import event_line, heads, new_event, parse_events, replay
+from ledgit.core.record import Record, make_record
+from ledgit.core.render import render_record
 
 BASE_TIME = "2026-08-29T10:00:00.000000Z"
 

@@ -7,7 +7,7 @@ Usage::
 
 For each board size it builds a ledgit board in a throwaway Git repository (bench/run.py's
 builder: the real Beads task shapes of ../shared/data), waits until its newest task file is
-older than the index's racy window (``ledgit.index.RACY_WINDOW_NS``, 2 s: until then every
+older than the index's racy window (``ledgit.storage.index.RACY_WINDOW_NS``, 2 s: until then every
 refresh re-reads each file written within it, by Git's racy-clean rule -- a board in use,
 not one written a moment ago, is what the budgets are about), and times tool calls through
 the official SDK's client (``mcp.Client``), one call at a time, p50 over ``--calls`` calls
@@ -59,9 +59,9 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from ledgit.board import Board
-from ledgit.index import RACY_WINDOW_NS, Index
-from ledgit.mcpserver import build_server
+from ledgit.mcp.server import build_server
+from ledgit.storage.board import Board
+from ledgit.storage.index import RACY_WINDOW_NS, Index
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))

@@ -282,9 +282,9 @@ def build_ledgit(repo: Path, shapes: list[Shape], env: dict[str, str]) -> dict[s
     ledgit's own library (record.make_record/render_record, history.new_event/event_line):
     genesis ``create``; in-progress tasks also a ``claim``; done tasks ``claim`` + ``complete``.
     Committed to Git, index warmed. Returns ids picked for the timed commands."""
-    from ledgit.history import event_line, new_event
-    from ledgit.record import make_record
-    from ledgit.render import render_record
+    from ledgit.core.history import event_line, new_event
+    from ledgit.core.record import make_record
+    from ledgit.core.render import render_record
 
     repo.mkdir(parents=True)
     sh(["git", "init", "-q", "-b", "main"], repo, env)
@@ -419,9 +419,9 @@ def base_cases(board: Path, repo: Path, env: dict[str, str], picks: dict[str, An
 def driver_triple(repo: Path, tid: str, tmp: Path) -> dict[str, Any]:
     """A base/ours/theirs triple of one real board task and its history: ours changes
     priority, labels and claims it; theirs writes a response and a next action."""
-    from ledgit.history import event_line, heads, new_event, parse_events, replay
-    from ledgit.record import make_record
-    from ledgit.render import render_record
+    from ledgit.core.history import event_line, heads, new_event, parse_events, replay
+    from ledgit.core.record import make_record
+    from ledgit.core.render import render_record
 
     hist0 = (repo / ".ledgit" / "history" / f"{tid}.jsonl").read_text(encoding="utf-8")
     base_md = (repo / ".ledgit" / "tasks" / f"{tid}.md").read_text(encoding="utf-8")
@@ -1279,7 +1279,7 @@ def main(argv: list[str] | None = None) -> int:
         f"with close_reason as the response, hooked/in_progress -> in progress), assignee, "
         f"created/updated. Every contender gets the same shapes.",
         "ledgit boards: `ledgit init` + `ledgit install` through the CLI, then task files and "
-        "histories written with ledgit.record/ledgit.history (create; + claim; + complete for "
+        "histories written with ledgit.core.record/ledgit.core.history (create; + claim; + complete for "
         "done tasks), committed, index warmed by one `ledgit list`.",
         "YYLO boards: config by one CLI call, then task files + genesis ledger events written "
         "with yylo-ledger's own library (bench/yylo_board.py), committed (cache/ and locks/ "

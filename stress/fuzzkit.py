@@ -12,9 +12,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ledgit.history import new_event, render_history
-from ledgit.record import Record, make_record
-from ledgit.render import render_record
+from ledgit.core.history import new_event, render_history
+from ledgit.core.record import Record, make_record
+from ledgit.core.render import render_record
 
 T0 = "2026-01-01T00:00:00.000000Z"
 

@@ -5,7 +5,7 @@ Usage: ``python stress_writer.py PLAN.json``. The plan::
     {"root": "<board root>", "ops": [["update", "T-x", "--response", "r"], ...],
      "kill": {"point": "<point>", "at": <k>, "fraction": <0..1>} | null}
 
-Runs each op through ``ledgit.cli.run`` (the CLI's own entry point, in this one process, so a
+Runs each op through ``ledgit.cli.main.run`` (the CLI's own entry point, in this one process, so a
 kill lands inside a real write) with ``--json``, and after each exit-0 op writes one
 acknowledgement line ``{"i", "op", "code", "out"}`` to stdout (unbuffered) -- what a caller
 would have been told. With ``kill``, the process SIGKILLs itself at the ``at``-th (1-based)
@@ -115,7 +115,7 @@ def install_kill(point: str, at: int, fraction: float) -> None:
             return db
 
         sqlite3.connect = connect  # type: ignore[assignment]
-        # ledgit.index uses the C module directly (no datetime import): patch it there too
+        # ledgit.storage.index uses the C module directly (no datetime import): patch it there too
         import _sqlite3
 
         _sqlite3.connect = connect
@@ -129,7 +129,7 @@ def main() -> int:
     kill = plan.get("kill")
     if kill:
         install_kill(kill["point"], int(kill["at"]), float(kill.get("fraction", 0.5)))
-    from ledgit.cli import run
+    from ledgit.cli.main import run
 
     for i, args in enumerate(plan["ops"]):
         out, err = io.StringIO(), io.StringIO()

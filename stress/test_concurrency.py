@@ -20,7 +20,7 @@ from typing import Any
 
 from stresskit import LOCK_MARKERS, Figures, Result, Scale, histories, ledgit, leftovers
 
-from ledgit.record import parse_record
+from ledgit.core.record import parse_record
 
 TASKS = 5
 

@@ -42,8 +42,8 @@ from stresskit import (
     leftovers,
 )
 
-from ledgit.board import Board
-from ledgit.record import parse_record
+from ledgit.core.record import parse_record
+from ledgit.storage.board import Board
 
 WRITER = Path(__file__).with_name("stress_writer.py")
 POINTS = ("history-append", "tmp-write", "before-rename", "after-rename", "index-txn")

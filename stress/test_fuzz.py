@@ -40,15 +40,17 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from stresskit import Figures, Scale, isolated_env, ledgit, run
 
-from ledgit.boardinit import init_board
-from ledgit.change import Change
-from ledgit.errors import LedgitError
-from ledgit.history import Problem, parse_events, verify
-from ledgit.lifecycle import lifecycle_problems
-from ledgit.merge import merge_histories
-from ledgit.mergedriver import main as merge_driver
-from ledgit.record import Record, make_record, parse_record
-from ledgit.render import render_record
+from ledgit.core.change import Change
+from ledgit.core.errors import LedgitError
+from ledgit.core.history import Problem, parse_events, verify
+from ledgit.core.lifecycle import lifecycle_problems
+from ledgit.core.historymerge import merge_histories
+from ledgit.core.record import Record, make_record, parse_record
+from ledgit.core.render import render_record
+from ledgit.hooks.mergedriver import main as merge_driver
+from ledgit.storage.boardcheck import verify_board
+from ledgit.storage.boardinit import init_board
+from ledgit.storage.writepath import mutate_task
 
 SLOW = 2.0  # CPU seconds: no single case may take longer (a refusal must be fast too)
 
@@ -166,11 +168,11 @@ def _board_paths(board: Any, history: str, record: Record) -> None:
     tid = record.id
     board.task_path(tid).write_text(render_record(record), encoding="utf-8")
     board.history_path(tid).write_bytes(history.encode("utf-8", "surrogatepass"))
-    problems = board.verify([tid])
+    problems = verify_board(board, [tid])
     internal = [str(p) for p in problems if p.rule == "internal"]
     assert not internal, f"verify raised inside: {internal}"
     try:
-        board.mutate(tid, lambda r: Change(make_record(
+        mutate_task(board, tid, lambda r: Change(make_record(
             {**r.fields, "response": "fuzz"}, r.body), "update"), "fuzzer",
             lock_timeout=5)
     except LedgitError as exc:

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from stresskit import ledgit
 
-from ledgit.board import Board
-from ledgit.boardinit import init_board
-from ledgit.errors import LedgitError
-from ledgit.record import parse_record
+from ledgit.core.errors import LedgitError
+from ledgit.core.record import parse_record
+from ledgit.storage.board import Board
+from ledgit.storage.boardinit import init_board
 
 FAST = 2.0  # CPU seconds of one command, start-up included (issue 7: "refused fast")
 SANE = 20.0  # wall seconds: only a hang fails this, not a loaded machine

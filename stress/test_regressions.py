@@ -21,10 +21,10 @@ import pytest
 from fuzzkit import seed_branches
 from stresskit import git, isolated_env, ledgit, run
 
-from ledgit.errors import LedgitError
-from ledgit.history import verify
-from ledgit.mergedriver import main as merge_driver
-from ledgit.record import parse_record
+from ledgit.core.errors import LedgitError
+from ledgit.core.history import verify
+from ledgit.core.record import parse_record
+from ledgit.hooks.mergedriver import main as merge_driver
 
 FAST = 2.0
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from gitutil import CliRun, hermetic_environ, isolate_env
 
-from ledgit.board import Board
+from ledgit.storage.board import Board
 
 # Long-lived processes started by tests (ledgit mcp) do not watch unless a test asks
-from ledgit.boardinit import init_board
+from ledgit.storage.boardinit import init_board
 
 # (docs/watch.md): the stat check is the baseline every test exercises.
 os.environ.setdefault("LEDGIT_WATCH", "0")

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from gitutil import git
 
 from ledgit.__main__ import run
-from ledgit.record import parse_record
+from ledgit.core.record import parse_record
 
 PY = sys.executable
 LEDGIT = f"{shlex.quote(PY)} -m ledgit"

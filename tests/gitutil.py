@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ledgit.__main__ import run
-from ledgit.board import Board
+from ledgit.storage.board import Board
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Ada Tester", "GIT_AUTHOR_EMAIL": "ada@example.invalid",

@@ -1,7 +1,7 @@
-"""The click-free command-line parser (ledgit.argspec) against click on the same spec table.
+"""The click-free command-line parser (ledgit.cli.argspec) against click on the same spec table.
 
 For every task command, generated command lines must give the same keywords through
-:func:`ledgit.argspec.parse` as through the click command that :mod:`ledgit.cli` builds from
+:func:`ledgit.cli.argspec.parse` as through the click command that :mod:`ledgit.cli.main` builds from
 the same spec — or ``parse`` must hand the line to click (None) exactly when click refuses it
 (usage error, bad value) or prints help.
 """
@@ -22,9 +22,10 @@ from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledgit import argspec, cli
-from ledgit.argspec import ARG, Spec
-from ledgit.commands import table
+from ledgit.cli import argspec
+from ledgit.cli import main as cli
+from ledgit.cli.argspec import ARG, Spec
+from ledgit.cli.commands import table
 
 VALUES = ("x", "", "-", "3", "0", "4", "9", "-1", "1.5", "open", "done", "desc", "asc",
           "fact", "no_change", "T-abc", "a,b", "=", "--", "-x", "--json", "--bogus", "-h",
@@ -107,7 +108,7 @@ def test_what_click_must_answer_is_left_to_click(argv: list[str]) -> None:
 
 
 def test_verify_is_not_on_the_fast_path() -> None:
-    # its command line belongs to ledgit.gitcli (--rev/--range/--format)
+    # its command line belongs to ledgit.cli.gitcli (--rev/--range/--format)
     assert argspec.find(table.FAST, ["verify", "--all"]) is None
     assert ("verify",) in table.SPECS
 
@@ -117,7 +118,7 @@ def test_every_spec_function_exists_and_takes_its_parameters() -> None:
         module, _, attr = spec.run.partition(":")
         function = getattr(__import__(module, fromlist=[attr]), attr)
         names = list(inspect.signature(function).parameters)
-        # --project is taken by ledgit.commands.running.run_spec (it picks the board), not by
+        # --project is taken by ledgit.cli.commands.running.run_spec (it picks the board), not by
         # the function
         assert names == [p.dest for p in spec.params if p.dest != "project"], spec.name
         assert spec.help, spec.name
@@ -138,10 +139,10 @@ def test_every_click_command_has_the_spec_help() -> None:
 
 def test_the_table_imports_no_command_module() -> None:
     """The table names each command's function as ``module:function`` and imports none of
-    them (ledgit.commands.running imports one when it runs), so a read pays for no write."""
-    code = "import sys, ledgit.commands.table; print(','.join(sorted(sys.modules)))"
+    them (ledgit.cli.commands.running imports one when it runs), so a read pays for no write."""
+    code = "import sys, ledgit.cli.commands.table; print(','.join(sorted(sys.modules)))"
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout.strip().split(",")
     assert {m for m in found if m.startswith("ledgit.")} == {
-        "ledgit.argspec", "ledgit.commands", "ledgit.commands.table"}
-    assert all(s.run.startswith("ledgit.commands.") for s in table.SPECS.values())
+        "ledgit.cli.argspec", "ledgit.cli.commands", "ledgit.cli.commands.table"}
+    assert all(s.run.startswith("ledgit.cli.commands.") for s in table.SPECS.values())

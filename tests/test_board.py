@@ -1,4 +1,4 @@
-"""ledgit.board and ledgit.config on real files (and real Git repositories where Git matters)."""
+"""ledgit.storage.board and ledgit.storage.config on real files (and real Git repositories where Git matters)."""
 
 from __future__ import annotations
 
@@ -16,19 +16,22 @@ from typing import Any
 import pytest
 from gitutil import git
 
-import ledgit.index
-from ledgit import boardcheck, taskfiles
-from ledgit.actor import actor_name
-from ledgit.board import Board, find_board
-from ledgit.boardinit import init_board
-from ledgit.change import Change
-from ledgit.config import BoardConfig, load_config, parse_duration
-from ledgit.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError
-from ledgit.history import event_line, new_event, parse_events
-from ledgit.index import Index
-from ledgit.record import Record, make_record, parse_record
-from ledgit.render import render_record
-from ledgit.schema import is_valid_id
+import ledgit.storage.index
+from ledgit.core.change import Change
+from ledgit.core.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError
+from ledgit.core.history import event_line, new_event, parse_events
+from ledgit.core.record import Record, make_record, parse_record
+from ledgit.core.render import render_record
+from ledgit.core.schema import is_valid_id
+from ledgit.storage import boardcheck, taskfiles
+from ledgit.storage.actor import actor_name
+from ledgit.storage.board import Board, find_board
+from ledgit.storage.boardcheck import verify_board
+from ledgit.storage.boardinit import init_board
+from ledgit.storage.boardrepair import repair_board
+from ledgit.storage.config import BoardConfig, load_config, parse_duration
+from ledgit.storage.index import Index
+from ledgit.storage.writepath import create_task, mutate_task, record_edit
 
 pytest_plugins = ["gitutil"]
 
@@ -69,7 +72,7 @@ def codes(excinfo: pytest.ExceptionInfo[LedgitError]) -> int:
 
 
 def test_create_writes_file_and_genesis(board: Board) -> None:
-    record = board.create({"title": "Fix the dialer"}, "## Goal\nDial.\n", "ada",
+    record = create_task(board, {"title": "Fix the dialer"}, "## Goal\nDial.\n", "ada",
                           note="from a test")
     assert ID_RE.fullmatch(record.id)
     assert record.fields["status"] == "open"
@@ -80,25 +83,25 @@ def test_create_writes_file_and_genesis(board: Board) -> None:
     assert [(e["op"], e["actor"], e["parents"], e.get("note")) for e in events] == [
         ("create", "ada", [], "from a test")]
     assert events[0]["after"] == record.revision
-    assert board.verify() == []
+    assert verify_board(board) == []
 
 
 def test_create_with_id_and_time(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada", task_id="T-fixed",
+    record = create_task(board, {"title": "t"}, "", "ada", task_id="T-fixed",
                           at="2026-01-02T03:04:05+01:00")
     assert record.id == "T-fixed"
     assert record.fields["created"] == "2026-01-02T02:04:05.000000Z"
     with pytest.raises(LedgitError) as exc:
-        board.create({"title": "again"}, "", "ada", task_id="T-fixed")
+        create_task(board, {"title": "again"}, "", "ada", task_id="T-fixed")
     assert codes(exc) == USAGE and "already exists" in str(exc.value)
 
 
 def test_create_refuses_invalid_fields_and_writes_nothing(board: Board) -> None:
     with pytest.raises(LedgitError) as exc:
-        board.create({"status": "open"}, "", "ada")
+        create_task(board, {"status": "open"}, "", "ada")
     assert codes(exc) == USAGE and "title" in str(exc.value)
     with pytest.raises(LedgitError) as exc:
-        board.create({"title": "t", "status": "done"}, "", "ada")  # done needs a response
+        create_task(board, {"title": "t", "status": "done"}, "", "ada")  # done needs a response
     assert codes(exc) == USAGE and "response" in str(exc.value)
     assert board.list_ids() == []
     assert os.listdir(board.history_dir) == []
@@ -106,7 +109,7 @@ def test_create_refuses_invalid_fields_and_writes_nothing(board: Board) -> None:
 
 def test_create_uses_the_configured_prefix(tmp_path: Path, clean_env: None) -> None:
     b = init_board(tmp_path / "b", id_prefix="BUG")
-    assert re.fullmatch(r"BUG-[a-z2-7]{10}", b.create({"title": "t"}, "", "ada").id)
+    assert re.fullmatch(r"BUG-[a-z2-7]{10}", create_task(b, {"title": "t"}, "", "ada").id)
 
 
 def test_read_errors(board: Board) -> None:
@@ -119,7 +122,7 @@ def test_read_errors(board: Board) -> None:
         board.read("T-bad")
     assert codes(exc) == USAGE
     assert str(exc.value).startswith(".ledgit/tasks/T-bad.md:4: status:")
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     board.tasks_dir.joinpath("T-other.md").write_text(render_record(record))
     with pytest.raises(LedgitError) as exc:
         board.read("T-other")
@@ -138,8 +141,8 @@ def test_ids_agree_with_record() -> None:
 
 
 def test_mutate_appends_one_event_and_bumps_last_modified(board: Board) -> None:
-    first = board.create({"title": "t"}, "", "ada")
-    second = board.mutate(first.id, setter(priority=1), "bob")
+    first = create_task(board, {"title": "t"}, "", "ada")
+    second = mutate_task(board, first.id, setter(priority=1), "bob")
     assert second.fields["priority"] == 1
     assert second.fields["last_modified"] > first.fields["last_modified"]
     assert board.read(first.id) == second
@@ -149,69 +152,69 @@ def test_mutate_appends_one_event_and_bumps_last_modified(board: Board) -> None:
     assert (events[1]["op"], events[1]["actor"], events[1]["note"]) == ("update", "bob",
                                                                          "set priority")
     assert (events[1]["before"], events[1]["after"]) == (first.revision, second.revision)
-    assert board.verify() == []
+    assert verify_board(board) == []
 
 
 def test_mutate_without_change_writes_nothing(board: Board) -> None:
-    record = board.create({"title": "t", "priority": 2}, "", "ada")
+    record = create_task(board, {"title": "t", "priority": 2}, "", "ada")
     before = snapshot(board, record.id)
-    assert board.mutate(record.id, setter(priority=2), "bob") == record
+    assert mutate_task(board, record.id, setter(priority=2), "bob") == record
     assert snapshot(board, record.id) == before
 
 
 def test_last_modified_strictly_increases_even_when_the_clock_is_behind(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada", at="2999-01-01T00:00:00Z")
-    after = board.mutate(record.id, setter(priority=1), "bob")
+    record = create_task(board, {"title": "t"}, "", "ada", at="2999-01-01T00:00:00Z")
+    after = mutate_task(board, record.id, setter(priority=1), "bob")
     assert after.fields["last_modified"] == "2999-01-01T00:00:00.000001Z"
 
 
 def test_expect(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
-    moved = board.mutate(record.id, setter(priority=1), "bob", expect=record.revision)
+    record = create_task(board, {"title": "t"}, "", "ada")
+    moved = mutate_task(board, record.id, setter(priority=1), "bob", expect=record.revision)
     before = snapshot(board, record.id)
     with pytest.raises(LedgitError) as exc:  # stale: the task moved on
-        board.mutate(record.id, setter(priority=3), "bob", expect=record.revision)
+        mutate_task(board, record.id, setter(priority=3), "bob", expect=record.revision)
     assert codes(exc) == STALE and moved.revision in str(exc.value)
     with pytest.raises(LedgitError) as exc:  # a short prefix is not enough
-        board.mutate(record.id, setter(priority=3), "bob", expect=moved.revision[:11])
+        mutate_task(board, record.id, setter(priority=3), "bob", expect=moved.revision[:11])
     assert codes(exc) == USAGE
     with pytest.raises(LedgitError) as exc:
-        board.mutate(record.id, setter(priority=3), "bob", expect="not-a-revision")
+        mutate_task(board, record.id, setter(priority=3), "bob", expect="not-a-revision")
     assert codes(exc) == USAGE
     assert snapshot(board, record.id) == before
-    done = board.mutate(record.id, setter(priority=3), "bob",
+    done = mutate_task(board, record.id, setter(priority=3), "bob",
                         expect=moved.revision[:12].upper())
     assert done.fields["priority"] == 3
 
 
 def test_mutate_refuses_bad_changes(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     before = snapshot(board, record.id)
     with pytest.raises(LedgitError) as exc:
-        board.mutate(record.id, setter(id="T-other"), "bob")
+        mutate_task(board, record.id, setter(id="T-other"), "bob")
     assert codes(exc) == USAGE
     with pytest.raises(LedgitError) as exc:
-        board.mutate(record.id, setter(priority=9), "bob")
+        mutate_task(board, record.id, setter(priority=9), "bob")
     assert codes(exc) == USAGE and "priority" in str(exc.value)
     with pytest.raises(LedgitError) as exc:  # done without an account (DESIGN §4)
-        board.mutate(record.id, setter(status="done"), "bob")
+        mutate_task(board, record.id, setter(status="done"), "bob")
     assert codes(exc) == USAGE and "response" in str(exc.value)
     with pytest.raises(LedgitError) as exc:
-        board.mutate(record.id, setter(priority=1), "two\nlines")
+        mutate_task(board, record.id, setter(priority=1), "two\nlines")
     assert codes(exc) == USAGE
     with pytest.raises(LedgitError) as exc:
-        board.mutate("T-nothere", setter(priority=1), "bob")
+        mutate_task(board, "T-nothere", setter(priority=1), "bob")
     assert codes(exc) == NOT_FOUND
     assert snapshot(board, record.id) == before
-    forced = board.mutate(record.id, setter(status="done"), "bob", check_lifecycle=False)
+    forced = mutate_task(board, record.id, setter(status="done"), "bob", check_lifecycle=False)
     assert forced.fields["status"] == "done"
-    assert [p.rule for p in board.verify()] == ["lifecycle"]
+    assert [p.rule for p in verify_board(board)] == ["lifecycle"]
 
 
 def test_lock_timeout_is_busy(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     with board.lock(record.id), pytest.raises(LedgitError) as exc:
-        board.mutate(record.id, setter(priority=1), "bob", lock_timeout=0.1)
+        mutate_task(board, record.id, setter(priority=1), "bob", lock_timeout=0.1)
     assert codes(exc) == BUSY and record.id in str(exc.value)
     assert board.read(record.id) == record
 
@@ -222,11 +225,11 @@ def _hammer(root: str, task_id: str, worker: int, count: int) -> None:
         def note(record: Record, i: int = i) -> Change:
             fields = {**record.fields, "response": f"w{worker}-{i}"}
             return Change(Record(fields, record.body), "update", f"w{worker}-{i}")
-        b.mutate(task_id, note, f"worker-{worker}")
+        mutate_task(b, task_id, note, f"worker-{worker}")
 
 
 def test_eight_processes_fifty_mutations_each_all_land(board: Board) -> None:
-    record = board.create({"title": "contended"}, "", "ada")
+    record = create_task(board, {"title": "contended"}, "", "ada")
     Index.open(board).close()  # so that every write also updates the index under contention
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     procs = [ctx.Process(target=_hammer, args=(str(board.root), record.id, w, 50))
@@ -242,7 +245,7 @@ def test_eight_processes_fifty_mutations_each_all_land(board: Board) -> None:
         f"w{w}-{i}" for w in range(8) for i in range(50))
     stamps = [e["at"] for e in events]
     assert stamps == sorted(stamps) and len(set(stamps)) == 401
-    assert board.verify() == []
+    assert verify_board(board) == []
     row = Index.open(board).get(record.id)
     assert row is not None and row["revision"] == board.read(record.id).revision
 
@@ -251,9 +254,9 @@ def test_eight_processes_fifty_mutations_each_all_land(board: Board) -> None:
 
 
 def test_resolve_id(board: Board) -> None:
-    a = board.create({"title": "a"}, "", "ada", task_id="T-k3v9q2mz7a")
-    b = board.create({"title": "b"}, "", "ada", task_id="T-k3xxq2mz7a")
-    c = board.create({"title": "c"}, "", "ada", task_id="T-zzzzzzzzzz")
+    a = create_task(board, {"title": "a"}, "", "ada", task_id="T-k3v9q2mz7a")
+    b = create_task(board, {"title": "b"}, "", "ada", task_id="T-k3xxq2mz7a")
+    c = create_task(board, {"title": "c"}, "", "ada", task_id="T-zzzzzzzzzz")
     assert board.resolve_id(a.id) == a.id
     assert board.resolve_id("T-k3v") == a.id
     assert board.resolve_id("k3v9") == a.id  # a prefix of the random part
@@ -302,13 +305,13 @@ def test_no_board_is_not_found_and_creates_nothing(tmp_path: Path, clean_env: No
 
 
 def test_reads_create_nothing(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     before = sorted(p for p in board.root.rglob("*") if "locks" not in p.parts)
     fresh = find_board(board.root)
     fresh.read(record.id)
     fresh.resolve_id(record.id[:5])
     fresh.list_ids()
-    assert fresh.verify() == []
+    assert verify_board(fresh) == []
     assert sorted(p for p in board.root.rglob("*") if "locks" not in p.parts) == before
 
 
@@ -316,78 +319,78 @@ def test_reads_create_nothing(board: Board) -> None:
 
 
 def test_hand_edit_is_detected_until_recorded(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     hand_edit(board, record.id, title="edited by hand")
-    problems = board.verify()
+    problems = verify_board(board)
     assert [(p.task, p.rule) for p in problems] == [(record.id, "record-head")]
     assert "record differs from its history head" in problems[0].message
-    event = board.record_edit(record.id, "carol")
+    event = record_edit(board, record.id, "carol")
     assert event is not None and (event["op"], event["actor"]) == ("edit", "carol")
-    assert board.verify() == []
-    assert board.record_edit(record.id, "carol") is None
+    assert verify_board(board) == []
+    assert record_edit(board, record.id, "carol") is None
 
 
 def test_mutate_records_a_hand_edit_first(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     hand_edit(board, record.id, title="edited by hand")
-    after = board.mutate(record.id, setter(priority=1), "bob")
+    after = mutate_task(board, record.id, setter(priority=1), "bob")
     assert after.fields["title"] == "edited by hand"
     events = parse_events(board.read_history_text(record.id) or "", record.id)
     assert [(e["op"], e["actor"]) for e in events] == [("create", "ada"), ("edit", "bob"),
                                                       ("update", "bob")]
-    assert board.verify() == []
+    assert verify_board(board) == []
 
 
 def test_a_hand_revert_is_an_edit_not_a_roll_forward(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     old = board.task_path(record.id).read_bytes()
-    board.mutate(record.id, setter(priority=1), "bob")
+    mutate_task(board, record.id, setter(priority=1), "bob")
     hist = board.history_path(record.id)
     os.utime(hist, ns=(hist.stat().st_mtime_ns - 10**9, hist.stat().st_mtime_ns - 10**9))
     board.task_path(record.id).write_bytes(old)  # e.g. git checkout HEAD~ -- the file
-    assert board.repair() == []
-    event = board.record_edit(record.id, "carol")
+    assert repair_board(board) == []
+    event = record_edit(board, record.id, "carol")
     assert event is not None and event["op"] == "edit"
     assert board.read(record.id) == record
 
 
 def test_a_task_without_history_gets_one(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     board.history_path(record.id).unlink()
-    assert [p.rule for p in board.verify()] == ["missing"]
-    event = board.record_edit(record.id, "carol")
+    assert [p.rule for p in verify_board(board)] == ["missing"]
+    event = record_edit(board, record.id, "carol")
     assert event is not None and event["op"] == "create" and event["parents"] == []
-    assert board.verify() == []
+    assert verify_board(board) == []
 
 
 # --------------------------------------------------------------------------- verify
 
 
 def test_a_flipped_byte_in_the_history_is_named(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
-    board.mutate(record.id, setter(priority=1), "bob")
-    board.mutate(record.id, setter(priority=2), "bob")
+    record = create_task(board, {"title": "t"}, "", "ada")
+    mutate_task(board, record.id, setter(priority=1), "bob")
+    mutate_task(board, record.id, setter(priority=2), "bob")
     path = board.history_path(record.id)
     lines = path.read_bytes().split(b"\n")
     lines[1] = lines[1].replace(b'"actor":"bob"', b'"actor":"bib"')
     path.write_bytes(b"\n".join(lines))
-    problems = board.verify()
+    problems = verify_board(board)
     assert problems and all(p.task == record.id for p in problems)
     assert (problems[0].line, problems[0].rule) == (2, "hash")
     assert f"{record.id}: line 2: hash:" in str(problems[0])
 
 
 def test_verify_reports_schema_errors_orphans_and_lifecycle(board: Board) -> None:
-    good = board.create({"title": "good"}, "", "ada")
-    bad = board.create({"title": "bad"}, "", "ada")
+    good = create_task(board, {"title": "good"}, "", "ada")
+    bad = create_task(board, {"title": "bad"}, "", "ada")
     board.task_path(bad.id).write_text("---\ntitle: x\n---\n")
-    orphan = board.create({"title": "orphan"}, "", "ada")
+    orphan = create_task(board, {"title": "orphan"}, "", "ada")
     board.task_path(orphan.id).unlink()
-    problems = {(p.task, p.rule) for p in board.verify()}
+    problems = {(p.task, p.rule) for p in verify_board(board)}
     assert problems == {(bad.id, "schema"), (orphan.id, "orphan")}
-    assert board.verify([good.id]) == []
-    assert [p.rule for p in board.verify(["T-nothere"])] == ["missing"]
-    assert [p.rule for p in board.verify([orphan.id])] == ["orphan"]
+    assert verify_board(board, [good.id]) == []
+    assert [p.rule for p in verify_board(board, ["T-nothere"])] == ["missing"]
+    assert [p.rule for p in verify_board(board, [orphan.id])] == ["orphan"]
 
 
 def _aged_index(board: Board, ids: list[str]) -> None:
@@ -401,8 +404,8 @@ def _aged_index(board: Board, ids: list[str]) -> None:
 
 @pytest.fixture
 def short_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A 50 ms racy window (ledgit.index.RACY_WINDOW_NS), so a test can wait it out."""
-    monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 50_000_000)
+    """A 50 ms racy window (ledgit.storage.index.RACY_WINDOW_NS), so a test can wait it out."""
+    monkeypatch.setattr(ledgit.storage.index, "RACY_WINDOW_NS", 50_000_000)
 
 
 def write_done_without_account(board: Board) -> Record:
@@ -422,18 +425,18 @@ def test_verify_takes_fresh_revisions_from_the_index(board: Board,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      short_racy_window: None) -> None:
     monkeypatch.setattr(boardcheck, "TRUST_INDEX_FROM", 1)
-    ids = [board.create({"title": f"t{i}"}, "", "ada").id for i in range(3)]
+    ids = [create_task(board, {"title": f"t{i}"}, "", "ada").id for i in range(3)]
     # Valid, but against a lifecycle rule (done without an account): written directly.
     done = write_done_without_account(board)
     ids.append(done.id)
 
     # just written: racily clean, not trusted (a 60 s window here, so that a slow machine
     # cannot let the short window of the rest of the test pass before the refresh)
-    monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 60_000_000_000)
+    monkeypatch.setattr(ledgit.storage.index, "RACY_WINDOW_NS", 60_000_000_000)
     with Index.open(board) as index:
         index.refresh()
         assert index.fresh_revisions() == {}
-    monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 50_000_000)
+    monkeypatch.setattr(ledgit.storage.index, "RACY_WINDOW_NS", 50_000_000)
     _aged_index(board, ids)
     with Index.open(board) as index:
         assert index.fresh_revisions() == {tid: board.read(tid).revision for tid in ids}
@@ -446,25 +449,25 @@ def test_verify_takes_fresh_revisions_from_the_index(board: Board,
 
     monkeypatch.setattr(Board, "parse", counting_parse)
     expected = [(done.id, "lifecycle")]
-    assert [(p.task, p.rule) for p in board.verify()] == expected
+    assert [(p.task, p.rule) for p in verify_board(board)] == expected
     assert reads == []  # every revision came from the index; lifecycle from the head state
-    assert board.verify() == board.verify(trust_index=False)
+    assert verify_board(board) == verify_board(board, trust_index=False)
     # A hand edit changes the file's stat: that task is parsed, and the edit reported.
     hand_edit(board, ids[0], title="edited")
     reads.clear()
-    problems = board.verify()
+    problems = verify_board(board)
     assert sorted((p.task, p.rule) for p in problems) == sorted([(ids[0], "record-head"),
                                                                  *expected])
     assert reads == [ids[0]]
-    assert board.verify(trust_index=False) == problems
+    assert verify_board(board, trust_index=False) == problems
     # A damaged history of a trusted task: re-checked by parsing, reported the same way.
     path = board.history_path(ids[1])
     path.write_bytes(path.read_bytes().replace(b'"actor":"ada"', b'"actor":"bob"'))
-    problems = board.verify()
+    problems = verify_board(board)
     assert (ids[1], 1, "hash") in [(p.task, p.line, p.rule) for p in problems]
-    assert board.verify(trust_index=False) == problems
+    assert verify_board(board, trust_index=False) == problems
     # A row written through update_one (dirty) is not trusted until a scan re-reads it.
-    board.mutate(ids[2], setter(priority=1), "ada")
+    mutate_task(board, ids[2], setter(priority=1), "ada")
     with Index.open_existing(board) as index:  # type: ignore[union-attr]
         assert ids[2] not in index.fresh_revisions()
 
@@ -475,7 +478,7 @@ def test_verify_trusts_the_stat_like_git(board: Board, monkeypatch: pytest.Monke
     inode and mtime (set back by hand) still moves the ctime, so the fresh row is not
     trusted and the edit is seen either way."""
     monkeypatch.setattr(boardcheck, "TRUST_INDEX_FROM", 1)
-    task = board.create({"title": "abc"}, "", "ada")
+    task = create_task(board, {"title": "abc"}, "", "ada")
     _aged_index(board, [task.id])
     path = board.task_path(task.id)
     st = os.stat(path)
@@ -484,13 +487,13 @@ def test_verify_trusts_the_stat_like_git(board: Board, monkeypatch: pytest.Monke
         fh.seek(0)
         fh.write(data.replace(b"title: abc", b"title: xyz"))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert [p.rule for p in board.verify()] == ["record-head"]
-    assert [p.rule for p in board.verify(trust_index=False)] == ["record-head"]
+    assert [p.rule for p in verify_board(board)] == ["record-head"]
+    assert [p.rule for p in verify_board(board, trust_index=False)] == ["record-head"]
 
 
 def test_more_than_one_head_refuses_writes(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
-    board.mutate(record.id, setter(priority=1), "bob")
+    record = create_task(board, {"title": "t"}, "", "ada")
+    mutate_task(board, record.id, setter(priority=1), "bob")
     genesis = parse_events(board.read_history_text(record.id) or "", record.id)[0]
     branch = new_event(parents=[genesis["id"]], at="2030-01-01T00:00:00.000000Z",
                        actor="x", op="update", before_state=record.state(),
@@ -498,15 +501,15 @@ def test_more_than_one_head_refuses_writes(board: Board) -> None:
     with open(board.history_path(record.id), "a") as fh:  # a line merge of two branches
         fh.write(event_line(branch))
     with pytest.raises(LedgitError) as exc:
-        board.mutate(record.id, setter(priority=2), "bob")
+        mutate_task(board, record.id, setter(priority=2), "bob")
     assert codes(exc) == CHECK_FAILED and "2 heads" in str(exc.value)
 
 
 def test_damaged_history_refuses_writes(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     board.history_path(record.id).write_text("not json\n")
     with pytest.raises(LedgitError) as exc:
-        board.mutate(record.id, setter(priority=1), "bob")
+        mutate_task(board, record.id, setter(priority=1), "bob")
     assert codes(exc) == CHECK_FAILED and "damaged" in str(exc.value)
 
 
@@ -528,43 +531,43 @@ def _crash_after_append(board: Board, task_id: str, **changes: Any) -> Record:
 
 
 def test_repair_rolls_an_interrupted_write_forward(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     target = _crash_after_append(board, record.id, title="after the crash")
     (board.tasks_dir / f".{record.id}.md.tmp-99999-abcd").write_text("half")
-    assert [p.rule for p in board.verify()] == ["record-head", "temp-file"]  # issue 13
-    done = board.repair()
+    assert [p.rule for p in verify_board(board)] == ["record-head", "temp-file"]  # issue 13
+    done = repair_board(board)
     assert len(done) == 2 and any("rolled" in line for line in done)
     assert board.read(record.id) == target
-    assert board.verify() == []
+    assert verify_board(board) == []
     assert not list(board.tasks_dir.glob(".*"))
-    assert board.repair() == []
+    assert repair_board(board) == []
 
 
 def test_the_next_write_rolls_an_interrupted_write_forward(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     _crash_after_append(board, record.id, title="after the crash")
-    after = board.mutate(record.id, setter(priority=1), "bob")
+    after = mutate_task(board, record.id, setter(priority=1), "bob")
     assert after.fields["title"] == "after the crash"
     ops = [e["op"] for e in parse_events(board.read_history_text(record.id) or "", record.id)]
     assert ops == ["create", "update", "update"]
-    assert board.verify() == []
+    assert verify_board(board) == []
 
 
 def test_repair_cuts_a_torn_last_line(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     with open(board.history_path(record.id), "a") as fh:
         fh.write('{"actor":"half a li')
-    assert [p.rule for p in board.verify()] == ["parse"]
-    assert any("torn" in line for line in board.repair())
-    assert board.verify() == []
+    assert [p.rule for p in verify_board(board)] == ["parse"]
+    assert any("torn" in line for line in repair_board(board))
+    assert verify_board(board) == []
 
 
 def test_repair_recreates_an_interrupted_create(board: Board) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     board.task_path(record.id).unlink()
-    assert any("recreated" in line for line in board.repair())
+    assert any("recreated" in line for line in repair_board(board))
     assert board.read(record.id) == record
-    assert board.verify() == []
+    assert verify_board(board) == []
 
 
 # --------------------------------------------------------------------------- git, init, actor
@@ -670,13 +673,13 @@ def test_a_bad_config_is_reported_when_needed(board: Board) -> None:
     fresh = Board(board.root)
     fresh.list_ids()  # reading tasks does not need the config
     with pytest.raises(LedgitError) as exc:
-        fresh.create({"title": "t"}, "", "ada")
+        create_task(fresh, {"title": "t"}, "", "ada")
     assert codes(exc) == USAGE and "config.yaml:1: claim_ttl" in str(exc.value)
 
 
 def test_written_files_parse_and_history_lines_are_canonical(board: Board) -> None:
-    record = board.create({"title": "yes", "labels": ["on", "0123"]}, "body\n", "ada")
-    board.mutate(record.id, setter(priority=0), "bob")
+    record = create_task(board, {"title": "yes", "labels": ["on", "0123"]}, "body\n", "ada")
+    mutate_task(board, record.id, setter(priority=0), "bob")
     text = board.task_path(record.id).read_text()
     assert parse_record(text).fields["labels"] == ["on", "0123"]
     for line in (board.read_history_text(record.id) or "").splitlines():
@@ -693,17 +696,17 @@ def test_init_where_it_cannot_is_one_clear_error(tmp_path: Path, clean_env: None
 
 
 # The modules a verb of Board or Index imports when it is called (docs/design.md §11): a read
-# that finds nothing changed imports none of them. (ledgit.actor, standard library only, is
+# that finds nothing changed imports none of them. (ledgit.storage.actor, standard library only, is
 # imported by the command layer's shared argument helpers, reads included.)
-WRITE_PATH_MODULES = {"ledgit.writepath", "ledgit.tasklock", "ledgit.locks",
-                      "ledgit.oserrors", "ledgit.boardcheck", "ledgit.boardrepair",
-                      "ledgit.boardinit", "ledgit.indexbuild", "ledgit.indexsearch",
-                      "ledgit.record"}
+WRITE_PATH_MODULES = {"ledgit.storage.writepath", "ledgit.storage.tasklock", "ledgit.storage.locks",
+                      "ledgit.storage.oserrors", "ledgit.storage.boardcheck", "ledgit.storage.boardrepair",
+                      "ledgit.storage.boardinit", "ledgit.storage.indexbuild", "ledgit.storage.indexsearch",
+                      "ledgit.core.record"}
 
 
 def test_a_read_imports_no_write_path_module(board: Board) -> None:
-    tid = board.create({"title": "t"}, "", "ada").id
-    board.mutate(tid, setter(title="u"), "ada")
+    tid = create_task(board, {"title": "t"}, "", "ada").id
+    mutate_task(board, tid, setter(title="u"), "ada")
     os.utime(board.task_file(tid), ns=(1, 1))  # past the racy window: a read re-checks nothing
     with Index.open(board) as index:
         index.refresh()
@@ -716,5 +719,5 @@ def test_a_read_imports_no_write_path_module(board: Board) -> None:
                            "ready"], capture_output=True, text=True, check=True,
                           cwd=board.root_str)
     loaded = set(proc.stdout.strip().splitlines()[-1].split(","))
-    assert "ledgit.index" in loaded and "ledgit.board" in loaded
+    assert "ledgit.storage.index" in loaded and "ledgit.storage.board" in loaded
     assert loaded & WRITE_PATH_MODULES == set()

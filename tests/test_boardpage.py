@@ -23,7 +23,7 @@ from gitutil import CliRun, git
 
 import ledgit as ledgit_package
 from ledgit.__main__ import run
-from ledgit.index import Index
+from ledgit.storage.index import Index
 
 pytest_plugins = ["gitutil"]
 pytest.importorskip("jinja2", reason="the board page needs the 'board' extra (jinja2)")
@@ -412,8 +412,8 @@ def test_the_page_is_a_face_nothing_imports() -> None:
     """DESIGN §11: boardpage calls down (board, index, readout, history, merge, parallel);
     no other ledgit module imports it, and it imports no other face."""
     src = Path(ledgit_package.__file__).parent
-    faces = {"ledgit.cli", "ledgit.gitcli", "ledgit.mcpserver", "ledgit.hooks",
-             "ledgit.mergedriver", "ledgit.demo", "ledgit.interop"}
+    faces = {"ledgit.cli.main", "ledgit.cli.gitcli", "ledgit.mcp.server", "ledgit.hooks.dispatch",
+             "ledgit.hooks.mergedriver", "ledgit.cli.demo", "ledgit.interop"}
     for path in src.rglob("*.py"):
         inside = "boardpage" in path.parts
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

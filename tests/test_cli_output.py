@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ledgit import cli
 from ledgit.__main__ import run as ledgit_run
+from ledgit.cli import main as cli
 
 WARNING = "ledgit: warning: no --by, $LEDGIT_ACTOR or git user.name: writing as 'unknown'"
 

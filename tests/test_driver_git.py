@@ -28,9 +28,9 @@ from gitflow import (
 from gitutil import git
 from hypothesis import HealthCheck, given, settings
 
-from ledgit import canonread, record, render, schema
-from ledgit.record import make_record
-from ledgit.render import render_record
+from ledgit.core import canonread, record, render, schema
+from ledgit.core.record import make_record
+from ledgit.core.render import render_record
 
 pytest_plugins = ["gitutil"]
 
@@ -222,7 +222,7 @@ def test_the_driver_path_is_import_light(tmp_path: Path) -> None:
     assert proc.stderr.strip() == "0"
     modules = set(json.loads(proc.stdout))
     heavy = {"click", "pygit2", "yaml", "jsonpatch", "hashlib", "dataclasses", "sqlite3",
-             "ledgit.history", "ledgit.cli", "pathlib"}
+             "ledgit.core.history", "ledgit.cli.main", "pathlib"}
     assert not modules & heavy, modules & heavy
     merged = (tmp_path / "A").read_text()
     assert "priority: 1" in merged and "labels: [x]" in merged

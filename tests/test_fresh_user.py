@@ -26,15 +26,18 @@ from gitflow import (
 )
 from gitutil import git
 
-from ledgit import boardcheck, ops
-from ledgit import index as index_module
-from ledgit.board import Board
-from ledgit.boardinit import init_board
-from ledgit.change import Change
-from ledgit.errors import CLAIM, LedgitError
-from ledgit.index import Index
-from ledgit.markers import marker_lines
-from ledgit.record import Record, make_record
+from ledgit.core.change import Change
+from ledgit.core.errors import CLAIM, LedgitError
+from ledgit.core.markers import marker_lines
+from ledgit.core.record import Record, make_record
+from ledgit.operations import transitions as ops
+from ledgit.storage import boardcheck
+from ledgit.storage import index as index_module
+from ledgit.storage.board import Board
+from ledgit.storage.boardcheck import verify_board
+from ledgit.storage.boardinit import init_board
+from ledgit.storage.index import Index
+from ledgit.storage.writepath import create_task, mutate_task
 
 pytest_plugins = ["gitutil"]
 
@@ -107,12 +110,12 @@ def test_a_line_merge_in_a_clone_without_the_driver_is_conflict_markers_at_the_m
 def test_board_verify_sees_markers_in_a_body_its_index_row_trusts(
         board: Board, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(boardcheck, "TRUST_INDEX_FROM", 1)
-    ids = [board.create({"title": f"t{i}"}, "## Goal\nx\n", "lead").id for i in range(3)]
+    ids = [create_task(board, {"title": f"t{i}"}, "## Goal\nx\n", "lead").id for i in range(3)]
 
     def marked(r: Record) -> Change:
         return Change(make_record(r.fields, MARKED_BODY), "merge")
 
-    board.mutate(ids[1], marked, "ledgit")  # what the driver leaves: file == history head
+    mutate_task(board, ids[1], marked, "ledgit")  # what the driver leaves: file == history head
 
     # the index trusts ctime: wait out a short racy window
     monkeypatch.setattr(index_module, "RACY_WINDOW_NS", 50_000_000)
@@ -122,7 +125,7 @@ def test_board_verify_sees_markers_in_a_body_its_index_row_trusts(
     assert ids[1] in boardcheck.fresh_revisions(board)  # the fast path would trust this row
     line = marker_lines(board.task_path(ids[1]).read_bytes())[0]
     for trust in (True, False):
-        found = board.verify(trust_index=trust)
+        found = verify_board(board, trust_index=trust)
         assert [(p.task, p.rule, p.line) for p in found] == [(ids[1], "conflict-markers", line)]
 
 

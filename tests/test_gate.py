@@ -8,8 +8,8 @@ from pathlib import Path
 from gitflow import commit_all, create, history_file, ledgit, new_repo, task_file
 from gitutil import git
 
-from ledgit.gate import Finding, github_line
-from ledgit.markers import marker_lines
+from ledgit.core.markers import marker_lines
+from ledgit.operations.gate import Finding, github_line
 
 pytest_plugins = ["gitutil"]
 

@@ -1,4 +1,4 @@
-"""ledgit.git against real repositories built with the git CLI."""
+"""ledgit.git.repo against real repositories built with the git CLI."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from gitutil import commit_file, git
 
-from ledgit import git as lg
-from ledgit.errors import USAGE, LedgitError
+from ledgit.core.errors import USAGE, LedgitError
+from ledgit.git import repo as lg
 
 pytest_plugins = ["gitutil"]
 

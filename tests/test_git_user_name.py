@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ledgit import git
+from ledgit.git import repo as git
 
 CASES = [
     ("[user]\n\tname = Ada Lovelace\n", None),

@@ -1,8 +1,8 @@
 """Acceptance of issue 12, "a history only grows": over random histories built in-process,
-the hook's staged check (:func:`ledgit.precommit.check_staged`) and the gate's per-task check
-(:func:`ledgit.gate.check_growth`, which both call) refuse every lossy child -- the last k
+the hook's staged check (:func:`ledgit.operations.precommit.check_staged`) and the gate's per-task check
+(:func:`ledgit.operations.gate.check_growth`, which both call) refuse every lossy child -- the last k
 events cut, one branch's events dropped, a middle event removed -- and refuse no lossless
-merge or rebase made by the merge policy (:func:`ledgit.merge.merge_histories`, what the
+merge or rebase made by the merge policy (:func:`ledgit.core.merge.merge_histories`, what the
 driver writes). The end-to-end cases on real Git are in test_growth.py."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import random
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ledgit.gate import GROWTH_RULE, MAX_LOST_LINES, Finding, check_growth, task_paths
-from ledgit.history import (
+from ledgit.core.history import (
     event_line,
     head_state,
     lost_events,
@@ -21,10 +20,11 @@ from ledgit.history import (
     parse_events,
     strip_lines,
 )
-from ledgit.merge import merge_histories
-from ledgit.precommit import check_staged
-from ledgit.record import make_record, record_from_state
-from ledgit.render import render_record
+from ledgit.core.historymerge import merge_histories
+from ledgit.core.record import make_record, record_from_state
+from ledgit.core.render import render_record
+from ledgit.operations.gate import GROWTH_RULE, MAX_LOST_LINES, Finding, check_growth, task_paths
+from ledgit.operations.precommit import check_staged
 
 TID = "T-growth1"
 MD, HIST = task_paths("", TID)

@@ -14,9 +14,9 @@ from pathlib import Path
 import click
 import pytest
 
-from ledgit import cli
 from ledgit.__main__ import run as ledgit_run
-from ledgit.helpdoc import json_sections
+from ledgit.cli import main as cli
+from ledgit.cli.helpdoc import json_sections
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,7 @@ def test_main_help_lists_sections_with_whole_summaries(
 
 def test_a_new_command_fits_a_section_by_itself(capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(cli.COMMANDS, "zz-new", "ledgit.demo:demo_cmd")
+    monkeypatch.setitem(cli.COMMANDS, "zz-new", "ledgit.cli.demo:demo_cmd")
     code, out, _ = run(capsys, "--help")
     assert code == 0
     other = out.split("Other commands:")[1]
@@ -100,7 +100,7 @@ def test_every_command_ends_its_help_with_an_example() -> None:
         m = re.search(r"Example:\n\n +(ledgit \S+( \S+)?)", text)
         if m is None or not m[1].startswith(f"ledgit {name.split()[0]}"):
             missing.append(name)
-    assert not missing, f"add a line to ledgit.cli.EXAMPLES for: {missing}"
+    assert not missing, f"add a line to ledgit.cli.main.EXAMPLES for: {missing}"
 
 
 def test_help_command_is_the_commands_own_help(capsys: pytest.CaptureFixture[str]) -> None:

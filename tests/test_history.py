@@ -12,9 +12,9 @@ from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ledgit.history as history
-from ledgit import canonjson
-from ledgit.history import (
+import ledgit.core.history as history
+from ledgit.core import canonjson
+from ledgit.core.history import (
     Event,
     HistoryError,
     Problem,
@@ -35,8 +35,8 @@ from ledgit.history import (
     verify,
     verify_with_head,
 )
-from ledgit.record import Record, make_record
-from ledgit.revision import canonical_json, revision_of
+from ledgit.core.record import Record, make_record
+from ledgit.core.revision import canonical_json, revision_of
 
 TASK = "T-k3v9q2mz7a"
 T0 = "2026-01-01T09:00:00.000000Z"
@@ -501,7 +501,7 @@ def test_verify_finds_a_wrong_after_when_only_the_fields_change(
 
 
 def test_the_plain_encoder_is_canonical_json() -> None:
-    """ledgit.canonjson's encoder gives json.dumps's canonical text (sorted keys, no
+    """ledgit.core.canonjson's encoder gives json.dumps's canonical text (sorted keys, no
     whitespace, no ASCII escaping) and refuses what canonical JSON refuses."""
     encode = canonjson.plain_encoder()
     for value in ({"x": [1, {"é": None}], "a": "\u2028\x00"}, [], "plain", 12, True,

@@ -26,9 +26,9 @@ from gitflow import (
 )
 from gitutil import git
 
-from ledgit.gate import _found_prefix
-from ledgit.hooks import run_hook
-from ledgit.precommit import _board_prefix, pre_commit
+from ledgit.hooks.dispatch import run_hook
+from ledgit.operations.gate import _found_prefix
+from ledgit.operations.precommit import _board_prefix, pre_commit
 
 pytest_plugins = ["gitutil"]
 
@@ -229,7 +229,7 @@ def test_shims_say_so_when_ledgit_is_missing(tmp_path: Path) -> None:
 def test_fast_board_prefix_agrees_with_find_board(tmp_path: Path, git_env: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The pre-commit fast path finds the board without pathlib: the same answer as
-    ledgit.gate's (ledgit.board.find_board), or None where that one has none either."""
+    ledgit.operations.gate's (ledgit.storage.board.find_board), or None where that one has none either."""
     repo = new_repo(tmp_path / "repo")
     git("init", "-q", str(repo / "nested"), cwd=repo)
     (repo / "sub" / ".ledgit" / "tasks").mkdir(parents=True)
@@ -335,7 +335,7 @@ def test_pre_commit_on_a_board_in_a_subdirectory(
 
 _IN_HOOK = ("import os, sys\n"
             "sys.path[0] or sys.path.pop(0)\n"
-            "from ledgit.hooks import run_hook\n"
+            "from ledgit.hooks.dispatch import run_hook\n"
             "code = run_hook('pre-commit', [])\n"
             "try:\n"
             "    os.waitpid(-1, os.WNOHANG)\n"

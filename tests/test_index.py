@@ -1,4 +1,4 @@
-"""ledgit.index: a derived SQLite index over real task files."""
+"""ledgit.storage.index: a derived SQLite index over real task files."""
 
 from __future__ import annotations
 
@@ -17,18 +17,19 @@ from typing import Any
 import pytest
 from gitutil import git
 
-import ledgit.index
-from ledgit.board import Board, find_board
-from ledgit.boardinit import init_board
-from ledgit.change import Change
-from ledgit.errors import BUSY, USAGE, LedgitError
-from ledgit.index import Index
-from ledgit.indexsearch import MAX_SEARCH_CHARS
-from ledgit.indextables import ROW_FIELDS, SCHEMA_VERSION
-from ledgit.ops import item_add
-from ledgit.record import Record
-from ledgit.render import render_record
-from ledgit.schema import FIELD_ORDER
+import ledgit.storage.index
+from ledgit.core.change import Change
+from ledgit.core.errors import BUSY, USAGE, LedgitError
+from ledgit.core.record import Record
+from ledgit.core.render import render_record
+from ledgit.core.schema import FIELD_ORDER
+from ledgit.operations.transitions import item_add
+from ledgit.storage.board import Board, find_board
+from ledgit.storage.boardinit import init_board
+from ledgit.storage.index import Index
+from ledgit.storage.indexsearch import MAX_SEARCH_CHARS
+from ledgit.storage.indextables import ROW_FIELDS, SCHEMA_VERSION
+from ledgit.storage.writepath import create_task, mutate_task
 
 pytest_plugins = ["gitutil"]
 
@@ -36,7 +37,7 @@ pytest_plugins = ["gitutil"]
 def add(board: Board, title: str, **fields: Any) -> Record:
     body = fields.pop("body", "")
     at = fields.pop("at", None)
-    return board.create({"title": title, **fields}, body, "ada", at=at)
+    return create_task(board, {"title": title, **fields}, body, "ada", at=at)
 
 
 def setter(**changes: Any) -> Any:
@@ -110,7 +111,7 @@ def test_ready(board: Board) -> None:
     ready = set(ids(fresh(board).rows(ready=True)))
     assert ready == {todo.id, ok.id}
     assert not ready & {blocked.id, missing.id, claimed.id, dropped.id, after_archived.id}
-    board.mutate(todo.id, setter(status="done", response="ok"), "bob")
+    mutate_task(board, todo.id, setter(status="done", response="ok"), "bob")
     assert blocked.id in ids(fresh(board).rows(ready=True))
 
 
@@ -182,7 +183,7 @@ def test_old_files_are_not_reread(board: Board, monkeypatch: pytest.MonkeyPatch)
     # "Old" by the change time, which utime cannot set back (the index trusts ctime, as Git
     # does): a short racy window and a short wait instead.
 
-    monkeypatch.setattr(ledgit.index, "RACY_WINDOW_NS", 50_000_000)
+    monkeypatch.setattr(ledgit.storage.index, "RACY_WINDOW_NS", 50_000_000)
     [add(board, f"task {i}") for i in range(3)]
     time.sleep(0.1)
     idx = fresh(board)
@@ -194,7 +195,7 @@ def test_old_files_are_not_reread(board: Board, monkeypatch: pytest.MonkeyPatch)
 def test_a_write_updates_the_row_without_a_reparse(board: Board) -> None:
     record = add(board, "t")
     fresh(board).refresh()
-    board.mutate(record.id, setter(title="renamed"), "bob")
+    mutate_task(board, record.id, setter(title="renamed"), "bob")
     idx = fresh(board)
     stats = idx.refresh()
     assert stats.parsed == 0  # the row written by update_one matched the file's bytes
@@ -294,7 +295,7 @@ def test_an_index_failure_never_fails_a_write(board: Board) -> None:
     fresh(board).close()
     db = board.private_dir / "index.sqlite3"
     db.write_bytes(b"garbage" * 1000)
-    after = board.mutate(record.id, setter(title="still written"), "bob")
+    after = mutate_task(board, record.id, setter(title="still written"), "bob")
     assert board.read(record.id) == after
     assert fresh(board).get(record.id)["title"] == "still written"  # type: ignore[index]
 
@@ -339,13 +340,13 @@ def test_reads_do_not_import_yaml(board: Board) -> None:
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from ledgit.board import find_board\n"
-        "from ledgit.index import Index\n"
+        "from ledgit.storage.board import find_board\n"
+        "from ledgit.storage.index import Index\n"
         f"b = find_board(Path({str(board.root)!r}))\n"
         "idx = Index.open(b)\n"
         "assert len(idx.rows(limit=20)) == 3 and len(idx.search('searchable')) == 3\n"
         "assert idx.get(b.list_ids()[0]) is not None and b.config.claim_ttl == 1800\n"
-        "print(sorted(m for m in ('yaml', 'jsonpatch', 'ledgit.record', 'ledgit.history')"
+        "print(sorted(m for m in ('yaml', 'jsonpatch', 'ledgit.core.record', 'ledgit.core.history')"
         " if m in sys.modules))\n"
     )
     before = fresh(board).status()["last_scan"]
@@ -356,7 +357,7 @@ def test_reads_do_not_import_yaml(board: Board) -> None:
     # which writes nothing (any other path would have stored a new scan).
     assert fresh(board).status()["last_scan"] == before
     # Right after a write the file is racy (re-checked by content): still no YAML.
-    board.mutate(board.list_ids()[0], setter(title="changed just now"), "bob")
+    mutate_task(board, board.list_ids()[0], setter(title="changed just now"), "bob")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
@@ -407,9 +408,9 @@ def test_search_is_the_substring_rule_on_odd_text(board: Board) -> None:
         fields: dict[str, Any] = {"title": parts["title"]}
         if parts["response"].strip():
             fields["response"] = parts["response"]
-        rec = board.create(fields, parts["body"], "t")
+        rec = create_task(board, fields, parts["body"], "t")
         if parts["item"].strip():
-            board.mutate(rec.id, lambda r, p=parts: item_add(  # type: ignore[misc]
+            mutate_task(board, rec.id, lambda r, p=parts: item_add(  # type: ignore[misc]
                 r, kind="fact", text=p["item"].strip(), by="t",
                 now="2026-01-01T00:00:00.000000Z"), "t")
         texts[rec.id] = {k: board.read(rec.id).fields.get(k) or "" for k in ("title",
@@ -438,7 +439,7 @@ def test_search_is_the_substring_rule_on_odd_text(board: Board) -> None:
 def test_search_text_too_long_and_huge_limits_are_usage_errors_or_fine(board: Board) -> None:
     """Found by a new-user trial: a 50,000-character needle made SQLite refuse the LIKE
     pattern (internal error 70), a limit beyond 64 bits overflowed."""
-    rec = board.create({"title": "needle in here"}, "", "t")
+    rec = create_task(board, {"title": "needle in here"}, "", "t")
     with Index.open(board) as index:
         with pytest.raises(LedgitError) as err:
             index.search("ß" * (MAX_SEARCH_CHARS // 2 + 1))  # casefolds to "ss": too long
@@ -451,7 +452,7 @@ def test_search_text_too_long_and_huge_limits_are_usage_errors_or_fine(board: Bo
 def test_a_rewrite_that_restores_the_mtime_is_seen_without_a_watcher(board: Board) -> None:
     """Found by a new-user trial: same size, same inode, mtime put back (touch -r): the
     ctime still moves (Git's core.trustctime), so the index re-checks the file."""
-    rec = board.create({"title": "CCCC title"}, "", "t")
+    rec = create_task(board, {"title": "CCCC title"}, "", "t")
     path = board.task_file(rec.id)
     st = os.stat(path)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))  # not racy
@@ -477,7 +478,7 @@ def test_the_stat_scan_is_file_stat_of_every_task_name(tmp_path: Path) -> None:
     {stem: file_stat(os.stat(file))} for the names is_task_name accepts -- dot-files, a bare
     '.md', other suffixes and undecodable names left out, a later mtime or a later ctime
     taken, a directory named like a task listed as the scan documents."""
-    from ledgit.taskfiles import file_stat, is_task_name, stat_scan
+    from ledgit.storage.taskfiles import file_stat, is_task_name, stat_scan
 
     names = ["T-a.md", "T-past.md", "T-future.md", ".hidden.md", ".md", "notes.txt",
              "T-é.md", "T-b.md.tmp-1-x"]

@@ -1,6 +1,6 @@
-"""The index with an in-process watcher (ledgit.watch, docs/watch.md): real files.
+"""The index with an in-process watcher (ledgit.storage.watch, docs/watch.md): real files.
 
-With a watcher attached (as :mod:`ledgit.live` attaches one), a refresh re-checks only the
+With a watcher attached (as :mod:`ledgit.storage.live` attaches one), a refresh re-checks only the
 names it reports (and the racy and dirty ones) instead of stat-ing every task file: a change
 that keeps the file's stat exactly as it was -- invisible to a stat scan -- is still seen,
 because the watcher saw the write. A plain process has no watcher and does the stat scan.
@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from ledgit import watch
-from ledgit.board import Board
-from ledgit.boardinit import init_board
-from ledgit.index import RACY_WINDOW_NS, Index
-from ledgit.record import make_record
-from ledgit.render import render_record
+from ledgit.core.record import make_record
+from ledgit.core.render import render_record
+from ledgit.storage import watch
+from ledgit.storage.board import Board
+from ledgit.storage.boardinit import init_board
+from ledgit.storage.index import RACY_WINDOW_NS, Index
+from ledgit.storage.writepath import create_task
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not os.path.isdir("/proc/sys/fs/inotify"),
@@ -38,7 +39,7 @@ def watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Board]:
 
 
 class Reader:
-    """One long-lived index with a watcher attached (what ledgit.live holds)."""
+    """One long-lived index with a watcher attached (what ledgit.storage.live holds)."""
 
     def __init__(self, board: Board) -> None:
         self.watcher = watch.Watcher(board.tasks_str)
@@ -94,8 +95,8 @@ def age(board: Board, *ids: str) -> None:
 
 
 def test_a_refresh_uses_the_watchers_answer_not_the_stat_scan(watched: Board) -> None:
-    a = watched.create({"title": "alpha"}, "", "t")
-    b = watched.create({"title": "beta"}, "", "t")
+    a = create_task(watched, {"title": "alpha"}, "", "t")
+    b = create_task(watched, {"title": "beta"}, "", "t")
     age(watched, a.id, b.id)
     reader = Reader(watched)
     try:
@@ -105,7 +106,7 @@ def test_a_refresh_uses_the_watchers_answer_not_the_stat_scan(watched: Board) ->
         rewrite_keeping_stat(watched.task_file(a.id), b"title: alpha", b"title: gamma")
         assert reader.titles()[a.id] == "gamma"
         # New, removed and renamed-over files are reported too.
-        c = watched.create({"title": "delta"}, "", "t")
+        c = create_task(watched, {"title": "delta"}, "", "t")
         os.unlink(watched.task_file(b.id))
         assert reader.titles() == {a.id: "gamma", c.id: "delta"}
         tmp = watched.task_file(c.id) + ".new"
@@ -119,7 +120,7 @@ def test_a_refresh_uses_the_watchers_answer_not_the_stat_scan(watched: Board) ->
 
 
 def test_a_plain_process_has_no_watcher_and_stores_no_token(watched: Board) -> None:
-    a = watched.create({"title": "alpha"}, "", "t")
+    a = create_task(watched, {"title": "alpha"}, "", "t")
     assert titles(watched) == {a.id: "alpha"}
     assert stored_token(watched) is None
     with Index.open(watched) as index:
@@ -130,7 +131,7 @@ def test_a_plain_reader_after_a_watched_one_is_right_and_cheap(watched: Board) -
     """A watched refresh keeps the stored stat scan true (the re-checked files' new stats,
     the racy ones kept racy): a reader without a watcher then re-checks only those, not
     every file, and sees what the watched reader saw."""
-    ids = [watched.create({"title": f"task {i:02d}"}, "", "t").id for i in range(20)]
+    ids = [create_task(watched, {"title": f"task {i:02d}"}, "", "t").id for i in range(20)]
     age(watched, *ids)
     time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)  # every file's ctime out of the racy window
     assert len(titles(watched)) == 20
@@ -154,7 +155,7 @@ def test_a_plain_reader_after_a_watched_one_is_right_and_cheap(watched: Board) -
 def test_two_watched_readers_on_one_index_both_stay_right(watched: Board) -> None:
     """Each reader re-checks the names its own watcher saw since its own token, so a write
     that keeps the stat is still seen by both."""
-    a = watched.create({"title": "alpha"}, "", "t")
+    a = create_task(watched, {"title": "alpha"}, "", "t")
     age(watched, a.id)
     one, two = Reader(watched), Reader(watched)
     try:
@@ -175,7 +176,7 @@ def test_two_watched_readers_keep_their_own_tokens_and_stat_no_file(watched: Boa
     """Two long-lived readers (two ``ledgit mcp`` on one board) each keep a token in the
     index: neither replaces the other's, so a read re-checks only the names its watcher
     reported -- never a stat of every file -- and both still see each change."""
-    ids = [watched.create({"title": f"task {i:02d}"}, "", "t").id for i in range(30)]
+    ids = [create_task(watched, {"title": f"task {i:02d}"}, "", "t").id for i in range(30)]
     age(watched, *ids)
     time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)  # no file racy: an idle refresh re-checks none
     one, two = Reader(watched), Reader(watched)
@@ -204,8 +205,8 @@ def test_a_token_stored_while_a_refresh_read_the_files_is_dropped(watched: Board
     """A refresh that writes rows keeps another reader's token only if it was stored before
     this refresh read any file; one stored meanwhile may vouch for newer files than the rows
     written, so it goes and that reader stat-scans once (and stays right)."""
-    a = watched.create({"title": "alpha"}, "", "t")
-    others = [watched.create({"title": f"other {i}"}, "", "t").id for i in range(2)]
+    a = create_task(watched, {"title": "alpha"}, "", "t")
+    others = [create_task(watched, {"title": f"other {i}"}, "", "t").id for i in range(2)]
     age(watched, a.id, *others)
     one, two = Reader(watched), Reader(watched)
     try:

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from gitutil import CliRun
 
-from ledgit.board import Board
 from ledgit.interop.backlog import backlog_date, read_task_file, task_to_record
+from ledgit.storage.board import Board
+from ledgit.storage.boardcheck import verify_board
 
 
 def backlog_binary() -> str | None:
@@ -139,7 +140,7 @@ def test_import_a_project_made_by_the_real_cli(backlog: Backlog, lg: CliRun) -> 
     ids = set(board.list_ids())
     assert ids == {"TASK-1", "TASK-1.1", "TASK-2", "TASK-3", "TASK-4", "TASK-4-archived",
                    "DRAFT-1"}
-    assert board.verify() == []
+    assert verify_board(board) == []
     for tid in ("TASK-1", "TASK-1.1", "TASK-2", "TASK-3"):
         shown = b.view(tid)  # the tool's own view
         rec = board.read(tid).fields
@@ -165,4 +166,4 @@ def test_import_a_project_made_by_the_real_cli(backlog: Backlog, lg: CliRun) -> 
     code, out, _ = lg("import", "backlog", str(b.root), "--by", "importer")
     assert code == 0 and "updated 1" in out and "unchanged 6" in out
     assert board.read("TASK-3").fields["status"] == "in_progress"
-    assert board.verify() == []
+    assert verify_board(board) == []

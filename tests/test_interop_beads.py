@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 from shareddata import BEADS_ISSUES, BEADS_MERGES
 
-from ledgit.errors import LedgitError
+from ledgit.core.errors import LedgitError
+from ledgit.core.lifecycle import lifecycle_problems
+from ledgit.core.record import parse_record
+from ledgit.core.render import render_record
+from ledgit.core.timestamps import normalize_timestamp
 from ledgit.interop.beads import (
     BLOCKED_WAITING_ON,
     CLOSED_FALLBACK,
@@ -22,10 +26,6 @@ from ledgit.interop.beads import (
     record_to_beads,
     split_body,
 )
-from ledgit.lifecycle import lifecycle_problems
-from ledgit.record import parse_record
-from ledgit.render import render_record
-from ledgit.timestamps import normalize_timestamp
 
 ISSUES = BEADS_ISSUES
 MERGES = BEADS_MERGES

@@ -18,15 +18,17 @@ import pytest
 from gitutil import CliRun
 from shareddata import BEADS_ISSUES
 
-from ledgit.board import Board
-from ledgit.history import event_line, parse_events
-from ledgit.index import Index
+from ledgit.core.history import event_line, parse_events
+from ledgit.core.render import render_record
 from ledgit.interop import genesis, historywriter, incoming
 from ledgit.interop import staging as staging_files
 from ledgit.interop.beads import STATUS_MAP, beads_to_record
 from ledgit.interop.summary import Progress
-from ledgit.render import render_record
-from ledgit.taskfiles import file_stat
+from ledgit.storage.board import Board
+from ledgit.storage.boardcheck import verify_board
+from ledgit.storage.index import Index
+from ledgit.storage.taskfiles import file_stat
+from ledgit.storage.writepath import create_task
 
 DATA = BEADS_ISSUES
 needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} not present")
@@ -63,7 +65,7 @@ def test_import_then_reimport_is_idempotent_and_changes_become_events(lg: CliRun
                            f"conflicts 0, unchanged 0, skipped 0")
     board = lg.board()
     assert sorted(board.list_ids()) == sorted(o["id"] for o in objs)
-    assert board.verify() == []
+    assert verify_board(board) == []
     first = objs[0]["id"]
     task_bytes = board.task_path(first).read_bytes()
     assert task_bytes == render_record(beads_to_record(objs[0])).encode()
@@ -94,7 +96,7 @@ def test_import_then_reimport_is_idempotent_and_changes_become_events(lg: CliRun
     events = parse_events(board.read_history_text(tomb["id"]) or "", tomb["id"])
     assert [e["op"] for e in events] == ["create", "import"]
     assert events[1]["at"] == "2026-02-02T00:00:00.000000Z"
-    assert board.verify() == []
+    assert verify_board(board) == []
 
 
 def test_malformed_lines_are_reported_with_their_numbers(lg: CliRun, tmp_path: Path) -> None:
@@ -125,7 +127,7 @@ def test_strict_refuses_the_whole_import(lg: CliRun, tmp_path: Path) -> None:
 def test_an_existing_task_of_another_origin_is_not_overwritten(lg: CliRun, tmp_path: Path) -> None:
     obj = real_lines(1)[0]
     board = lg.board()
-    board.create({"title": "mine"}, "", "me", task_id=obj["id"])
+    create_task(board, {"title": "mine"}, "", "me", task_id=obj["id"])
     src = write_jsonl(tmp_path / "issues.jsonl", [obj])
     code, _, err = lg("import", "beads", str(src))
     assert code == 1
@@ -145,7 +147,7 @@ def test_a_crash_mid_import_is_completed_by_importing_again(lg: CliRun, tmp_path
     code, out, err = lg("import", "beads", str(src))
     assert code == 0, err
     assert "imported 3" in out
-    assert board.verify() == []
+    assert verify_board(board) == []
 
 
 def test_progress_bar_only_on_a_terminal() -> None:
@@ -180,7 +182,7 @@ def test_the_real_snapshot(lg: CliRun) -> None:
                            "unchanged 0, skipped 0")
     board = lg.board()
     assert len(board.list_ids()) == 5722
-    assert board.verify() == []
+    assert verify_board(board) == []
     source = Counter(json.loads(line)["status"] for line in DATA.open(encoding="utf-8"))
     expected: Counter[str] = Counter()
     for status, n in source.items():
@@ -223,14 +225,14 @@ def test_an_import_into_a_board_with_tasks_moves_file_by_file(lg: CliRun,
                                                               tmp_path: Path) -> None:
     objs = real_lines(5)
     board = lg.board()
-    mine = board.create({"title": "mine"}, "", "me").id
+    mine = create_task(board, {"title": "mine"}, "", "me").id
     src = write_jsonl(tmp_path / "issues.jsonl", objs)
     code, out, err = lg("import", "beads", str(src))
     assert code == 0, err
     assert f"imported {len(objs)}" in out
     assert sorted(board.list_ids()) == sorted([mine, *(o["id"] for o in objs)])
     assert _staging_left(lg.root) == []
-    assert board.verify() == []
+    assert verify_board(board) == []
 
 
 def test_a_crash_while_staging_leaves_the_board_untouched(lg: CliRun, tmp_path: Path) -> None:
@@ -258,7 +260,7 @@ def test_a_crash_while_staging_leaves_the_board_untouched(lg: CliRun, tmp_path: 
     code, out, err = lg("import", "beads", str(src))
     assert code == 0, err
     assert f"imported {len(objs)}" in out
-    assert board.verify() == []
+    assert verify_board(board) == []
 
 
 def test_a_killed_import_is_completed_and_its_staging_removed(lg: CliRun,
@@ -283,7 +285,7 @@ def test_a_killed_import_is_completed_and_its_staging_removed(lg: CliRun,
     code, out, err = lg("import", "beads", str(src), "--by", "me")
     assert code == 0, err
     assert f"imported {len(objs)}" in out
-    assert board.verify() == []
+    assert verify_board(board) == []
     assert _staging_left(lg.root) == [young.name]
 
 
@@ -310,7 +312,7 @@ def test_what_a_power_loss_leaves_is_completed(lg: CliRun, tmp_path: Path) -> No
     code, out, err = lg("import", "beads", str(src), "--by", "me")
     assert code == 0, err
     assert "imported 2," in out
-    assert board.verify() == []
+    assert verify_board(board) == []
 
 
 def _index_rows(root: Path) -> dict[str, list[Any]]:
@@ -343,7 +345,7 @@ def test_the_index_an_import_builds_is_the_one_a_rebuild_builds(lg: CliRun,
     # task that was already there (and one written through the ordinary path) is read.
     objs = real_lines(12)
     board = lg.board()
-    mine = board.create({"title": "mine", "labels": ["a", "b"]}, "body\n", "me").id
+    mine = create_task(board, {"title": "mine", "labels": ["a", "b"]}, "body\n", "me").id
     src = write_jsonl(tmp_path / "issues.jsonl", objs)
     assert lg("import", "beads", str(src), "--by", "me")[0] == 0
     imported = _index_rows(lg.root)
@@ -359,7 +361,7 @@ def test_the_index_an_import_builds_is_the_one_a_rebuild_builds(lg: CliRun,
 
 def test_rebuild_written_trusts_the_given_stat_and_revision(lg: CliRun) -> None:
     board = lg.board()
-    tid = board.create({"title": "one"}, "", "me").id
+    tid = create_task(board, {"title": "one"}, "", "me").id
     record = board.read(tid)
     data = render_record(record).encode("utf-8")
     st = file_stat(os.stat(board.task_file(tid)))  # what the importer passes (ctime included)
@@ -399,7 +401,7 @@ def test_the_history_writer_process_writes_the_same_bytes(lg: CliRun, tmp_path: 
     with pytest.raises(ChildProcessError):
         os.waitpid(spawned[0].pid, os.WNOHANG)  # reaped
     board = lg.board()
-    assert board.verify() == []
+    assert verify_board(board) == []
     for obj in objs:
         item = incoming.Incoming(beads_to_record(obj), "x", obj["id"])
         assert board.history_path(obj["id"]).read_bytes() == genesis.history_bytes(item, "me",
@@ -447,7 +449,7 @@ def test_a_slow_staged_directory_is_left_for_another(lg: CliRun, tmp_path: Path,
     assert Counter(made) == {"history": 1 + staging_files.MOVES, "tasks": 1 + staging_files.MOVES}
     board = lg.board()
     assert sorted(board.list_ids()) == sorted(o["id"] for o in objs)
-    assert board.verify() == []
+    assert verify_board(board) == []
     assert _staging_left(lg.root) == []
     assert _index_rows(lg.root) == _rebuilt_rows(lg)
     with pytest.MonkeyPatch.context(), Index.open(board) as index:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from shareddata import BEADS_MERGES
 
-from ledgit.merge import NO_ACCOUNT, merge_records
-from ledgit.record import Record, make_record
-from ledgit.render import render_record
+from ledgit.core.merge import NO_ACCOUNT, merge_records
+from ledgit.core.record import Record, make_record
+from ledgit.core.render import render_record
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = BEADS_MERGES

@@ -12,17 +12,18 @@ import jsonschema
 import pytest
 from gitutil import CliRun
 
-from ledgit.board import Board
-from ledgit.errors import LedgitError
+from ledgit.core.errors import LedgitError
+from ledgit.core.lifecycle import lifecycle_problems
+from ledgit.core.record import parse_record
+from ledgit.core.render import render_record
 from ledgit.interop.stateframe import (
     ledger_to_record,
     problems,
     record_to_ledger,
     schema,
 )
-from ledgit.lifecycle import lifecycle_problems
-from ledgit.record import parse_record
-from ledgit.render import render_record
+from ledgit.storage.board import Board
+from ledgit.storage.writepath import create_task
 
 HERE = Path(__file__).resolve().parent
 # Stateframe's own example ledger (github.com/42amps/stateframe, MIT: tests/data/stateframe/LICENSE)
@@ -198,7 +199,7 @@ def test_cli_import_change_in_ledgit_export(lg: CliRun, tmp_path: Path) -> None:
 
 def test_a_task_born_in_ledgit_exports_valid(lg: CliRun) -> None:
     board = Board(lg.root)
-    rec = board.create({"title": "Native", "labels": ["a"]}, "## Goal\nDo it.\n\n## Acceptance\n"
+    rec = create_task(board, {"title": "Native", "labels": ["a"]}, "## Goal\nDo it.\n\n## Acceptance\n"
                        "- done\n", "ada")
     assert lg("item", "add", rec.id, "--kind", "fact", "--text", "It is big",
               "--by", "ada")[0] == 0

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from gitutil import CliRun
 
-from ledgit.board import Board
-from ledgit.history import parse_events
+from ledgit.core.history import parse_events
 from ledgit.interop.yylo import split_title, task_to_record
+from ledgit.storage.board import Board
+from ledgit.storage.boardcheck import verify_board
 
 
 def yylo_binary() -> str | None:
@@ -115,7 +116,7 @@ def test_import_a_board_made_by_the_real_cli(yylo: Yylo, lg: CliRun) -> None:
     board = Board(lg.root)
     ids = board.list_ids()
     assert set(ids) == {ci, tests, deploy}
-    assert board.verify() == []
+    assert verify_board(board) == []
     for tid in ids:
         shown = yylo.get(tid)  # the tool's own view of the task
         stored = {k: v for k, v in shown.items() if not k.startswith("_")}  # computed on read
@@ -141,7 +142,7 @@ def test_import_a_board_made_by_the_real_cli(yylo: Yylo, lg: CliRun) -> None:
     code, out, _ = lg("import", "yylo", str(yylo.root), "--by", "importer")
     assert "updated 1" in out and "unchanged 2" in out
     assert board.read(deploy).fields["response"] == "deployed to prod"
-    assert board.verify() == []
+    assert verify_board(board) == []
     code, out, _ = lg("import", "yylo", str(yylo.root), "--by", "importer")
     assert out.strip().endswith("updated 0, merged 0, conflicts 0, unchanged 3, skipped 0")
 

@@ -24,21 +24,21 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: dict[str, tuple[str, ...]] = {
     # no I/O, nothing of ledgit above: the record, the history, the merge policy, the
     # transitions and what they need
-    "core": ("ledgit", "ledgit.errors", "ledgit.markers", "ledgit.lifecycle",
-             "ledgit.canonjson", "ledgit.readout", "ledgit.timestamps", "ledgit.revision",
-             "ledgit.schema", "ledgit.canonread", "ledgit.frontmatter", "ledgit.render",
-             "ledgit.record", "ledgit.layoutloss", "ledgit.patch",
-             "ledgit.history", "ledgit.merge", "ledgit.change", "ledgit.ops"),
+    "core": ("ledgit", "ledgit.core.errors", "ledgit.core.markers", "ledgit.core.lifecycle",
+             "ledgit.core.canonjson", "ledgit.core.readout", "ledgit.core.timestamps", "ledgit.core.revision",
+             "ledgit.core.schema", "ledgit.core.canonread", "ledgit.core.frontmatter", "ledgit.core.render",
+             "ledgit.core.record", "ledgit.core.layoutloss", "ledgit.core.patch",
+             "ledgit.core.history", "ledgit.core.merge", "ledgit.core.change", "ledgit.operations.transitions"),
     # a board on disk, its index, its watcher, its config, Git
-    "storage": ("ledgit.locate", "ledgit.oserrors", "ledgit.locks", "ledgit.parallel",
-                "ledgit.config",
-                "ledgit.git", "ledgit.watch", "ledgit.taskfiles", "ledgit.indextables",
-                "ledgit.indexbuild", "ledgit.indexsearch", "ledgit.index", "ledgit.board",
-                "ledgit.tasklock", "ledgit.writepath", "ledgit.boardcheck", "ledgit.boardrepair",
-                "ledgit.boardinit", "ledgit.actor", "ledgit.live"),
+    "storage": ("ledgit.storage.locate", "ledgit.storage.oserrors", "ledgit.storage.locks", "ledgit.storage.parallel",
+                "ledgit.storage.config",
+                "ledgit.git.repo", "ledgit.storage.watch", "ledgit.storage.taskfiles", "ledgit.storage.indextables",
+                "ledgit.storage.indexbuild", "ledgit.storage.indexsearch", "ledgit.storage.index", "ledgit.storage.board",
+                "ledgit.storage.tasklock", "ledgit.storage.writepath", "ledgit.storage.boardcheck", "ledgit.storage.boardrepair",
+                "ledgit.storage.boardinit", "ledgit.storage.actor", "ledgit.storage.live"),
     # what the commands and hooks run: the gate, resolve, install/doctor, import/export
-    "operations": ("ledgit.gate", "ledgit.resolve", "ledgit.install", "ledgit.projects",
-                   "ledgit.precommit",
+    "operations": ("ledgit.operations.gate", "ledgit.operations.resolve", "ledgit.operations.install", "ledgit.operations.projects",
+                   "ledgit.operations.precommit",
                    "ledgit.interop",
                    "ledgit.interop.incoming", "ledgit.interop.summary", "ledgit.interop.sources",
                    "ledgit.interop.genesis", "ledgit.interop.staging",
@@ -46,20 +46,20 @@ LAYERS: dict[str, tuple[str, ...]] = {
                    "ledgit.interop.bulkimport", "ledgit.interop.beads", "ledgit.interop.backlog",
                    "ledgit.interop.yylo", "ledgit.interop.stateframe"),
     # the command table and its functions, read by both parsers
-    "commands": ("ledgit.argspec", "ledgit.commands", "ledgit.commands.table",
-                 "ledgit.commands.output", "ledgit.commands.running",
-                 "ledgit.commands.arguments", "ledgit.commands.rows", "ledgit.commands.reads",
-                 "ledgit.commands.file_reads",
-                 "ledgit.commands.writes", "ledgit.commands.lifecycle",
-                 "ledgit.commands.items", "ledgit.commands.audit", "ledgit.commands.init",
-                 "ledgit.commands.project", "ledgit.commands.cache"),
+    "commands": ("ledgit.cli.argspec", "ledgit.cli.commands", "ledgit.cli.commands.table",
+                 "ledgit.cli.commands.output", "ledgit.cli.commands.running",
+                 "ledgit.operations.arguments", "ledgit.cli.commands.rows", "ledgit.cli.commands.reads",
+                 "ledgit.cli.commands.file_reads",
+                 "ledgit.cli.commands.writes", "ledgit.cli.commands.lifecycle",
+                 "ledgit.cli.commands.items", "ledgit.cli.commands.audit", "ledgit.cli.commands.init",
+                 "ledgit.cli.commands.project", "ledgit.cli.commands.cache"),
     # thin: parse, call, print
-    "faces": ("ledgit.cli", "ledgit.helpdoc", "ledgit.boardpage", "ledgit.boardpage.cli",
+    "faces": ("ledgit.cli.main", "ledgit.cli.helpdoc", "ledgit.boardpage", "ledgit.boardpage.cli",
               "ledgit.boardpage.model", "ledgit.boardpage.plots", "ledgit.boardpage.render",
-              "ledgit.boardpage.server", "ledgit.boardpage.source", "ledgit.mcpserver",
-              "ledgit.check",
-              "ledgit.gitcli", "ledgit.interop.cli",
-              "ledgit.hooks", "ledgit.mergedriver", "ledgit.demo", "ledgit.__main__"),
+              "ledgit.boardpage.server", "ledgit.boardpage.source", "ledgit.mcp.server",
+              "ledgit.cli.check",
+              "ledgit.cli.gitcli", "ledgit.interop.cli",
+              "ledgit.hooks.dispatch", "ledgit.hooks.mergedriver", "ledgit.cli.demo", "ledgit.__main__"),
 }
 # Modules left out of the graph (none: the read server that once was is deleted).
 LEFT_OUT: tuple[str, ...] = ()
@@ -107,7 +107,7 @@ def imports(name: str, path: Path, modules: dict[str, Path]
                 origin = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 origin = node.module or ""
-            # `from ledgit import git` imports the module ledgit.git
+            # `from ledgit import git` imports the module ledgit.git.repo
             targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else origin
                        for a in node.names]
         for target in targets:
@@ -185,17 +185,17 @@ def test_the_graph_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
     source = tmp_path / "ledgit" / "interop" / "probe.py"
     source.parent.mkdir(parents=True)
     source.write_text("from typing import TYPE_CHECKING\n"
-                      "import ledgit.record\n"
+                      "import ledgit.core.record\n"
                       "from . import common\n"
-                      "if TYPE_CHECKING:\n    from ledgit.board import Board\n"
+                      "if TYPE_CHECKING:\n    from ledgit.storage.board import Board\n"
                       "def f():\n    from ledgit import git\n    import json\n",
                       encoding="utf-8")
-    modules = {m: Path() for m in ("ledgit", "ledgit.record", "ledgit.interop",
-                                   "ledgit.interop.common", "ledgit.board", "ledgit.git",
+    modules = {m: Path() for m in ("ledgit", "ledgit.core.record", "ledgit.interop",
+                                   "ledgit.interop.common", "ledgit.storage.board", "ledgit.git.repo",
                                    "ledgit.interop.probe")}
     assert imports("ledgit.interop.probe", source, modules) == [
-        ("ledgit.record", 2, False), ("ledgit.interop.common", 3, False),
-        ("ledgit.board", 5, True), ("ledgit.git", 7, False)]
+        ("ledgit.core.record", 2, False), ("ledgit.interop.common", 3, False),
+        ("ledgit.storage.board", 5, True), ("ledgit.git.repo", 7, False)]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
 
@@ -231,7 +231,7 @@ def test_every_module_is_on_the_design_picture() -> None:
         word = "ledgit/__init__" if module == "ledgit" else parts[-1]
         found = [name for name, row in rows.items()
                  if any(w.strip("()·,") in (word, "/".join(parts[1:])) for w in row.split())]
-        if LAYER_OF.get(module) not in found and module not in ("ledgit.commands",
+        if LAYER_OF.get(module) not in found and module not in ("ledgit.cli.commands",
                                                                 "ledgit.interop",
                                                                 "ledgit.boardpage"):
             missing.append(f"{module} (layer {LAYER_OF.get(module)}, drawn in {found})")

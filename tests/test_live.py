@@ -1,4 +1,4 @@
-"""ledgit.live: a board held open by a long-lived process, on real files and threads."""
+"""ledgit.storage.live: a board held open by a long-lived process, on real files and threads."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from ledgit import live
-from ledgit.board import Board
-from ledgit.boardinit import init_board
-from ledgit.ops import finish
+from ledgit.operations.transitions import finish
+from ledgit.storage import live
+from ledgit.storage.board import Board
+from ledgit.storage.boardinit import init_board
+from ledgit.storage.writepath import create_task
 
 INOTIFY = sys.platform.startswith("linux") and os.path.isdir("/proc/sys/fs/inotify")
 
@@ -51,9 +52,9 @@ def other_board(held: live.LiveBoard) -> Board:
 def test_the_index_follows_writes(held: live.LiveBoard) -> None:
     assert titles(held) == {}
     writer = other_board(held)
-    a = writer.create({"title": "alpha"}, "", "w")
+    a = create_task(writer, {"title": "alpha"}, "", "w")
     assert titles(held) == {a.id: "alpha"}
-    b = writer.create({"title": "beta"}, "", "w")
+    b = create_task(writer, {"title": "beta"}, "", "w")
     assert titles(held) == {a.id: "alpha", b.id: "beta"}
     os.unlink(writer.task_file(b.id))
     assert titles(held) == {a.id: "alpha"}
@@ -66,7 +67,7 @@ def test_a_write_that_keeps_the_stat_is_seen_when_watched(tmp_path: Path,
                                                           ) -> None:
     monkeypatch.setenv("LEDGIT_WATCH", "1")
     board = init_board(tmp_path / "b")
-    a = board.create({"title": "alpha"}, "", "w")
+    a = create_task(board, {"title": "alpha"}, "", "w")
     path = board.task_file(a.id)
     st = os.stat(path)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))  # not racy
@@ -105,7 +106,7 @@ def test_a_history_change_alone_wakes_a_waiter_when_watched(held: live.LiveBoard
     two directories are looked at (no stat of any entry): the append is seen with the next
     change of a directory -- here a task file replaced by a ledgit write."""
     board = other_board(held)
-    a = board.create({"title": "alpha"}, "", "w")
+    a = create_task(board, {"title": "alpha"}, "", "w")
     titles(held)
     time.sleep(0.6)  # the create's events are counted
     since = held.generation
@@ -116,7 +117,7 @@ def test_a_history_change_alone_wakes_a_waiter_when_watched(held: live.LiveBoard
         assert held.wait_changed(20, since) is True
         return
     assert held.wait_changed(1.0, since) is False
-    board.create({"title": "beta"}, "", "w")
+    create_task(board, {"title": "beta"}, "", "w")
     assert held.wait_changed(20, since) is True
 
 
@@ -126,7 +127,7 @@ def test_an_in_place_edit_is_seen_by_index_at_once_and_by_waiters_when_watched(
     directory's stat: polled, a waiter sees it only with the next directory change, while
     index() sees it at once (its stat check looks at every task file)."""
     board = other_board(held)
-    a = board.create({"title": "alpha"}, "", "w")
+    a = create_task(board, {"title": "alpha"}, "", "w")
     path = board.task_file(a.id)
     assert titles(held) == {a.id: "alpha"}
     time.sleep(0.6)  # the create's events are counted
@@ -140,7 +141,7 @@ def test_an_in_place_edit_is_seen_by_index_at_once_and_by_waiters_when_watched(
         assert held.wait_changed(1.0, since) is False
     assert titles(held) == {a.id: "gamma"}
     if not held.watching:
-        board.create({"title": "beta"}, "", "w")
+        create_task(board, {"title": "beta"}, "", "w")
         assert held.wait_changed(20, since) is True
 
 
@@ -203,7 +204,7 @@ def test_a_replaced_tasks_directory_is_watched_again(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEDGIT_WATCH", "1")
     board = init_board(tmp_path / "b")
-    a = board.create({"title": "alpha"}, "", "w")
+    a = create_task(board, {"title": "alpha"}, "", "w")
     with live.LiveBoard(board) as held:
         assert titles(held) == {a.id: "alpha"}
         tasks = board.tasks_str
@@ -223,11 +224,11 @@ def test_two_live_boards_on_one_board_stat_no_file_per_read(
     """Two long-lived processes (two ``ledgit mcp``) on one board keep a watcher token each
     in the index: reads in turn never run the stat scan of every task file (each used to
     replace the other's token, so every read stat-ed every file), and both see a write."""
-    from ledgit import index as index_module
+    from ledgit.storage import index as index_module
 
     monkeypatch.setenv("LEDGIT_WATCH", "1")
     board = init_board(tmp_path / "b")
-    ids = [board.create({"title": f"task {i}"}, "", "w").id for i in range(20)]
+    ids = [create_task(board, {"title": f"task {i}"}, "", "w").id for i in range(20)]
     for tid in ids:  # old mtimes: no file within the racy window
         st = os.stat(board.task_file(tid))
         os.utime(board.task_file(tid), ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))

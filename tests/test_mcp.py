@@ -23,10 +23,11 @@ import httpx2  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from ledgit import projects  # noqa: E402
-from ledgit.board import Board  # noqa: E402
-from ledgit.boardinit import init_board  # noqa: E402
-from ledgit.mcpserver import build_server, compact_schema  # noqa: E402
+from ledgit.mcp.server import build_server, compact_schema  # noqa: E402
+from ledgit.operations import projects  # noqa: E402
+from ledgit.storage.board import Board  # noqa: E402
+from ledgit.storage.boardinit import init_board  # noqa: E402
+from ledgit.storage.writepath import create_task
 
 MODES = ["legacy", "2026-07-28"]  # legacy: the initialize handshake, 2025-11-25
 PROTOCOL = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
@@ -41,7 +42,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.delenv(name)
     monkeypatch.setenv("LEDGIT_ACTOR", "ann")
     board = init_board(tmp_path / "board")
-    board.create({"title": "first task"}, "## Goal\n\nsay hi\n\n## Acceptance\n\n- hi said\n",
+    create_task(board, {"title": "first task"}, "## Goal\n\nsay hi\n\n## Acceptance\n\n- hi said\n",
                  "ann")
     return board.root
 
@@ -358,12 +359,12 @@ def test_root_names_another_board(env: Path, tmp_path: Path) -> None:
 
 def test_root_may_name_a_registered_project(env: Path, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """``root`` accepts an alias of ledgit.projects (issue 17); a pinned one is read-only and
+    """``root`` accepts an alias of ledgit.operations.projects (issue 17); a pinned one is read-only and
     an unregistered name is taken as a path (and fails as one)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     lib = init_board(tmp_path / "lib")
-    task = lib.create({"title": "lib task"}, "", "ann").id
+    task = create_task(lib, {"title": "lib task"}, "", "ann").id
     here = Board(env)
     projects.add(here, "lib", str(lib.root), None, user=False)
     subprocess.run(["git", "init", "-q", str(lib.root)], check=True)
@@ -390,7 +391,7 @@ def test_only_ledgit_mcp_imports_the_sdk(env: Path) -> None:
     probe = ("import sys, runpy; sys.argv = ['ledgit', *sys.argv[1:]]\n"
              "try:\n    runpy.run_module('ledgit', run_name='__main__')\n"
              "except SystemExit:\n    pass\n"
-             "print('SDK' if 'mcp' in sys.modules or 'ledgit.mcpserver' in sys.modules "
+             "print('SDK' if 'mcp' in sys.modules or 'ledgit.mcp.server' in sys.modules "
              "else 'NOSDK', file=sys.stderr)\n")
     for args in (["list"], ["get", Board(env).list_ids()[0]], ["--help"], ["mcp", "--help"],
                  ["create", "x"], ["doctor"]):
@@ -424,7 +425,7 @@ def test_four_servers_and_cli_writers_lose_no_write(tmp_path: Path,
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     board = init_board(repo)
-    ids = [board.create({"title": f"shared {i}"}, "", "ann").id for i in range(3)]
+    ids = [create_task(board, {"title": f"shared {i}"}, "", "ann").id for i in range(3)]
     per_writer = 12
     acknowledged: list[tuple[str, str]] = []
 

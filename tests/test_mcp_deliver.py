@@ -30,9 +30,10 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from test_no_daemon import ours  # noqa: E402
 
-from ledgit.board import Board  # noqa: E402
-from ledgit.boardinit import init_board  # noqa: E402
-from ledgit.mcpserver import build_server  # noqa: E402
+from ledgit.mcp.server import build_server  # noqa: E402
+from ledgit.storage.board import Board  # noqa: E402
+from ledgit.storage.boardinit import init_board  # noqa: E402
+from ledgit.storage.writepath import create_task
 
 MODES = ["legacy", "2026-07-28"]  # legacy: the initialize handshake, 2025-11-25
 
@@ -45,7 +46,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.delenv(name)
     monkeypatch.setenv("LEDGIT_ACTOR", "ann")
     board = init_board(tmp_path / "board")
-    board.create({"title": "first task"}, "", "ann")
+    create_task(board, {"title": "first task"}, "", "ann")
     return board.root
 
 
@@ -346,7 +347,7 @@ def test_careless_input_is_a_clear_error_and_the_tree_stays_byte_identical(
     for name, config in (("broken", b"claim_ttl: [never closed\n"),
                          ("negative", b"claim_ttl: -5\n"), ("binary", b"\xff\xfe\x00\x01")):
         made = init_board(tmp_path / name)
-        in_broken[str(made.root)] = made.create({"title": f"in {name}"}, "", "ann").id
+        in_broken[str(made.root)] = create_task(made, {"title": f"in {name}"}, "", "ann").id
         (made.root / ".ledgit" / "config.yaml").write_bytes(config)
     roots: list[tuple[str, int]] = [
         (str(odd / "a-file"), 4), (str(odd / "loop-a"), 4), (str(odd / "dangling"), 4),

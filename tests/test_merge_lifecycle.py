@@ -12,14 +12,15 @@ from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledgit import ops
-from ledgit.errors import LedgitError
-from ledgit.history import heads, new_event, parse_events, render_history, verify
-from ledgit.lifecycle import lifecycle_problems
-from ledgit.merge import merge_histories, merge_records
-from ledgit.readout import build_readout
-from ledgit.record import Record, make_record
-from ledgit.render import render_record
+from ledgit.core.errors import LedgitError
+from ledgit.core.history import heads, new_event, parse_events, render_history, verify
+from ledgit.core.lifecycle import lifecycle_problems
+from ledgit.core.merge import merge_records
+from ledgit.core.historymerge import merge_histories
+from ledgit.core.readout import build_readout
+from ledgit.core.record import Record, make_record
+from ledgit.core.render import render_record
+from ledgit.operations import transitions as ops
 
 T0 = "2026-01-01T00:00:00.000000Z"
 HOUR = 3600

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ledgit.boardinit import init_board
-from ledgit.record import make_record
-from ledgit.render import render_record
+from ledgit.core.record import make_record
+from ledgit.core.render import render_record
+from ledgit.storage.boardinit import init_board
+from ledgit.storage.writepath import create_task
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 
@@ -45,7 +46,7 @@ def test_reads_on_a_big_board_leave_no_process(tmp_path: Path,
         if name.startswith("LEDGIT_"):
             monkeypatch.delenv(name)  # LEDGIT_WATCH unset: as for a user
     board = init_board(tmp_path / "big")
-    made = board.create({"title": "made through the write path"}, "", "ann")
+    made = create_task(board, {"title": "made through the write path"}, "", "ann")
     for i in range(5_000):
         tid = f"T-{i:010d}"
         rec = make_record({"id": tid, "title": f"task {i} daemon" if i % 20 == 0 else

@@ -12,11 +12,19 @@ import pytest
 from gitutil import CliRun, git
 from shareddata import BEADS_ISSUES
 
-from ledgit import ops
-from ledgit.errors import CHECK_FAILED
-from ledgit.history import HistoryError, event_line, new_event, parse_checked, parse_events, verify
-from ledgit.layoutloss import layout_loss
-from ledgit.record import parse_record
+from ledgit.core.errors import CHECK_FAILED
+from ledgit.core.history import (
+    HistoryError,
+    event_line,
+    new_event,
+    parse_checked,
+    parse_events,
+    verify,
+)
+from ledgit.core.layoutloss import layout_loss
+from ledgit.core.record import parse_record
+from ledgit.operations import transitions as ops
+from ledgit.storage.writepath import mutate_task
 
 pytest_plugins = ["gitutil"]
 
@@ -385,7 +393,7 @@ def test_a_second_import_of_the_real_snapshot_keeps_101_local_edits(lg: CliRun) 
     ids = sorted(board.list_ids())[::56][:101]
     assert len(ids) == 101
     for n, tid in enumerate(ids):  # the board's own write path, as `ledgit update` does
-        board.mutate(tid, lambda r, n=n: ops.update(r, title=f"local {n}",
+        mutate_task(board, tid, lambda r, n=n: ops.update(r, title=f"local {n}",
                                                     labels_add=["local"]), "ada")
     before = _snapshot(lg.root)
     code, out, err = lg("import", "beads", str(DATA), "--by", "importer")

@@ -26,13 +26,16 @@ from pathlib import Path
 import pytest
 from gitutil import CliRun, git
 
-import ledgit.install as install_mod
-from ledgit import git as git_mod
-from ledgit import writepath
-from ledgit.board import Board
-from ledgit.change import Change
-from ledgit.errors import IO_ERROR, USAGE, LedgitError
-from ledgit.record import Record
+import ledgit.operations.install as install_mod
+from ledgit.core.change import Change
+from ledgit.core.errors import IO_ERROR, USAGE, LedgitError
+from ledgit.core.record import Record
+from ledgit.git import repo as git_mod
+from ledgit.storage import writepath
+from ledgit.storage.board import Board
+from ledgit.storage.boardcheck import verify_board
+from ledgit.storage.boardrepair import pending_repairs, repair_board
+from ledgit.storage.writepath import create_task, mutate_task
 
 pytest_plugins = ["gitutil"]
 
@@ -125,7 +128,7 @@ def _other_user() -> int:
         pytest.skip(f"no user {TEST_USER!r} (.ci/run creates one; or set LEDGIT_TEST_USER)")
     gid = pwd.getpwuid(uid).pw_gid
     probe = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                            sys.executable, "-c", "import ledgit.commands.running, yaml"],
+                            sys.executable, "-c", "import ledgit.cli.commands.running, yaml"],
                            capture_output=True, timeout=60)
     if probe.returncode != 0:
         pytest.skip(f"user {TEST_USER} cannot run this interpreter and ledgit: "
@@ -376,7 +379,7 @@ def _retitle(record: Record) -> Change:
 @pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC, errno.EDQUOT])
 def test_an_injected_io_error_rolls_the_write_back(board: Board, monkeypatch: pytest.MonkeyPatch,
                                                    where: str, code: int) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
     hpath, tpath = Path(board.history_file(record.id)), Path(board.task_file(record.id))
     history, task = hpath.read_bytes(), tpath.read_bytes()
 
@@ -392,18 +395,18 @@ def test_an_injected_io_error_rolls_the_write_back(board: Board, monkeypatch: py
     else:
         monkeypatch.setattr(writepath, "replace_task_file", failing_replace)
     with pytest.raises(LedgitError) as caught:
-        board.mutate(record.id, _retitle, "bob")
+        mutate_task(board, record.id, _retitle, "bob")
     assert caught.value.code == IO_ERROR
     assert "nothing was written" in caught.value.message
     assert hpath.read_bytes() == history and tpath.read_bytes() == task
     monkeypatch.undo()
-    assert board.verify() == [] and board.pending_repairs() == []
-    assert board.mutate(record.id, _retitle, "bob").fields["title"] == "new"
+    assert verify_board(board) == [] and pending_repairs(board) == []
+    assert mutate_task(board, record.id, _retitle, "bob").fields["title"] == "new"
 
 
 def test_an_undo_that_fails_too_is_left_for_repair_and_says_so(
         board: Board, monkeypatch: pytest.MonkeyPatch) -> None:
-    record = board.create({"title": "t"}, "", "ada")
+    record = create_task(board, {"title": "t"}, "", "ada")
 
     def failing_replace(*args: object, **kwargs: object) -> None:
         raise OSError(errno.EIO, os.strerror(errno.EIO))
@@ -414,13 +417,13 @@ def test_an_undo_that_fails_too_is_left_for_repair_and_says_so(
     monkeypatch.setattr(writepath, "replace_task_file", failing_replace)
     monkeypatch.setattr(os, "ftruncate", failing_truncate)
     with pytest.raises(LedgitError) as caught:
-        board.mutate(record.id, _retitle, "bob")
+        mutate_task(board, record.id, _retitle, "bob")
     monkeypatch.undo()
     assert caught.value.code == IO_ERROR
     assert "could not be undone (run: ledgit doctor --repair)" in caught.value.message
-    assert board.pending_repairs() == [record.id]
-    assert any("rolled" in line for line in board.repair())
-    assert board.read(record.id).fields["title"] == "new" and board.verify() == []
+    assert pending_repairs(board) == [record.id]
+    assert any("rolled" in line for line in repair_board(board))
+    assert board.read(record.id).fields["title"] == "new" and verify_board(board) == []
 
 
 # --------------------------------------------------------------------------- 5. install

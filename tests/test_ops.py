@@ -1,4 +1,4 @@
-"""Pure transitions of ledgit.ops and the readout of ledgit.readout (no disk, no click)."""
+"""Pure transitions of ledgit.operations.transitions and the readout of ledgit.core.readout (no disk, no click)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from ledgit import lifecycle, ops, readout
-from ledgit.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
-from ledgit.lifecycle import lifecycle_problems
-from ledgit.readout import build_readout, epoch_seconds, render_readout
-from ledgit.record import Record, parse_record
-from ledgit.render import render_record
+from ledgit.core import lifecycle, readout
+from ledgit.core.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
+from ledgit.core.lifecycle import lifecycle_problems
+from ledgit.core.readout import build_readout, epoch_seconds, render_readout
+from ledgit.core.record import Record, parse_record
+from ledgit.core.render import render_record
+from ledgit.operations import transitions as ops
 
 T0 = datetime(2026, 8, 29, 10, 0, tzinfo=timezone.utc)
 TTL = 1800

@@ -1,7 +1,7 @@
-"""ledgit.parallel: ordered work over slices in forked workers, and Board.verify through it.
+"""ledgit.storage.parallel: ordered work over slices in forked workers, and Board.verify through it.
 
 The forking cases run in a fresh interpreter: a pytest-xdist worker runs threads, and
-:func:`ledgit.parallel.can_fork` refuses to fork a threaded process.
+:func:`ledgit.storage.parallel.can_fork` refuses to fork a threaded process.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from typing import Any
 import pytest
 from test_board import write_done_without_account
 
-from ledgit import parallel
-from ledgit.board import Board
-from ledgit.boardinit import init_board
-from ledgit.change import Change
-from ledgit.history import event_id, event_line, parse_events
-from ledgit.index import Index
-from ledgit.record import Record
+from ledgit.core.change import Change
+from ledgit.core.history import event_id, event_line, parse_events
+from ledgit.core.record import Record
+from ledgit.storage import parallel
+from ledgit.storage.board import Board
+from ledgit.storage.boardinit import init_board
+from ledgit.storage.index import Index
+from ledgit.storage.writepath import create_task, mutate_task
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is unavailable")
 
@@ -73,7 +74,7 @@ def test_one_worker_runs_here() -> None:
 def test_children_do_the_other_slices_in_order() -> None:
     out = _python("""
         import json, os
-        from ledgit import parallel
+        from ledgit.storage import parallel
         assert parallel.can_fork()
         me = os.getpid()
         got = parallel.map_slices(list(range(1000)), lambda part: [
@@ -90,7 +91,7 @@ def test_children_do_the_other_slices_in_order() -> None:
 def test_a_failing_child_has_its_slice_done_here() -> None:
     out = _python("""
         import json, os, signal
-        from ledgit import parallel
+        from ledgit.storage import parallel
         me = os.getpid()
 
         def work(part):
@@ -113,7 +114,7 @@ def test_a_failing_child_has_its_slice_done_here() -> None:
 def test_an_exception_here_propagates_and_ends_the_children() -> None:
     out = _python("""
         import os, time
-        from ledgit import parallel
+        from ledgit.storage import parallel
         me = os.getpid()
 
         def work(part):
@@ -144,8 +145,8 @@ def _damaged_board(root: Path) -> list[str]:
     board = init_board(root)
     ids = []
     for i in range(40):
-        record = board.create({"title": f"t{i}", "priority": i % 5}, f"body {i}\n", "ada")
-        board.mutate(record.id, _setter(priority=(i + 1) % 5, labels=["x"]), "ada")
+        record = create_task(board, {"title": f"t{i}", "priority": i % 5}, f"body {i}\n", "ada")
+        mutate_task(board, record.id, _setter(priority=(i + 1) % 5, labels=["x"]), "ada")
         ids.append(record.id)
     # One flipped byte (hash), a hand edit (record-head), a wrong after, a broken parent
     # link, a lifecycle problem, an orphan history.
@@ -202,7 +203,7 @@ def test_board_verify_in_workers_reports_what_the_serial_check_does(tmp_path: Pa
     ids = _damaged_board(root)
     code = """
         import json, os, sys
-        from ledgit import board as board_mod, boardcheck, parallel
+        from ledgit.storage import board as board_mod, boardcheck, parallel
         boardcheck.TRUST_INDEX_FROM = 1
         b = board_mod.Board(sys.argv[1])
         forks = []
@@ -212,7 +213,7 @@ def test_board_verify_in_workers_reports_what_the_serial_check_does(tmp_path: Pa
             return real_fork()
         os.fork = counting_fork
         def run(**kw):
-            return [[p.task, p.line, p.rule, p.message] for p in b.verify(**kw)]
+            return [[p.task, p.line, p.rule, p.message] for p in verify_board(b, **kw)]
         boardcheck.PARALLEL_SLICE = 10**9
         serial = run(), run(trust_index=False), run(ids=sys.argv[2:])
         assert not forks

@@ -1,4 +1,4 @@
-"""ledgit.patch: the fast RFC 6902 diff against jsonpatch itself, on generated task states."""
+"""ledgit.core.patch: the fast RFC 6902 diff against jsonpatch itself, on generated task states."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledgit.patch import fast_patch, make_patch
+from ledgit.core.patch import fast_patch, make_patch
 
 KEYS = st.sampled_from(["title", "status", "claim", "labels", "x", "a/b", "t~1", "é", "n", ""])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3),

@@ -23,13 +23,13 @@ from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ledgit.canonread as canonread
-import ledgit.frontmatter as frontmatter
-from ledgit.errors import LedgitError, located
-from ledgit.record import Record, make_record, parse_record
-from ledgit.render import render_record
-from ledgit.revision import canonical_json, revision_of
-from ledgit.schema import (
+import ledgit.core.canonread as canonread
+import ledgit.core.frontmatter as frontmatter
+from ledgit.core.errors import LedgitError, located
+from ledgit.core.record import Record, make_record, parse_record
+from ledgit.core.render import render_record
+from ledgit.core.revision import canonical_json, revision_of
+from ledgit.core.schema import (
     FIELD_ORDER,
     ITEM_KINDS,
     OUTCOME_KINDS,
@@ -37,7 +37,7 @@ from ledgit.schema import (
     TRUST_LEVELS,
     validate_fields,
 )
-from ledgit.timestamps import format_timestamp, normalize_timestamp
+from ledgit.core.timestamps import format_timestamp, normalize_timestamp
 
 GOLDEN = Path(__file__).parent / "data" / "records"
 CASES = sorted(p.stem for p in GOLDEN.glob("*.md"))

@@ -22,8 +22,8 @@ from gitflow import (
 )
 from gitutil import git
 
-from ledgit.errors import LedgitError
-from ledgit.resolve import split_markers
+from ledgit.core.errors import LedgitError
+from ledgit.operations.resolve import split_markers
 
 pytest_plugins = ["gitutil"]
 

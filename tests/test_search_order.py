@@ -19,11 +19,12 @@ from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ledgit.indexsearch as indexsearch
-from ledgit.board import Board
-from ledgit.boardinit import init_board
-from ledgit.errors import LedgitError
-from ledgit.index import Index
+import ledgit.storage.indexsearch as indexsearch
+from ledgit.core.errors import LedgitError
+from ledgit.storage.board import Board
+from ledgit.storage.boardinit import init_board
+from ledgit.storage.index import Index
+from ledgit.storage.writepath import create_task
 
 # 24 times for ~400 tasks: runs of equal last_modified, so window bounds fall inside runs.
 STAMPS = [f"2026-01-{d:02d}T{h:02d}:00:00Z" for d in range(1, 7) for h in (0, 6, 12, 18)]
@@ -72,7 +73,7 @@ def _fill(board: Board, n: int, seed: int) -> list[str]:
         if made and rng.random() < 0.1:
             fields["depends_on"] = [rng.choice(made)]
         body = _text(rng, stamp) + (" rare" if i in rare else "")
-        made.append(board.create(fields, body + "\n", "ada", at=stamp).id)
+        made.append(create_task(board, fields, body + "\n", "ada", at=stamp).id)
     board.tasks_dir.joinpath("T-broken.md").write_text("---\nid: T-broken\ntitle: [\n---\n")
     board.tasks_dir.joinpath("T-empty.md").write_text("")
     return made

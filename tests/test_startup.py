@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from ledgit import __version__, config, locate
+from ledgit import __version__
+from ledgit.storage import config, locate
 
 PROBE = ("import sys, runpy; sys.argv = ['ledgit', *sys.argv[1:]]\n"
          "try:\n    runpy.run_module('ledgit', run_name='__main__')\n"
@@ -59,7 +60,7 @@ def test_a_table_command_runs_without_the_cyclic_collector(
     """A table command is a short process: the collector is off while it runs (no
     collection, however much it allocates) and on again afterwards."""
     from ledgit.__main__ import run
-    from ledgit.commands import reads
+    from ledgit.cli.commands import reads
 
     subprocess.run([sys.executable, "-m", "ledgit", "init", str(tmp_path)], check=True,
                    capture_output=True)

@@ -1,4 +1,4 @@
-"""ledgit.watch: the in-process inotify watcher on real directories (no mocks). Linux only."""
+"""ledgit.storage.watch: the in-process inotify watcher on real directories (no mocks). Linux only."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ledgit import watch
+from ledgit.storage import watch
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not os.path.isdir("/proc/sys/fs/inotify"),
@@ -263,7 +263,7 @@ def test_available_honours_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_importing_ledgit_watch_starts_nothing() -> None:
     """The module is a library: no process, no thread, no descriptor at import."""
     code = ("import os, threading; before = set(os.listdir('/proc/self/fd')); "
-            "import ledgit.watch; after = set(os.listdir('/proc/self/fd')); "
+            "import ledgit.storage.watch; after = set(os.listdir('/proc/self/fd')); "
             "print(threading.active_count(), len(after - before))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()

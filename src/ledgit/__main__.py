@@ -4,9 +4,9 @@ Kept tiny on purpose: startup cost is a budget (DESIGN §10), so nothing is impo
 what dispatching needs. Most invocations never import click: ``--version`` (the floor the
 budgets are measured against), ``merge-driver`` (Git runs it once per conflicted file), ``hook
 pre-commit`` (Git runs it on every commit), and every task command whose command line
-:func:`ledgit.argspec.parse` reads from the spec table of :mod:`ledgit.commands.table`
-(:func:`ledgit.commands.running.run_command_line`). Help, odd command lines (which click
-answers with its usage errors) and the other commands go through :func:`ledgit.cli.run`;
+:func:`ledgit.cli.argspec.parse` reads from the spec table of :mod:`ledgit.cli.commands.table`
+(:func:`ledgit.cli.commands.running.run_command_line`). Help, odd command lines (which click
+answers with its usage errors) and the other commands go through :func:`ledgit.cli.main.run`;
 output and exit codes are the same either way.
 """
 
@@ -17,6 +17,7 @@ import os
 import sys
 
 from ledgit import __version__
+from ledgit.core.errors import LedgitError
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -63,7 +64,7 @@ def _fill_closed_streams() -> None:
 
 def run(args: list[str]) -> int:
     """Run one command line (without the program name) and return its exit code: the three
-    click-free entry points, then the spec table when :func:`ledgit.argspec.parse` can read
+    click-free entry points, then the spec table when :func:`ledgit.cli.argspec.parse` can read
     the command line, else click (help, usage errors, the other commands)."""
     if args == ["--version"]:
         sys.stdout.write(f"ledgit {__version__}\n")
@@ -71,7 +72,7 @@ def run(args: list[str]) -> int:
     if args and args[0] == "merge-driver":
         # Git runs the driver once per conflicted file (gitattributes(5)): keep it import-light,
         # before anything imports click (DESIGN §7).
-        from ledgit.mergedriver import main as merge_driver  # lazy: 0.3 ms (-X importtime)
+        from ledgit.hooks.mergedriver import main as merge_driver  # lazy: 0.3 ms (-X importtime)
 
         return merge_driver(list(args[1:]))
     if args[:2] == ["hook", "pre-commit"]:
@@ -84,14 +85,14 @@ def run(args: list[str]) -> int:
     # ledgit board --serve) are not in the table: click runs them, with the collector on.
     gc.disable()
     try:
-        from ledgit.commands.running import run_command_line  # lazy: 9.4 ms (-X importtime)
+        from ledgit.cli.commands.running import run_command_line  # lazy: 9.4 ms (-X importtime)
 
         code = run_command_line(args)
     finally:
         gc.enable()
     if code is not None:
         return code
-    from ledgit.cli import run as click_run  # lazy: 23 ms (-X importtime, click): fast path
+    from ledgit.cli.main import run as click_run  # lazy: 23 ms (-X importtime, click): fast path
 
     return click_run(args)
 
@@ -99,12 +100,10 @@ def run(args: list[str]) -> int:
 def _pre_commit(args: list[str]) -> int:
     """``ledgit hook pre-commit`` without click (= gitcli.hook_cmd under cli.run): a
     LedgitError is its one line and its code, anything else an internal error (70)."""
-    from ledgit.errors import LedgitError  # lazy: 0.2 ms (-X importtime) that --version skips
-
     debug = os.environ.get("LEDGIT_DEBUG", "") not in ("", "0")
     try:
         # (inside the try: a failing import is one line too)
-        from ledgit.hooks import run_hook  # lazy: 18 ms (-X importtime) the commands skip
+        from ledgit.hooks.dispatch import run_hook  # lazy: 18 ms (-X importtime) the commands skip
 
         return run_hook("pre-commit", args)
     except LedgitError as exc:

@@ -14,9 +14,12 @@ from importlib.util import find_spec
 
 import click
 
-from ledgit.board import Board, find_board
-from ledgit.errors import OK, USAGE, LedgitError
-from ledgit.index import Index
+from ledgit.boardpage.render import render_page
+from ledgit.boardpage.server import BoardService, is_loopback, make_server
+from ledgit.boardpage.source import PageSource, cyclic_gc_paused
+from ledgit.core.errors import OK, USAGE, LedgitError
+from ledgit.storage.board import Board, find_board
+from ledgit.storage.index import Index
 
 
 @click.command("board")
@@ -55,9 +58,6 @@ def board_cmd(html_path: str | None, serve: bool, host: str | None, port: int,
 def write_html(board: Board, path: str, *, archived: bool) -> None:
     """Write the page of ``board`` to ``path`` atomically (a temp file in the same directory,
     then a rename: a reader never sees half a page), or to stdout for ``-``."""
-    # lazy: jinja2 + cmarkgfm + the model, 32 ms (-X importtime, min of 7) that board --help skips
-    from ledgit.boardpage.render import render_page
-    from ledgit.boardpage.source import PageSource, cyclic_gc_paused
 
     with cyclic_gc_paused():
         with Index.open(board) as index:
@@ -87,8 +87,6 @@ def write_html(board: Board, path: str, *, archived: bool) -> None:
 
 def serve_board(board: Board, host: str, port: int, *, archived: bool) -> int:
     """Serve ``board`` until Ctrl-C or SIGTERM; prints the URL on stdout. Returns 0."""
-    # lazy: http.server + jinja2 + cmarkgfm, 66 ms (-X importtime, min of 7) that --html skips
-    from ledgit.boardpage.server import BoardService, is_loopback, make_server
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt

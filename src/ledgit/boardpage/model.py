@@ -2,7 +2,7 @@
 
 :func:`build_model` reads every task from the index (one query, no task file parsed when the
 index is fresh), puts each in a column, makes its card (claim freshness and UNKNOWNs from
-:mod:`ledgit.readout`, the dependencies that block it, its outcome), the lanes per agent and
+:mod:`ledgit.core.readout`, the dependencies that block it, its outcome), the lanes per agent and
 the two plots. The per-task work that needs the task's history and body -- the rendered
 Markdown, the timeline with its merge provenance, the plot points -- is
 :func:`task_extras`, kept in a :class:`ExtrasCache` keyed by the task's revision and its
@@ -16,11 +16,11 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ledgit import parallel
 from ledgit.boardpage.plots import claims_plot, opened_done_plot
-from ledgit.history import MERGE_OP, HistoryError, parse_events, replay
-from ledgit.merge import best_common_ancestor
-from ledgit.readout import NOT_READY_OUTCOMES, build_readout, epoch_seconds, freshness_of
+from ledgit.core.history import MERGE_OP, HistoryError, parse_events, replay
+from ledgit.core.historymerge import best_common_ancestor
+from ledgit.core.readout import NOT_READY_OUTCOMES, build_readout, epoch_seconds, freshness_of
+from ledgit.storage import parallel
 
 #: Column keys and titles, in board order (DESIGN §4; open is split into ready / blocked).
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -99,7 +99,7 @@ def card_of(row: Mapping[str, Any], status_of: Mapping[str, str], now: str,
 
 
 def static_unknown(row: Mapping[str, Any], now: str, ttl: int) -> list[dict[str, str]]:
-    """The readout's UNKNOWN list of an index row (:func:`ledgit.readout.build_readout`)
+    """The readout's UNKNOWN list of an index row (:func:`ledgit.core.readout.build_readout`)
     without the entry that claim freshness adds (stale, contested): what depends only on the
     record, so it can be kept while the revision stays the same."""
     f: Mapping[str, Any] = row["fields"]
@@ -148,8 +148,8 @@ def task_extras(row: Mapping[str, Any], history: str | bytes | None,
     (why the history could not be read or replayed, else None), ``done_at`` (when it was last
     made done), ``claims`` ([agent, at] per new claim) and ``unknown``
     (:func:`static_unknown`). ``history``: the history file's text or bytes
-    (:func:`ledgit.history.parse_events`), None when it is missing. ``row``: an index row.
-    Marshal-able (it crosses :mod:`ledgit.parallel`)."""
+    (:func:`ledgit.core.history.parse_events`), None when it is missing. ``row``: an index row.
+    Marshal-able (it crosses :mod:`ledgit.storage.parallel`)."""
     task_id = str(row["id"])
     extras: Extras = {"id": task_id, "body_html": render_body(str(row["body"])),
                       "timeline": [], "history_error": None, "done_at": None, "claims": [],
@@ -284,7 +284,7 @@ class ExtrasCache:
              ttl: int, fork: bool = True, encode_detail: EncodeDetail | None = None
              ) -> dict[str, Extras]:
         """The extras of every row (index rows), computing only the missing or outdated
-        ones -- in forked workers when ``fork`` and there are many (:mod:`ledgit.parallel`).
+        ones -- in forked workers when ``fork`` and there are many (:mod:`ledgit.storage.parallel`).
         Entries of tasks not in ``rows`` are dropped. A kept entry costs one stat of its
         history; a missing one is computed from the history read once (its key from the
         open file's stat, taken before the read: an append in between only makes the key

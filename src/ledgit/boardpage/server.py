@@ -10,7 +10,7 @@ any other method is 405):
 ``/events``            ``text/event-stream``: an ``event: changed`` whenever the board changed
 =====================  =====================================================================
 
-One thread watches the board through :class:`ledgit.live.LiveBoard` (the in-process watcher
+One thread watches the board through :class:`ledgit.storage.live.LiveBoard` (the in-process watcher
 the MCP face uses too: inotify on the tasks and history directories, no polling of every
 task file); on a change it rebuilds the model (only what changed), then wakes every event
 stream. Request threads only read the last built bytes. On a loopback
@@ -30,12 +30,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ledgit.board import Board
 from ledgit.boardpage.render import page_json, render_page
 from ledgit.boardpage.source import PageSource, cyclic_gc_paused
-from ledgit.errors import LedgitError
-from ledgit.index import Index
-from ledgit.live import LiveBoard
+from ledgit.core.errors import LedgitError
+from ledgit.storage.board import Board
+from ledgit.storage.index import Index
+from ledgit.storage.live import LiveBoard
 
 KEEPALIVE = 15.0  # seconds between two comment lines on an idle event stream
 SETTLE = 0.05  # a rebuild waits for this many quiet seconds after a change (the same write)

@@ -1,6 +1,6 @@
 """The page's data from one board: index rows, histories, the extras cache, the model.
 
-:class:`PageSource` turns an open :class:`ledgit.index.Index` into the page model
+:class:`PageSource` turns an open :class:`ledgit.storage.index.Index` into the page model
 (:func:`ledgit.boardpage.model.build_model`) and keeps the per-task extras (rendered body,
 timeline, plot points) between calls, so a live page pays only for what changed.
 """
@@ -12,11 +12,11 @@ import gc
 from collections.abc import Iterator
 from typing import Any
 
-from ledgit.board import Board
 from ledgit.boardpage.model import ExtrasCache, build_model, detail_of
 from ledgit.boardpage.render import markdown_renderer, page_json
-from ledgit.index import Index
-from ledgit.readout import now_timestamp
+from ledgit.core.readout import now_timestamp
+from ledgit.storage.board import Board
+from ledgit.storage.index import Index
 
 
 class PageSource:
@@ -53,7 +53,7 @@ class PageSource:
     def _current_rows(self, index: Index) -> list[dict[str, Any]]:
         """Every valid task's index row, in priority order (as ``index.rows(sort=
         "priority")``): the first time all of them, later only those whose revision moved
-        (:meth:`ledgit.index.Index.revisions`, then one :meth:`~ledgit.index.Index.get`
+        (:meth:`ledgit.storage.index.Index.revisions`, then one :meth:`~ledgit.storage.index.Index.get`
         each) when few did."""
         if not self._rows:
             return index.rows(include_archived=True, sort="priority")

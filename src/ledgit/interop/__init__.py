@@ -6,4 +6,6 @@ Ledger ``.juno_task``), ``backlog`` (Backlog.md ``backlog/``). What they share: 
 import loop) with ``plan``, ``genesis``, ``staging``, ``historywriter`` and ``reimport``;
 ``summary`` (its summary and progress bar); ``cli`` the click commands. Mappings:
 docs/interop.md.
+
+May import: ledgit.core, ledgit.git, ledgit.storage, ledgit.operations.
 """

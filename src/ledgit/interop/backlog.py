@@ -29,14 +29,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledgit.errors import USAGE, LedgitError, located
+from ledgit.core.errors import USAGE, LedgitError, located
+from ledgit.core.merge import NO_ACCOUNT
+from ledgit.core.record import Record, make_record
+from ledgit.core.schema import is_valid_id
+from ledgit.core.timestamps import normalize_timestamp
 from ledgit.interop.beads import pack
 from ledgit.interop.incoming import Incoming
 from ledgit.interop.sources import file_skip, read_front_matter
-from ledgit.merge import NO_ACCOUNT
-from ledgit.record import Record, make_record
-from ledgit.schema import is_valid_id
-from ledgit.timestamps import normalize_timestamp
 
 if TYPE_CHECKING:
     from ledgit.interop.incoming import Skip

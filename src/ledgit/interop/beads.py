@@ -31,12 +31,12 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from ledgit.errors import USAGE, LedgitError, located
+from ledgit.core.errors import USAGE, LedgitError, located
+from ledgit.core.merge import NO_ACCOUNT
+from ledgit.core.record import Record, make_record
+from ledgit.core.schema import is_valid_id
+from ledgit.core.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
 from ledgit.interop.sources import read_jsonl
-from ledgit.merge import NO_ACCOUNT
-from ledgit.record import Record, make_record
-from ledgit.schema import is_valid_id
-from ledgit.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
 
 if TYPE_CHECKING:
     from ledgit.interop.incoming import Incoming, Skip

@@ -42,23 +42,23 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ledgit.errors import USAGE, LedgitError
-from ledgit.index import Index
-from ledgit.interop import historywriter, staging
+from ledgit.core.errors import USAGE, LedgitError
+from ledgit.core.render import render_record
+from ledgit.interop import historywriter, reimport, staging
 from ledgit.interop.genesis import history_and_revision
 from ledgit.interop.incoming import Skip
 from ledgit.interop.plan import plan_import
 from ledgit.interop.summary import Conflict, Summary
-from ledgit.render import render_record
-from ledgit.taskfiles import HISTORY_SUFFIX, TASK_SUFFIX, file_stat
+from ledgit.storage.index import Index
+from ledgit.storage.taskfiles import HISTORY_SUFFIX, TASK_SUFFIX, file_stat
 
 if TYPE_CHECKING:
-    from ledgit.board import Board
-    from ledgit.indexbuild import Written
     from ledgit.interop.historywriter import HistoryWriter
     from ledgit.interop.incoming import Incoming
     from ledgit.interop.plan import Plan
     from ledgit.interop.summary import Progress
+    from ledgit.storage.board import Board
+    from ledgit.storage.indexbuild import Written
 
 
 def import_records(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip], *,
@@ -102,8 +102,6 @@ def _apply_changes(board: Board, plan: Plan, written: dict[str, Written],
                    summary: Summary, actor: str, source: str, progress: Progress | None,
                    rebuild_index: bool) -> None:
     """The update events of changed tasks, then the index (while the bulk flush runs)."""
-    if plan.changed:
-        from ledgit.interop import reimport  # lazy: 24 ms (merge, ops); new tasks need none
     for item, _current in plan.changed:
         try:
             outcome = reimport.reimport_task(board, item, actor, source)

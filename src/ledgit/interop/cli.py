@@ -10,16 +10,26 @@ file and line; the rest was imported, and the board's values were kept); 2 unrea
 from __future__ import annotations
 
 import gc
+import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledgit.commands.arguments import actor_or_warn
-from ledgit.errors import CHECK_FAILED, OK, USAGE, LedgitError
-from ledgit.oserrors import os_refusal
+from ledgit.core.errors import CHECK_FAILED, OK, USAGE, LedgitError
+from ledgit.interop import historywriter
+from ledgit.interop.backlog import load_backlog
+from ledgit.interop.beads import load_beads
+from ledgit.interop.bulkimport import import_records
+from ledgit.interop.stateframe import export_text, load_stateframe
+from ledgit.interop.summary import Progress, print_summary
+from ledgit.interop.yylo import load_yylo
+from ledgit.operations.arguments import actor_or_warn
+from ledgit.storage.board import find_board
+from ledgit.storage.oserrors import os_refusal
 
 if TYPE_CHECKING:
     from ledgit.interop.incoming import Incoming, Skip
@@ -45,10 +55,6 @@ def _common(f: Any) -> Any:
 def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | None,
                as_json: bool) -> int:
     """Load ``path`` with ``load``, import into the board of the working directory, print."""
-    from ledgit.board import find_board  # lazy: 10 ms; `ledgit --help` loads this module
-    from ledgit.interop import historywriter  # lazy: 25 ms, as find_board
-    from ledgit.interop.bulkimport import import_records  # lazy: 45 ms, as find_board
-    from ledgit.interop.summary import Progress, print_summary  # lazy: 1.2 ms, as find_board
 
     board = find_board()
     actor = actor_or_warn(by, board.root)
@@ -73,7 +79,6 @@ def run_import(source: str, path: str, load: Loader, *, strict: bool, by: str | 
         if collecting:
             gc.enable()
     if as_json:
-        import json  # lazy: 1.5 ms; `ledgit --help` loads this module
 
         click.echo(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
     else:
@@ -100,7 +105,6 @@ def import_group() -> None:
 @_common
 def import_beads_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a Beads issues.jsonl (one issue per line)."""
-    from ledgit.interop.beads import load_beads  # lazy: 25 ms; `ledgit --help` needs none
 
     return run_import("beads", path, load_beads, strict=strict, by=by, as_json=as_json)
 
@@ -110,7 +114,6 @@ def import_beads_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> 
 @_common
 def import_stateframe_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a Stateframe task.ledger.json (one task, its commits and state items)."""
-    from ledgit.interop.stateframe import load_stateframe  # lazy: 74 ms (jsonschema), as beads
 
     return run_import("stateframe", path, load_stateframe, strict=strict, by=by,
                       as_json=as_json)
@@ -121,7 +124,6 @@ def import_stateframe_cmd(path: str, strict: bool, by: str | None, as_json: bool
 @_common
 def import_yylo_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a YYLO Ledger board (PATH/.juno_task, or the directory that holds it)."""
-    from ledgit.interop.yylo import load_yylo  # lazy: 27 ms, as beads
 
     return run_import("yylo", path, load_yylo, strict=strict, by=by, as_json=as_json)
 
@@ -131,7 +133,6 @@ def import_yylo_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> i
 @_common
 def import_backlog_cmd(path: str, strict: bool, by: str | None, as_json: bool) -> int:
     """Import a Backlog.md folder (PATH/backlog, or the directory that holds it)."""
-    from ledgit.interop.backlog import load_backlog  # lazy: 27 ms, as beads
 
     return run_import("backlog", path, load_backlog, strict=strict, by=by, as_json=as_json)
 
@@ -147,8 +148,6 @@ def export_group() -> None:
               default="-", show_default=True, help="Write to FILE ('-' = stdout).")
 def export_stateframe_cmd(task: str, output: str) -> int:
     """Export one task as a Stateframe task.ledger.json (validated against its schema)."""
-    from ledgit.board import find_board  # lazy: 10 ms; `ledgit --help` needs none
-    from ledgit.interop.stateframe import export_text  # lazy: 74 ms (jsonschema), as board
 
     board = find_board()
     tid = board.resolve_id(task)
@@ -156,7 +155,6 @@ def export_stateframe_cmd(task: str, output: str) -> int:
     if output == "-":
         click.echo(text, nl=False)
     else:
-        from pathlib import Path  # lazy: 3.4 ms; `ledgit --help` needs none
 
         try:
             Path(output).write_text(text, encoding="utf-8")

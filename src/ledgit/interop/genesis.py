@@ -9,12 +9,13 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ledgit.canonjson import plain_encoder
+from ledgit.core.canonjson import plain_encoder
+from ledgit.core.history import new_event
 
 if TYPE_CHECKING:
-    from ledgit.history import Event
+    from ledgit.core.history import Event
+    from ledgit.core.record import Record
     from ledgit.interop.incoming import Incoming
-    from ledgit.record import Record
 
 
 IMPORT_OP = "import"
@@ -24,7 +25,6 @@ def genesis_events(item: Incoming, actor: str, source: str) -> list[Event]:
     """The history of a newly imported task: the source's steps as a hash-linked chain (the
     first one the genesis), then one ``import`` event if the record differs from the last
     step; or a single genesis ``create`` event at the record's ``last_modified``."""
-    from ledgit.history import new_event  # lazy: 8.1 ms (-X importtime); only steps need it
 
     meta_base = {"source": source, "source_id": item.source_id}
     if not item.steps:
@@ -62,7 +62,7 @@ def genesis_events(item: Incoming, actor: str, source: str) -> list[Event]:
 def _canonical(value: Any) -> bytes:
     """Canonical JSON of ``value`` as bytes (revision.canonical_json without its float walk:
     a Record's state never holds a float -- make_record refuses them -- and neither do the
-    notes and meta built here); the C encoder is built once (ledgit.canonjson)."""
+    notes and meta built here); the C encoder is built once (ledgit.core.canonjson)."""
     return _encode(value).encode("utf-8")
 
 

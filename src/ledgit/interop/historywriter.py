@@ -14,9 +14,9 @@ from contextlib import suppress
 from itertools import accumulate
 from typing import Any
 
-from ledgit.errors import LedgitError
+from ledgit.core.errors import LedgitError
 from ledgit.interop.staging import create_all
-from ledgit.taskfiles import write_all
+from ledgit.storage.taskfiles import write_all
 
 #: Imports of at least this many new tasks write the histories in a HistoryWriter, which
 #: is spawned for a source file of at least HELPER_MIN_BYTES (before it is loaded).

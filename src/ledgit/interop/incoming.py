@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from ledgit.record import Record
+    from ledgit.core.record import Record
 
 
 class Skip(NamedTuple):

@@ -9,15 +9,15 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ledgit.errors import LedgitError
+from ledgit.core.errors import LedgitError
+from ledgit.core.render import render_record
 from ledgit.interop.genesis import history_bytes
 from ledgit.interop.incoming import Skip
-from ledgit.render import render_record
 
 if TYPE_CHECKING:
-    from ledgit.board import Board
+    from ledgit.core.record import Record
     from ledgit.interop.incoming import Incoming
-    from ledgit.record import Record
+    from ledgit.storage.board import Board
 
 
 class Plan(NamedTuple):

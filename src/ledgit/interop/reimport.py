@@ -9,8 +9,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ledgit.errors import LedgitError
-from ledgit.history import (
+from ledgit.core.errors import LedgitError
+from ledgit.core.history import (
     MERGE_OP,
     HistoryError,
     event_line,
@@ -19,20 +19,21 @@ from ledgit.history import (
     parse_checked,
     replay,
 )
+from ledgit.core.lifecycle import lifecycle_problems
+from ledgit.core.merge import merge_records
+from ledgit.core.record import make_record, record_from_state
+from ledgit.core.render import render_record
 from ledgit.interop.genesis import IMPORT_OP
-from ledgit.lifecycle import lifecycle_problems
-from ledgit.merge import merge_records
-from ledgit.ops import clashes
-from ledgit.record import make_record, record_from_state
-from ledgit.render import render_record
-from ledgit.taskfiles import refuse_link, replace_task_file, write_all
-from ledgit.writepath import damaged_history
+from ledgit.operations.transitions import clashes
+from ledgit.storage.board import refuse_link
+from ledgit.storage.taskfiles import replace_task_file, write_all
+from ledgit.storage.writepath import damaged_history
 
 if TYPE_CHECKING:
-    from ledgit.board import Board
-    from ledgit.history import Event
+    from ledgit.core.history import Event
+    from ledgit.core.record import Record
     from ledgit.interop.incoming import Incoming
-    from ledgit.record import Record
+    from ledgit.storage.board import Board
 
 
 UNCHANGED, UPDATED, MERGED = "unchanged", "updated", "merged"
@@ -69,8 +70,8 @@ def merge_import(base: Record | None, ours: Record, theirs: Record
     board) and ``theirs`` (the source) both changed since ``base`` (the record as last
     imported; None when unknown), and the paths where the board's value was kept.
 
-    :func:`ledgit.merge.merge_records` merges field by field; wherever it would settle a
-    difference by its rules (:func:`ledgit.ops.clashes`), and for overlapping body edits,
+    :func:`ledgit.core.merge.merge_records` merges field by field; wherever it would settle a
+    difference by its rules (:func:`ledgit.operations.transitions.clashes`), and for overlapping body edits,
     the board's value stays: nothing local is overwritten. When the board's values do not
     fit the merged record's lifecycle, the board's record stays whole."""
     merged = merge_records(base, ours, theirs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import stat
 import struct
 import sys
@@ -16,20 +17,20 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ledgit.locate import TASKS_DIR
-from ledgit.taskfiles import (
+from ledgit.storage.board import refuse_link
+from ledgit.storage.locate import TASKS_DIR
+from ledgit.storage.taskfiles import (
     HISTORY_DIR,
     HISTORY_SUFFIX,
     TASK_SUFFIX,
     file_mode,
     file_stat,
-    refuse_link,
     write_all,
 )
 
 if TYPE_CHECKING:
-    from ledgit.board import Board
     from ledgit.interop.summary import Progress
+    from ledgit.storage.board import Board
 
 
 Stat = tuple[int, int, int]  # (mtime_ns, size, inode), as the index keeps it
@@ -240,7 +241,6 @@ def move_each(board: Board, ids: Sequence[str], staged_history: str,
 
 def remove_tree(path: str) -> None:
     """Remove a staging directory and whatever is left in it (nothing after a success)."""
-    import shutil  # lazy: 1.9 ms (bz2, lzma); a re-import that writes nothing needs none
 
     shutil.rmtree(path, ignore_errors=True)
 

@@ -33,13 +33,13 @@ from typing import Any
 
 import jsonschema
 
-from ledgit.errors import USAGE, LedgitError, located
-from ledgit.history import HistoryError, parse_events, replay, topological_order
+from ledgit.core.errors import USAGE, LedgitError, located
+from ledgit.core.history import HistoryError, parse_events, replay, topological_order
+from ledgit.core.merge import NO_ACCOUNT
+from ledgit.core.record import Record, make_record
+from ledgit.core.schema import is_valid_id
+from ledgit.core.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
 from ledgit.interop.incoming import Incoming, Skip
-from ledgit.merge import NO_ACCOUNT
-from ledgit.record import Record, make_record
-from ledgit.schema import is_valid_id
-from ledgit.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
 
 SOURCE = "stateframe"
 SCHEMA_FILE = "stateframe.task.ledger.schema.json"

@@ -1,0 +1,83 @@
+"""The audit commands (DESIGN §6): ``verify`` (records and history continuity, and the
+``project`` rule for ``ALIAS:ID`` dependencies) and ``record`` (a hand edit of a task file
+recorded as an ``edit`` event). ``ledgit check`` (:mod:`ledgit.cli.check`) is ``verify`` with
+repairs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ledgit.cli.commands.output import out, out_json, report_problems
+from ledgit.cli.commands.running import command_board
+from ledgit.core.errors import OK, LedgitError
+from ledgit.core.history import Problem
+from ledgit.operations import projects
+from ledgit.operations.arguments import actor_or_warn, resolve_ids
+from ledgit.operations.resolve import stage_if_unmerged
+from ledgit.storage.boardcheck import verify_board
+from ledgit.storage.index import Index
+from ledgit.storage.writepath import record_edit, task_layout_loss
+
+if TYPE_CHECKING:
+    from ledgit.storage.board import Board
+
+
+def verify_cmd(tasks: tuple[str, ...], check_all: bool, as_json: bool) -> int:
+    """``ledgit verify`` on the working tree: every task (or ``tasks``) checked
+    (:meth:`ledgit.storage.board.Board.verify`, plus the ``project`` rule); one line per problem.
+    Returns 1 while any problem remains, else 0; LedgitError exit 2 for ids and --all
+    together, 4 for an unknown id."""
+    board = command_board()
+    if tasks and check_all:
+        raise LedgitError("give task ids or --all, not both")
+    ids = resolve_ids(board, tasks) if tasks else None
+    problems = verify_board(board, ids) + _project_problems(board, ids)
+    return report_problems(board, ids, problems, as_json, "verified")
+
+
+def _project_problems(board: Board, ids: list[str] | None) -> list[Problem]:
+    """Rule ``project``: every ``ALIAS:ID`` dependency names a registered project, and no
+    dependency cycle runs across boards (ledgit.operations.projects)."""
+    with Index.open(board) as index:
+        rows = index.rows(include_archived=True)
+    deps = {r["id"]: [d for d in r.get("depends_on") or [] if ":" in d] for r in rows
+            if ids is None or r["id"] in ids}
+    deps = {k: v for k, v in deps.items() if v}
+    if not deps:
+        return []
+
+    problems = [Problem(line.split(":", 1)[0], 0, "project", line.split(": ", 1)[1])
+                for line in projects.unregistered(board, deps)]
+    for task in deps:
+        cycle = projects.find_cycle(board, task)
+        if cycle:
+            problems.append(Problem(task, 0, "project",
+                                    f"dependency cycle across boards: {' -> '.join(cycle)}"))
+    return problems
+
+
+def record_cmd(task: str, normalize: bool, by: str | None, as_json: bool) -> int:
+    """``ledgit record``: TASK's hand edit recorded as an ``edit`` event
+    (:meth:`ledgit.storage.board.Board.record_edit`; with ``normalize``, the file rewritten in the
+    canonical form first), its files staged when Git had them unmerged. Returns 0;
+    LedgitError exit 2 when the file holds what ledgit will not keep (YAML comments,
+    custom quoting or layout) without ``normalize``."""
+    board = command_board()
+    tid = board.resolve_id(task)
+    loss = task_layout_loss(board, tid, board.read(tid)) if normalize else None
+    event = record_edit(board, tid, actor_or_warn(by, board.root_str), normalize=normalize)
+    staged = stage_if_unmerged(board.root, [board.task_path(tid), board.history_path(tid)])
+    if as_json:
+        out_json({"id": tid, "event": event, "normalized": loss is not None})
+        return OK
+    if event is None:
+        out(f"{tid}: the record matches its history head; nothing to record")
+    else:
+        out(f"{tid}: recorded {event.get('op', 'edit')} event {event['id'][:12]}")
+    if staged and not as_json:
+        out(f"{tid}: staged {' '.join(board.rel(p) for p in staged)} (the file was unmerged)")
+    if loss is not None:
+        out(f"{tid}: rewrote {board.rel(board.task_file(tid))} in the canonical form "
+            f"(line {loss[0]}: {loss[1]})")
+    return OK

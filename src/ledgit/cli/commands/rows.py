@@ -1,0 +1,55 @@
+"""Printing the rows of ``list``, ``search`` and ``ready``: a row's text line, and the rows
+with the index's warnings (their shape and filters: :mod:`ledgit.operations.rows`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from ledgit.cli.commands.output import err, out, out_json
+from ledgit.core.markers import has_markers
+from ledgit.operations.rows import row_view
+
+if TYPE_CHECKING:
+
+    from ledgit.storage.board import Board
+
+def row_line(v: dict[str, Any]) -> str:
+    """The text line of one :func:`row_view` (list, search, ready): id, status, priority,
+    title, the claim's holder and freshness, the outcome kind; ends with a newline."""
+    prio = "-" if v["priority"] is None else str(v["priority"])
+    claim = f"  [{v['claim'].get('by')} {v['freshness']['state']}]" if v["claim"] else ""
+    outcome = f"  ({v['outcome']['kind']})" if v.get("outcome") else ""
+    return f"{v['id']}  {v['status']:<11}  P{prio}  {v['title']}{claim}{outcome}\n"
+
+
+def warn_markers(task_id: Any, body: Any, path: Any) -> None:
+    """One stderr line when a task's body holds conflict markers (a line merge committed)."""
+    if not isinstance(body, str) or not ("<<<<<<<" in body or ">>>>>>>" in body
+                                         or "|||||||" in body):
+        return  # no marker can be there (ledgit.core.markers: 7 or more of <, > or |)
+
+    if has_markers(body):
+        err(f"ledgit: warning: {task_id}: the body holds conflict markers "
+            f"(run: ledgit resolve {path}, or edit it, then: ledgit record {task_id})")
+
+
+def print_rows(rows: list[dict[str, Any]], as_json: bool, board: Board,
+               errors: list[tuple[str, str]]) -> None:
+    """Print index ``rows`` of ``board``: one :func:`row_line` each, or JSON ``{tasks,
+    count, errors}`` (docs/cli.md); a warning on stderr for each (path, message) in
+    ``errors`` (files the index skipped) and for each body holding conflict markers."""
+    ttl = int(board.config.claim_ttl)
+    now = time.time()
+    views = [row_view(r, now, ttl) for r in rows]
+    for r in rows:
+        warn_markers(r.get("id"), r.get("body"), r.get("path"))
+    for path, message in errors:
+        err(f"ledgit: warning: skipped {path}: {message}" if path not in message
+            else f"ledgit: warning: skipped: {message}")
+    if as_json:
+        out_json({"tasks": views, "count": len(views),
+                  "errors": [{"path": p, "message": m} for p, m in errors]})
+        return
+    out("".join(row_line(v) for v in views), nl=False)

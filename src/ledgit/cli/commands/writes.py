@@ -1,0 +1,217 @@
+"""The writes of one task as the commands print them, and the writes that are not a status
+change: ``create``, ``update`` and ``revert``.
+
+:func:`write_task` applies a pure transition of :mod:`ledgit.operations.transitions` through the board's write
+path (lock, read the truth, check ``--expect``, write the file and its history event);
+:func:`mutate` does that and prints the command's line or JSON. :mod:`ledgit.cli.commands.lifecycle`
+and :mod:`ledgit.cli.commands.items` are written with them, and ``ledgit mcp`` calls
+:func:`write_task` with its own board.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ledgit.cli.commands.output import out, out_json
+from ledgit.cli.commands.running import command_board
+from ledgit.core.errors import NOT_FOUND, OK, LedgitError, located
+from ledgit.core.history import HistoryError, parse_checked, replay
+from ledgit.core.record import MAX_RECORD_BYTES, body_nul_line, record_from_state, size_problem
+from ledgit.operations import transitions as ops
+from ledgit.operations.arguments import (
+    actor_or_warn,
+    resolve_dependencies,
+    resolve_or_keep,
+    split_list,
+)
+from ledgit.operations.writing import write_task
+from ledgit.storage.writepath import create_task, damaged_history
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ledgit.core.change import Change
+    from ledgit.core.record import Record
+    from ledgit.operations.writing import Op
+    from ledgit.storage.board import Board
+
+# Ops that leave the status as it was: their line says what they did, then the status.
+KEEPS_STATUS = {"update": "updated", "heartbeat": "claim renewed"}
+MIN_EVENT_PREFIX = 4  # hex digits, as Git's shortest abbreviation (core.abbrev minimum)
+
+
+def mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,
+           show: Callable[[Record, Change], str] | None = None) -> int:
+    """Write one task with ``op`` (:func:`write_task`) and print the result: ``show``'s
+    line, or the common mutation line / JSON shape ``{id, op, status, revision, actor, meta,
+    written}`` (docs/cli.md). Returns 0."""
+    written, record, result, actor = write_task(task, by, expect, op, command_board())
+    if as_json:
+        out_json({"id": record.id, "op": result.op, "status": record.fields["status"],
+                  "revision": record.revision, "actor": actor, "meta": result.meta or {},
+                  "written": written})
+    elif not written:
+        out(f"{record.id}: {result.op}: nothing changed (rev {record.revision[:12]})")
+    elif show is not None:
+        out(show(record, result))
+    elif result.op in KEEPS_STATUS:  # not "update -> open": the update did not set it
+        out(f"{record.id}: {KEEPS_STATUS[result.op]} (status {record.fields['status']}, "
+            f"rev {record.revision[:12]})")
+    else:
+        out(f"{record.id}: {result.op} -> {record.fields['status']} "
+            f"(rev {record.revision[:12]})")
+    return OK
+
+
+def read_text_option(text: str | None, path: str | None, what: str) -> str | None:
+    """The text of ``--WHAT`` or ``--WHAT-file`` (a path, ``-`` for stdin; UTF-8), None when
+    neither is given. Raises LedgitError exit 2 for both given, an unreadable or non-UTF-8
+    file, or a text over :data:`ledgit.core.record.MAX_RECORD_BYTES` (refused before it is
+    read) or holding a NUL character (``PATH:LINE: --WHAT-file: NUL ...``)."""
+    if text is not None and path is not None:
+        raise LedgitError(f"give --{what} or --{what}-file, not both")
+    if path is None:
+        return text
+    if path == "-":
+        data = sys.stdin.read(MAX_RECORD_BYTES + 1)  # characters: refused before any write
+        if len(data) > MAX_RECORD_BYTES:
+            raise LedgitError(located(size_problem(len(data), f"the {what}") or "", "-", None,
+                                      f"--{what}-file"))
+    else:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                message = size_problem(os.fstat(fh.fileno()).st_size, f"the {what}")
+                if message is not None:  # refused before it is read
+                    raise LedgitError(located(message, path, None, f"--{what}-file"))
+                data = fh.read()
+        except OSError as exc:
+            raise LedgitError(f"{path}: cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise LedgitError(f"{path}: not valid UTF-8") from None
+    nul = body_nul_line(data)
+    if nul is not None:  # named here, by the file's line, before the record refuses it
+        raise LedgitError(located(f"NUL character (U+0000); the {what} is text", path, nul,
+                                  f"--{what}-file"))
+    return data
+
+
+def create_cmd(title: str, body: str | None, body_file: str | None, goal: str | None,
+               accept: tuple[str, ...], priority: int | None, depends: tuple[str, ...],
+               labels: tuple[str, ...], owner: str | None, worker: str | None,
+               note: str | None, by: str | None, as_json: bool) -> int:
+    """``ledgit create``: a new task titled ``title`` (:func:`ledgit.operations.transitions.create_fields`),
+    its genesis event written; prints its id (JSON: ``{id, revision, path}``). Returns 0;
+    LedgitError exit 2 for invalid fields, 4 for an unknown dependency."""
+    board = command_board()
+    text = read_text_option(body, body_file, "body")
+    fields, body_text = ops.create_fields(
+        title=title, goal=goal, accept=accept, body=text, priority=priority,
+        depends=resolve_dependencies(board, depends), labels=split_list(labels),
+        owner=owner,
+        worker=worker)
+    actor = actor_or_warn(by, board.root_str)
+    record = create_task(board, fields, body_text, actor, note=note)
+    if as_json:
+        out_json({"id": record.id, "revision": record.revision,
+                  "path": board.rel(board.task_path(record.id))})
+    else:
+        out(record.id)
+    return OK
+
+
+def update_cmd(task: str, title: str | None, priority: int | None, response: str | None,
+               sets: tuple[str, ...], commits: tuple[str, ...], depends: tuple[str, ...],
+               no_depends: tuple[str, ...], label: tuple[str, ...],
+               no_label: tuple[str, ...], next_action: str | None, gate: str | None,
+               owner: str | None, worker: str | None, note: str | None, by: str | None,
+               expect: str | None, as_json: bool) -> int:
+    """``ledgit update``: edit fields of TASK (:func:`ledgit.operations.transitions.update`; the status has its
+    own commands). Prints the mutation line. Returns 0; LedgitError exit 2 with nothing to
+    change or an invalid value, 3 for a stale ``expect``, 4 for an unknown id."""
+    if not any((title is not None, priority is not None, response is not None, sets,
+                commits, depends, no_depends, label, no_label, next_action is not None,
+                gate is not None, owner is not None, worker is not None)):
+        raise LedgitError("update: nothing to change (see: ledgit update --help)")
+    assignments = [ops.parse_assignment(s) for s in sets]
+    board = command_board()
+    add = resolve_dependencies(board, depends)
+    remove = [resolve_or_keep(board, t) for t in split_list(no_depends)]
+
+    def op(r: Record, actor: str, now: str, ttl: int) -> Change:
+        return ops.update(r, title=title, priority=priority, response=response,
+                          sets=assignments, add_commits=split_list(commits), depends_add=add,
+                          depends_remove=remove, labels_add=split_list(label),
+                          labels_remove=split_list(no_label), next_action=next_action,
+                          gate=gate, owner=owner, worker=worker, note=note)
+
+    return mutate(task, by, expect, op, as_json)
+
+
+def revert_cmd(task: str, event: str, by: str | None, expect: str | None,
+               as_json: bool) -> int:
+    """``ledgit revert``: undo EVENT of TASK with a new ``revert`` event (like git revert;
+    :func:`ledgit.operations.transitions.revert`, with :func:`event_states`). Prints what was restored.
+    Returns 0; LedgitError as :func:`event_states`, 2 for a genesis or merge event, 1 when
+    a later event changed the same value again."""
+    board = command_board()
+    tid = board.resolve_id(task)
+
+    def op(r: Record, actor: str, now: str, ttl: int) -> Change:
+        target, before, after, later = event_states(board, tid, event)
+        return ops.revert(r, event=target, before=before, after=after, later=later)
+
+    def show(record: Record, change: Change) -> str:
+        meta = change.meta or {}
+        return (f"{record.id}: revert {str(meta.get('reverts', ''))[:12]}: restored "
+                f"{', '.join(meta.get('fields') or []) or 'nothing'} -> "
+                f"{record.fields['status']} (rev {record.revision[:12]})")
+
+    return mutate(tid, by, expect, op, as_json, show)
+
+
+def event_states(board: Board, tid: str, text: str
+                 ) -> tuple[dict[str, Any], Record, Record, dict[str, str]]:
+    """(the event of ``tid`` whose id is ``text`` or starts with it, the record at its
+    ``parents[0]``, the record after it, field -> "op by actor at ID" of the last later event
+    that changed the field). Raises LedgitError: fewer than 4 or non-hex digits (2), no such
+    event or an ambiguous prefix (4, listing the candidates), a damaged history (1)."""
+    want = text.strip().lower()
+    if len(want) < MIN_EVENT_PREFIX or any(c not in "0123456789abcdef" for c in want):
+        raise LedgitError(f"EVENT: {text!r} is not an event id or a prefix of >= "
+                          f"{MIN_EVENT_PREFIX} hex digits (see: ledgit history {tid})")
+    try:
+        with open(board.history_file(tid), "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise LedgitError(f"{tid}: the task has no history file", NOT_FOUND) from None
+    try:
+        events = parse_checked(data, tid)
+        states = replay(events, tid)
+    except HistoryError as exc:
+        raise damaged_history(board, tid, exc.problem, data) from None
+    found = [e for e in events if e["id"].startswith(want)]
+    if not found:
+        raise LedgitError(f"{tid}: no event {text!r} (see: ledgit history {tid})", NOT_FOUND)
+    if len(found) > 1:
+        raise LedgitError(f"{tid}: event {text!r} is ambiguous: "
+                          + ", ".join(e["id"][:12] for e in found), NOT_FOUND)
+    target = found[0]
+    where = board.rel(board.task_file(tid))
+    after = record_from_state(states[target["id"]], where)
+    # A genesis event has no state before it (ops.revert refuses it): its own stands in.
+    before = record_from_state(states[target["parents"][0]], where) if target["parents"] \
+        else after
+    later: dict[str, str] = {}
+    for e in events[events.index(target) + 1:]:
+        old = states[e["parents"][0]] if e["parents"] else {}
+        new = states[e["id"]]
+        of, nf = old.get("fields", {}), new.get("fields", {})
+        who = f"{e['op']} by {e['actor']} at {e['at']}, {e['id'][:12]}"
+        for key in set(of) | set(nf):
+            if of.get(key) != nf.get(key):
+                later[key] = who
+        if old.get("body") != new.get("body"):
+            later["body"] = who
+    return {k: v for k, v in target.items() if k != "_line"}, before, after, later

@@ -1,0 +1,126 @@
+"""Hook entry points: ``ledgit hook NAME [ARGS...]`` (githooks(5), DESIGN §8).
+
+* ``pre-commit`` and ``pre-merge-commit``: validate what is staged (:mod:`ledgit.operations.precommit`)
+  -- task files and histories read from the index (the one ``GIT_INDEX_FILE`` names: ``git
+  commit -a`` and partial commits use a temporary index), cost O(staged tasks), never
+  O(board). One line per problem on stderr; exit 1 stops the commit.
+* ``post-checkout`` (including ``git worktree add``, git-worktree(1)), ``post-merge``,
+  ``post-rewrite`` (``rebase``, ``commit --amend``): refresh this worktree's private index.
+  These hooks cannot change the outcome of the command, so they are bounded in time
+  (:data:`INDEX_BUDGET` seconds; SQLite's journal keeps an interrupted refresh consistent)
+  and always exit 0. ``index`` is the same refresh under the name the pre-commit framework's
+  ``ledgit-index`` hook uses.
+
+No hook fires for ``reset --hard``, ``stash`` or ``cherry-pick``: every read checks the index's
+freshness by itself, so these hooks only warm it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ledgit.core.errors import OK, USAGE, LedgitError
+from ledgit.git import repo as git
+from ledgit.storage.locate import LEDGIT_DIR, git_dir_for
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PRE_COMMIT = "pre-commit"
+PRE_MERGE_COMMIT = "pre-merge-commit"  # git merge's own commit: the pre-commit checks
+INDEX_HOOKS = ("post-checkout", "post-merge", "post-rewrite", "index")
+NAMES = (PRE_COMMIT, PRE_MERGE_COMMIT, *INDEX_HOOKS)
+INDEX_BUDGET = 5.0  # seconds a post-* hook may spend refreshing the index
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _staged_reader(cwd: str) -> git.StagedReader | None:
+    """The two git processes of the pre-commit check, started at once, where Git runs the
+    hook at the top of a work tree with nothing stopped that brings in other parents (a
+    merge, pick, revert or rebase); None elsewhere (:func:`ledgit.operations.precommit.pre_commit`
+    then asks with discovery)."""
+    if not os.path.exists(os.path.join(cwd, ".git")):
+        return None  # not the top of a work tree: pre_commit finds every board
+    worktree_git_dir = git_dir_for(cwd)
+    if worktree_git_dir is None or git.operation_pending(worktree_git_dir) \
+            or git.merging_heads():
+        return None  # the other parents are read by pre_commit
+    try:
+        return git.StagedReader(cwd, ".")
+    except OSError:
+        return None  # no git to run: pre_commit says so
+
+
+def _pre_commit(cwd: str, name: str) -> int:
+    """Run the ``pre-commit`` (or ``pre-merge-commit``) check in ``cwd``; the exit code."""
+    reader = _staged_reader(cwd) if name == PRE_COMMIT else None
+    try:
+        from ledgit.operations import precommit  # lazy: 3.6 ms (-X importtime), done while git runs
+
+        if reader is not None:
+            answer = precommit.check_in_hook(cwd, reader)
+            if answer is not None:
+                return answer
+    finally:
+        if reader is not None:
+            reader.close()
+
+    return precommit.pre_commit(Path(cwd))
+
+
+def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
+    """Refresh this worktree's index within ``budget`` seconds; always 0.
+
+    Past the budget the process ends at once (the refresh is one SQLite transaction, so the
+    index stays consistent) and the next read finishes the work.
+    """
+    def give_up() -> None:
+        _say(f"ledgit: index refresh took over {budget:g}s; the next read finishes it")
+        sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(budget, give_up)
+    timer.daemon = True
+    timer.start()
+    try:
+        # the board, its index and the gate: 4.0 ms (-X importtime) pre-commit never needs
+        from ledgit.operations.gate import board_prefixes  # lazy: 4.0 ms with the lines around it
+        from ledgit.storage.board import Board, find_board  # lazy: 4.0 ms with the next two
+        from ledgit.storage.index import Index  # lazy: 4.0 ms with the two above
+
+        # Every board of the work tree, each with its own index (docs/git.md, "Every board
+        # is guarded"): the one found from cwd and those the index tracks.
+        top = git.toplevel(cwd)
+        boards = [Board(top / p) for p in board_prefixes(cwd)
+                  if (top / p / LEDGIT_DIR).is_dir()] if top is not None else []
+        if not boards:
+            try:
+                boards = [find_board(cwd)]  # LEDGIT_ROOT may pin one outside the work tree
+            except LedgitError:
+                boards = []
+        for board in boards:  # none: no board on this branch, nothing to index
+            with Index.open(board) as index:
+                index.refresh()
+    except Exception as exc:  # noqa: BLE001 - a post-* hook must never fail the command
+        _say(f"ledgit: index refresh skipped: {exc}")
+    finally:
+        timer.cancel()
+    return OK
+
+
+def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
+    """Dispatch ``ledgit hook NAME ARGS``; ``args`` are the hook's own (ignored)."""
+    del args  # post-checkout's refs and flag, post-rewrite's command: not needed
+    if name in (PRE_COMMIT, PRE_MERGE_COMMIT):
+        return _pre_commit(os.getcwd() if cwd is None else str(cwd), name)
+    if name in INDEX_HOOKS:
+
+        return refresh_index(Path(os.getcwd()) if cwd is None else cwd)
+    raise LedgitError(f"unknown hook {name!r} (one of {', '.join(NAMES)})", USAGE)

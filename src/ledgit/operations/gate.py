@@ -1,0 +1,574 @@
+"""The CI gate: verify tasks and histories read from Git objects (DESIGN §8).
+
+``ledgit verify --rev REV`` checks every task at one commit; ``--range A..B`` checks every
+commit of the range (git-rev-list(1) semantics): tasks a commit changes get the full checks,
+and at the start of the range every history is checked for what must never land anywhere --
+more than one head, or conflict markers. Files are read from the object database
+(:func:`ledgit.git.repo.tree_files`, pygit2), never from the working tree, so the gate sees exactly
+what was committed.
+
+The checks on one task (:func:`check_task`) are the validator's (:meth:`Board.verify`) applied
+to bytes: conflict markers, the record's schema and id, the lifecycle invariants (DESIGN §4)
+and history continuity (DESIGN §6, :func:`ledgit.core.history.verify`). The pre-commit hook runs the
+same function on staged blobs.
+
+The gate also fails when ``.gitattributes`` names the ``ledgit`` merge driver but this clone
+has no ``merge.ledgit.driver``: Git then silently falls back to a line merge
+(gitattributes(5), "Defining a custom merge driver"), which a CI merge must not do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+from ledgit.core.errors import USAGE, LedgitError
+from ledgit.core.history import (
+    HistoryError,
+    describe_event,
+    heads,
+    lost_in_text,
+    parse_events,
+    verify,
+)
+from ledgit.core.lifecycle import lifecycle_problems
+from ledgit.core.markers import RULE as MARKER_RULE
+from ledgit.core.markers import marker_problem
+from ledgit.core.record import Record, parse_record
+from ledgit.git import repo as git
+from ledgit.storage.board import find_board
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ledgit.git.repo import TreeReader
+
+LEDGIT_DIR = ".ledgit"
+TASKS = "tasks"
+HISTORY = "history"
+TASK_SUFFIX = ".md"
+HISTORY_SUFFIX = ".jsonl"
+FORMATS = ("text", "json", "github")
+_LOCATED = re.compile(r"^(?P<path>.*?):(?P<line>\d+): (?P<rest>.*)$", re.DOTALL)
+
+
+class Finding(NamedTuple):
+    """One problem: the repository-relative ``path`` of the file, a 1-based ``line`` (0 = the
+    whole file), the broken ``rule``, a one-line ``message`` and the ``commit`` it was seen
+    at (None for the index or the working tree)."""
+
+    path: str
+    line: int
+    rule: str
+    message: str
+    commit: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        head = f"{self.commit[:12]} " if self.commit else ""
+        return f"{head}{where}: {self.rule}: {self.message}"
+
+
+class GateReport(NamedTuple):
+    """What the gate checked: the ``commits`` (oldest first), how many task checks ran
+    (``checked``), every finding (``findings``; empty = pass) and what passed but is worth
+    saying (``notes``: an archived task's files removed)."""
+
+    commits: list[str]
+    checked: int
+    findings: list[Finding]
+    notes: list[str] = []
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def board_prefix(cwd: Path) -> str:
+    """The board's directory relative to the work tree top, ``""`` or ``"sub/dir/"``.
+
+    Uses the board found from ``cwd`` (``LEDGIT_ROOT`` aware); a repository without a board
+    checked out is taken to keep it at the top.
+    """
+    found = _found_prefix(cwd)
+    return "" if found is None else found
+
+
+def _found_prefix(cwd: Path) -> str | None:
+    """:func:`board_prefix` of the board found from ``cwd``; None when no board is found
+    there inside the work tree. Raises LedgitError (2) outside a work tree."""
+    top = git.toplevel(cwd)
+    if top is None:
+        raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
+    try:
+
+        root = find_board(cwd).root
+    except LedgitError:
+        return None
+    rel = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
+    if rel.startswith(".."):
+        return None
+    return "" if rel == "." else rel.replace(os.sep, "/") + "/"
+
+
+def board_prefixes(cwd: Path, revs: Iterable[str] = ()) -> list[str]:
+    """Every board to check (docs/git.md, "Every board is guarded"), sorted: the board found
+    from ``cwd`` (walking up, :func:`ledgit.storage.board.find_board`), every board Git tracks in the
+    index (what a commit would hold) and, for each of ``revs``, in that commit's tree -- the
+    directories holding a ``.ledgit/`` with a ``config.yaml``, a task file or a history. In a
+    bare repository only the ``revs`` are looked at. ``[""]`` when there is none.
+    """
+    prefixes: set[str] = set()
+    top = git.toplevel(cwd)
+    listed: list[bytes] = []
+    if top is not None:
+        found = _found_prefix(cwd)
+        if found is not None:
+            prefixes.add(found)
+        globs = [f":(glob)**/{LEDGIT_DIR}/config.yaml",
+                 f":(glob)**/{LEDGIT_DIR}/{TASKS}/*{TASK_SUFFIX}",
+                 f":(glob)**/{LEDGIT_DIR}/{HISTORY}/*{HISTORY_SUFFIX}"]
+        listed.append(git.run_git(["ls-files", "-z", "--full-name", "--", *globs], top,
+                                  check=False).stdout)
+    elif git.discover(cwd) is None:
+        raise LedgitError(f"{cwd}: not a Git repository", USAGE)
+    for rev in revs:
+        prefixes.update(p for p in map(_prefix_of, git.board_paths_at(cwd, rev))
+                        if p is not None)
+    for out in listed:
+        for path in os.fsdecode(out).split("\0"):
+            prefix = _prefix_of(path)
+            if prefix is not None:
+                prefixes.add(prefix)
+    return sorted(prefixes) or [""]
+
+
+def _prefix_of(path: str) -> str | None:
+    """The board directory (``""``, ``"sub/"``) of a board file's repository path, else None."""
+    for name in ("config.yaml", f"{TASKS}/", f"{HISTORY}/"):
+        marker = f"{LEDGIT_DIR}/{name}"
+        at = path.find(marker)
+        while at != -1:
+            if at == 0 or path[at - 1] == "/":
+                return path[:at]
+            at = path.find(marker, at + 1)
+    return None
+
+
+def task_paths(prefix: str, task_id: str) -> tuple[str, str]:
+    """Repository-relative paths of a task's file and history."""
+    base = f"{prefix}{LEDGIT_DIR}/"
+    return f"{base}{TASKS}/{task_id}{TASK_SUFFIX}", f"{base}{HISTORY}/{task_id}{HISTORY_SUFFIX}"
+
+
+def task_of(path: str, prefix: str) -> str | None:
+    """The task id a repository path belongs to (its task file or history), else None."""
+    base = f"{prefix}{LEDGIT_DIR}/"
+    if not path.startswith(base):
+        return None
+    rest = path[len(base):]
+    for sub, suffix in ((TASKS, TASK_SUFFIX), (HISTORY, HISTORY_SUFFIX)):
+        if rest.startswith(sub + "/") and rest.endswith(suffix):
+            name = rest[len(sub) + 1:-len(suffix)]
+            if name and "/" not in name and not name.startswith("."):
+                return name
+    return None
+
+
+# --------------------------------------------------------------------------- one task
+
+
+def _from_error(message: str, path: str) -> tuple[int, str]:
+    """(line, message) from a ``path:line: field: message`` LedgitError text."""
+    m = _LOCATED.match(message)
+    if m and m.group("path") == path:
+        return int(m.group("line")), m.group("rest")
+    if message.startswith(path + ": "):
+        return 0, message[len(path) + 2:]
+    return 0, message
+
+
+def check_task(task_id: str, record_path: str, record_data: bytes | None, history_path: str,
+               history_data: bytes | None, commit: str | None = None) -> list[Finding]:
+    """Every problem of one task given its two files' bytes (None = absent).
+
+    Rules: ``conflict-markers``; ``schema`` (the record does not parse, or its id is not the
+    file name); ``lifecycle`` (DESIGN §4); ``orphan`` (a history without a task file);
+    and the continuity rules of :func:`ledgit.core.history.verify` (``missing``, ``parse``,
+    ``hash``, ``heads``, ``record-head``, ...).
+    """
+
+    found: list[Finding] = []
+
+    def add(path: str, line: int, rule: str, message: str) -> None:
+        found.append(Finding(path, line, rule, message, commit))
+
+    if record_data is None and history_data is None:
+        return found
+    damaged = False
+    for path, data in ((record_path, record_data), (history_path, history_data)):
+        marked = marker_problem(path, data)
+        if marked:
+            damaged = True
+            add(path, marked[0], MARKER_RULE, marked[1])
+    if damaged:
+        return found
+    if record_data is None:
+        add(history_path, 0, "orphan", f"a history without a task file ({record_path})")
+        return found
+    record: Record | None = None
+    error: str | None = None
+    try:
+        record = parse_record(record_data, record_path)
+    except LedgitError as exc:
+        error = exc.message
+        line, message = _from_error(exc.message, record_path)
+        add(record_path, line, "schema", message)
+    if record is not None and record.id != task_id:
+        error = f"id {record.id!r} does not match the file name"
+        add(record_path, _line_of_key(record_data, "id"), "schema", error)
+        record = None
+    text = None if history_data is None else history_data.decode("utf-8", errors="replace")
+    for p in verify(task_id, text, record, error):
+        if p.rule == "record-head":
+            if error is None:
+                add(record_path, 0, p.rule, p.message)
+        elif p.rule == "missing":
+            add(history_path, 0, p.rule, f"{p.message} ({history_path})")
+        else:
+            add(history_path, p.line, p.rule, p.message)
+    if record is not None:
+        for name, message in lifecycle_problems(record.fields):
+            add(record_path, _line_of_key(record_data, name), "lifecycle", f"{name}: {message}")
+    return found
+
+
+def check_heads_and_markers(task_id: str, record_path: str, record_data: bytes | None,
+                            history_path: str, history_data: bytes | None,
+                            commit: str | None = None) -> list[Finding]:
+    """The cheap checks that must pass for every task everywhere: no conflict markers in
+    either file and a history with exactly one head (DESIGN §6)."""
+
+    found: list[Finding] = []
+    for path, data in ((record_path, record_data), (history_path, history_data)):
+        marked = marker_problem(path, data)
+        if marked:
+            found.append(Finding(path, marked[0], MARKER_RULE, marked[1], commit))
+    if history_data and not found:
+        try:
+            events = parse_events(history_data.decode("utf-8", errors="replace"), task_id)
+        except HistoryError as exc:
+            found.append(Finding(history_path, exc.problem.line, exc.problem.rule,
+                                 exc.problem.message, commit))
+            return found
+        hs = heads(events)
+        if len(hs) > 1:
+            found.append(Finding(history_path, 0, "heads",
+                                 f"expected one head, found {len(hs)}: "
+                                 + ", ".join(h[:12] for h in hs) + " (merge it: ledgit resolve)",
+                                 commit))
+    return found
+
+
+def _line_of_key(data: bytes | None, key: str) -> int:
+    if data is None:
+        return 0
+    needle = key.encode() + b":"
+    for n, line in enumerate(data.split(b"\n"), start=1):
+        if line.startswith(needle):
+            return n
+        if n > 1 and line == b"---":
+            break
+    return 0
+
+
+def check_files(files: Mapping[str, bytes], prefix: str, ids: Iterable[str] | None = None,
+                commit: str | None = None, *, full: bool = True) -> tuple[int, list[Finding]]:
+    """Check the tasks of a snapshot ``{repository path: bytes}`` (a tree or the index).
+
+    ``ids``: the tasks to check (default: every task with a file in ``files``). ``full``:
+    every rule (:func:`check_task`), else only heads and markers. Returns (tasks checked,
+    findings).
+    """
+    wanted = set(ids) if ids is not None else {
+        t for t in (task_of(p, prefix) for p in files) if t is not None}
+    check = check_task if full else check_heads_and_markers
+    found: list[Finding] = []
+    for tid in sorted(wanted):
+        md, hist = task_paths(prefix, tid)
+        found += check(tid, md, files.get(md), hist, files.get(hist), commit)
+    return len(wanted), found
+
+
+# --------------------------------------------------------------------------- growth
+
+GROWTH_RULE = "growth"  # an event of a parent commit's history is missing (DESIGN §8)
+REMOVED_RULE = "removed"  # a task's files removed while it was not archived
+MAX_LOST_LINES = 20  # lost events named one per line for one task; the rest are counted
+
+
+def check_growth(task_id: str, record_path: str, history_path: str,
+                 parent: tuple[bytes | None, bytes | None],
+                 child: tuple[bytes | None, bytes | None], *, against: str,
+                 rev: str | None = None, commit: str | None = None,
+                 base_history: bytes | None = None,
+                 way_back: str | None = None) -> tuple[list[Finding], list[str]]:
+    """"A history only grows" (DESIGN §8) for one task: (findings, notes).
+
+    ``parent``/``child``: the task's (record, history) bytes in the parent commit and in the
+    new commit or the index (None = absent). ``against`` names the parent to a person
+    ("HEAD", "MERGE_HEAD 1a2b3c4d5e6f", a commit id); ``rev`` is how Git names it in the way
+    back (default ``against``). ``base_history``: check only the events the parent adds to it
+    (what a cherry-pick or a rebase step takes). One ``growth`` finding per lost event (op,
+    actor, time, id; at most :data:`MAX_LOST_LINES`, then a count) with the way back
+    (``way_back``, default: redo the commit without dropping it). A task
+    whose two files are both gone is allowed when its record was archived in the parent (a
+    note says so), else one ``removed`` finding.
+    """
+
+    rev = rev or against
+    findings: list[Finding] = []
+    if child == (None, None) and base_history is None:
+        if parent == (None, None):
+            return [], []
+        status = _status_of(parent[0], record_path)
+        if status == "archived":
+            return [], [f"{task_id}: task removed (archived in {against})"]
+        n = len(lost_in_text(parent[1], None))
+        return [Finding(record_path, 0, REMOVED_RULE,
+                        f"{task_id} removed but not archived in {against} (status "
+                        f"{status or 'unknown'}; {n} event(s) would vanish): archive it first "
+                        f"(ledgit archive {task_id}), or bring it back: git checkout {rev} -- "
+                        f"{record_path} {history_path}", commit)], []
+    lost = lost_in_text(parent[1], child[1], base_history)
+    way_back = way_back or (
+        "the way back: redo the commit that dropped it without dropping it (a merge: again "
+        "without -s ours, ledgit's merge driver keeps both sides; an undo: ledgit revert "
+        "instead of git revert)")
+    way_back += f"; to undo a change add an event: ledgit revert {task_id} EVENT"
+    subject = f"staged {task_id}" if commit is None else task_id
+    for event in lost[:MAX_LOST_LINES]:
+        findings.append(Finding(history_path, 0, GROWTH_RULE,
+                                f"{subject} loses an event of {against}: "
+                                f"{describe_event(event)}; {way_back}", commit))
+    if len(lost) > MAX_LOST_LINES:
+        findings.append(Finding(history_path, 0, GROWTH_RULE,
+                                f"{subject} loses {len(lost) - MAX_LOST_LINES} more event(s) "
+                                f"of {against}; {way_back}", commit))
+    return findings, []
+
+
+def _status_of(record_data: bytes | None, path: str) -> str | None:
+    """The ``status`` of a record's bytes, None when it does not parse."""
+    if record_data is None:
+        return None
+
+    try:
+        status = parse_record(record_data, path).fields.get("status")
+    except LedgitError:
+        return None
+    return str(status) if status is not None else None
+
+
+def growth_between(reader: TreeReader, parent: str, commit: str, prefix: str,
+                   paths: Iterable[str] | None = None, *, label: str | None = None,
+                   ) -> tuple[int, list[Finding], list[str]]:
+    """:func:`check_growth` for every task of board ``prefix`` whose files differ between
+    commits ``parent`` and ``commit`` (``paths``: that difference when already known), read
+    through a :class:`ledgit.git.repo.TreeReader`. Returns (tasks checked, findings, notes)."""
+    changed = reader.diff_paths(parent, commit) if paths is None else paths
+    tasks = sorted({t for t in (task_of(p, prefix) for p in changed) if t is not None})
+    found: list[Finding] = []
+    notes: list[str] = []
+    for tid in tasks:
+        md, hist = task_paths(prefix, tid)
+        after = (reader.blob(commit, md), reader.blob(commit, hist))
+        # the parent's task file matters only for a removal (was it archived?)
+        before = (reader.blob(parent, md) if after == (None, None) else None,
+                  reader.blob(parent, hist))
+        more, said = check_growth(tid, md, hist, before, after,
+                                  against=label or f"parent {parent[:12]}", rev=parent[:12],
+                                  commit=commit)
+        found += more
+        notes += said
+    return len(tasks), found, notes
+
+
+# --------------------------------------------------------------------------- Git objects
+
+
+def verify_rev(cwd: Path, rev: str, prefix: str | None = None) -> GateReport:
+    """Every task and history at commit ``rev``, fully checked, and the commit against each
+    of its parents for growth (:func:`check_growth`)."""
+    prefix = board_prefix(cwd) if prefix is None else prefix
+    commit = git.rev_list(cwd, rev)[0]
+    files = git.tree_files(cwd, commit, f"{prefix}{LEDGIT_DIR}/")
+    checked, found = check_files(files, prefix, commit=commit)
+    reader = git.TreeReader(cwd)
+    notes: list[str] = []
+    for parent in git.commit_parents(cwd, [commit]).get(commit, []):
+        _, more, said = growth_between(reader, parent, commit, prefix)
+        found += more
+        notes += said
+    return GateReport([commit], checked, found, notes)
+
+
+def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
+    """Every commit of ``A..B``, oldest first.
+
+    A commit whose first parent is outside the range (the start) gets the heads-and-markers
+    check on every task; each commit then gets the full checks on the tasks it changes
+    against its first parent (so a merge commit is checked for everything it brought in),
+    and the growth check (:func:`check_growth`) against every one of its parents.
+    """
+    if ".." not in spec:
+        raise LedgitError(f"--range {spec}: give a range A..B (a single commit: --rev)", USAGE)
+    prefix = board_prefix(cwd) if prefix is None else prefix
+    commits = git.rev_list(cwd, spec)
+    parents = git.commit_parents(cwd, commits)
+    reader = git.TreeReader(cwd)
+    seen: set[str] = set()
+    checked = 0
+    found: list[Finding] = []
+    notes: list[str] = []
+    board_dir = f"{prefix}{LEDGIT_DIR}/"
+    for commit in commits:
+        mine = parents.get(commit, [])
+        if (mine[0] if mine else None) not in seen:
+            files = git.tree_files(cwd, commit, board_dir)
+            n, more = check_files(files, prefix, commit=commit, full=False)
+            checked += n
+            found += more
+        first = git.changed_paths(cwd, commit, board_dir)
+        changed = {t for t in (task_of(p, prefix) for p in first) if t is not None}
+        for tid in sorted(changed):
+            md, hist = task_paths(prefix, tid)
+            found += [f for f in check_task(tid, md, reader.blob(commit, md), hist,
+                                            reader.blob(commit, hist), commit)
+                      if f not in found]
+        checked += len(changed)
+        for n, parent in enumerate(mine):
+            _, more, said = growth_between(reader, parent, commit, prefix,
+                                           first if n == 0 else None)
+            found += [f for f in more if f not in found]
+            notes += said
+        seen.add(commit)
+    return GateReport(commits, checked, found, notes)
+
+
+def driver_gap(cwd: Path, rev: str | None = None, prefix: str = "") -> Finding | None:
+    """A finding when ``.gitattributes`` routes task files to the ``ledgit`` merge driver
+    but this clone does not define ``merge.ledgit.driver`` (Git would line-merge them).
+
+    The attributes are read from the work tree (git-check-attr(1)) and, with ``rev``, from
+    the ``.gitattributes`` files committed there (top and board directory).
+    """
+    if git.config_get(cwd, "merge.ledgit.driver"):
+        return None
+    named = attributes_name_driver(cwd, prefix)
+    where = ".gitattributes"
+    if not named and rev is not None:
+        for path in dict.fromkeys((".gitattributes", f"{prefix}.gitattributes")):
+            data = git.blob_at(cwd, rev, path)
+            if data and re.search(rb"(?m)^[^#\n]*\smerge=ledgit\b", data):
+                named, where = True, path
+                break
+    if not named:
+        return None
+    return Finding(where, 0, "merge-driver",
+                   "names the ledgit merge driver but this clone has no merge.ledgit.driver: "
+                   "Git would line-merge task files (run: ledgit install)")
+
+
+def attributes_name_driver(cwd: Path, prefix: str = "") -> bool:
+    """True when the work tree's attributes give task files ``merge=ledgit``
+    (``git check-attr merge``, which follows every .gitattributes and info/attributes)."""
+    probe = f"{prefix}{LEDGIT_DIR}/{TASKS}/T-probe{TASK_SUFFIX}"
+    top = git.toplevel(cwd)
+    if top is None:
+        return False
+    out = git.run_git(["check-attr", "-z", "merge", "--", probe], top, check=False).stdout
+    fields = out.split(b"\0")
+    return len(fields) >= 3 and fields[2] == b"ledgit"
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _escape_data(text: str) -> str:
+    # GitHub workflow commands: %, CR and LF are escaped in the message...
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    # ...and also ':' and ',' in the properties (file=..., title=...).
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_line(f: Finding) -> str:
+    """``::error file=PATH,line=N,title=ledgit RULE::MESSAGE`` (GitHub Actions workflow
+    command; ``line`` left out for a whole-file problem)."""
+    props = [f"file={_escape_property(f.path)}"]
+    if f.line:
+        props.append(f"line={f.line}")
+    props.append(f"title={_escape_property('ledgit ' + f.rule)}")
+    commit = f"{f.commit[:12]}: " if f.commit else ""
+    return f"::error {','.join(props)}::{_escape_data(commit + f.message)}"
+
+
+def render_report(report: GateReport, fmt: str) -> str:
+    """The report as ``text`` (one line per finding), ``json`` or ``github`` annotations."""
+    if fmt == "json":
+        return json.dumps({
+            "ok": report.ok, "commits": report.commits, "checked": report.checked,
+            "problems": [f._asdict() for f in report.findings],
+            "notes": list(report.notes),
+        }, ensure_ascii=False, indent=2)
+    if fmt == "github":
+        return "\n".join([*(github_line(f) for f in report.findings),
+                          *(f"::notice title=ledgit::{_escape_data(n)}" for n in report.notes)])
+    if fmt == "text":
+        return "\n".join(str(f) for f in report.findings)
+    raise LedgitError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})", USAGE)
+
+
+def run_gate(cwd: Path, *, rev: str | None = None, spec: str | None = None) -> GateReport:
+    """``ledgit verify --rev REV`` or ``--range A..B``: the report, with the driver check.
+
+    Checks every board of :func:`board_prefixes` (the one found from ``cwd``, every board
+    tracked in the index, and every board at ``REV`` / at either end of the range). Works in
+    a bare repository (server-side hooks, merge queues): there the boards come from the
+    commits alone."""
+    if (rev is None) == (spec is None):
+        raise LedgitError("give one of --rev REV or --range A..B", USAGE)
+    if rev is not None:
+        ends = [rev]
+    else:
+        ends = [e for e in (spec or "").replace("...", "..").split("..") if e] or ["HEAD"]
+        if spec and "..." not in spec:
+            for end in ends:
+                git.rev_list(cwd, end)  # a bad end is named as such, before any listing
+    # No work tree (a server's bare repository): nothing is merged here by Git's hand, and
+    # what a forge's line merge breaks, the growth and continuity checks catch.
+    bare = git.toplevel(cwd) is None
+    reports = []
+    gaps: list[Finding] = []
+    for prefix in board_prefixes(cwd, ends):
+        report = verify_rev(cwd, rev, prefix) if rev is not None else \
+            verify_range(cwd, spec or "", prefix)
+        reports.append(report)
+        if bare:
+            continue
+        gap = driver_gap(cwd, report.commits[-1] if report.commits else None, prefix)
+        if gap is not None and gap not in gaps:
+            gaps.append(gap)
+    first = reports[0]
+    return GateReport(first.commits, sum(r.checked for r in reports),
+                      [*gaps, *(f for r in reports for f in r.findings)],
+                      [n for r in reports for n in r.notes])

@@ -1,0 +1,42 @@
+"""Who is writing (DESIGN §9): the actor every event names, from ``--by``, ``LEDGIT_ACTOR`` or
+Git's ``user.name``. Standard library only at the top: Git is asked only when neither of
+the first two names the actor."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ledgit.core.errors import USAGE, LedgitError
+from ledgit.git import repo as git
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+ACTOR_ENV = "LEDGIT_ACTOR"
+
+
+def actor_name(explicit: str | None, root: Path | str) -> str:
+    """Who is writing (DESIGN §9): ``explicit`` (``--by``), else ``LEDGIT_ACTOR``, else Git's
+    ``user.name`` for ``root``, else ``"unknown"``. Raises LedgitError exit 2 for a name that
+    is not one line."""
+    for candidate in (explicit, os.environ.get(ACTOR_ENV)):
+        if candidate is not None and candidate.strip():
+            return checked_actor(candidate.strip())
+    name: str | None = None
+    try:
+
+
+        name = git.user_name(Path(root))
+    except Exception:  # noqa: BLE001 - outside Git, no git binary, a refused repository
+        name = None
+    return checked_actor(name.strip()) if name and name.strip() else "unknown"
+
+
+def checked_actor(actor: str) -> str:
+    """``actor`` stripped, when it is one non-empty line; else LedgitError exit 2."""
+    if not isinstance(actor, str) or not actor.strip() or any(
+            c in actor for c in "\n\r\x00\u2028\u2029\x85"):
+        raise LedgitError(f"invalid actor name {actor!r} (one non-empty line)", USAGE)
+    return actor.strip()

@@ -1,0 +1,272 @@
+"""Board settings: ``.ledgit/config.yaml`` (DESIGN §2).
+
+The file is a small YAML mapping read with the record's rules (no implicit typing: every
+scalar is a string, coerced here)::
+
+    id_prefix: T        # new ids are T-<10 base32 chars>
+    claim_ttl: 30m      # a claim older than this is stale: 90s, 30m, 2h, 1d or seconds
+
+Unknown settings are refused (a typo must not be silently ignored); extensions go under ``x:``.
+The common flat file is read by a tiny line parser so that reads do not pay for importing
+PyYAML (nor re, dataclasses or pathlib: every command reads this file); anything beyond
+``key: scalar`` lines goes through the YAML loader of ledgit.core.frontmatter.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import yaml
+
+from ledgit.core.errors import USAGE, LedgitError, located
+from ledgit.core.frontmatter import _LOADER
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+CONFIG_NAME = "config.yaml"
+DEFAULT_PREFIX = "T"
+DEFAULT_CLAIM_TTL = 1800  # seconds (DESIGN §4: default 30 min)
+
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_ASCII_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_DIGITS = "0123456789"
+_KEY_CHARS = frozenset(_ASCII_LETTERS + _DIGITS + "_")
+_PLAIN_FIRST = frozenset(_ASCII_LETTERS + _DIGITS + "_./+-")  # a plain scalar starts with
+_PLAIN_REST = _PLAIN_FIRST | frozenset(": ")  # ... and goes on with these
+
+
+class BoardConfig:
+    """Versioned board settings (immutable). ``id_prefix``: the id prefix; ``claim_ttl``:
+    seconds; ``x``: extensions (not part of equality)."""
+
+    __slots__ = ("id_prefix", "claim_ttl", "x")
+
+    id_prefix: str
+    claim_ttl: int
+    x: dict[str, Any]
+
+    def __init__(self, id_prefix: str = DEFAULT_PREFIX, claim_ttl: int = DEFAULT_CLAIM_TTL,
+                 x: dict[str, Any] | None = None) -> None:
+        object.__setattr__(self, "id_prefix", id_prefix)
+        object.__setattr__(self, "claim_ttl", claim_ttl)
+        object.__setattr__(self, "x", {} if x is None else x)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"BoardConfig is immutable: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BoardConfig):
+            return NotImplemented
+        return (self.id_prefix, self.claim_ttl) == (other.id_prefix, other.claim_ttl)
+
+    def __hash__(self) -> int:
+        return hash((self.id_prefix, self.claim_ttl))
+
+    def __repr__(self) -> str:
+        return (f"BoardConfig(id_prefix={self.id_prefix!r}, claim_ttl={self.claim_ttl!r}, "
+                f"x={self.x!r})")
+
+
+def valid_prefix(text: str) -> bool:
+    """True for an id prefix: an ASCII letter, then up to 15 ASCII letters or digits."""
+    return (1 <= len(text) <= 16 and text[0] in _ASCII_LETTERS
+            and all(c in _ASCII_LETTERS or c in _DIGITS for c in text))
+
+
+def parse_duration(text: str) -> int:
+    """Seconds in ``text``: ``90s``, ``30m``, ``2h``, ``1d``, ``1h30m`` or a bare ``1800``.
+
+    Returns an int >= 0. Raises LedgitError (exit 2) for anything else.
+    """
+    s = text.strip().lower()
+    if s.isdigit() and s.isascii():
+        return int(s)
+    total, number = 0, ""
+    for c in s:
+        if c in _DIGITS:
+            number += c
+        elif c in _UNIT_SECONDS and number:
+            total += int(number) * _UNIT_SECONDS[c]
+            number = ""
+        else:
+            break
+    else:
+        if s and not number:
+            return total
+    raise LedgitError(f"invalid duration {text!r} (use e.g. 90s, 30m, 2h, 1d, 1h30m or a "
+                      f"number of seconds)", USAGE)
+
+
+def load_config(path: Path | str) -> BoardConfig:
+    """Read a board's ``config.yaml`` (``path``: the file, or the ``.ledgit`` dir holding it).
+
+    A missing file gives the defaults. Raises LedgitError (exit 2) naming ``file:line: field``
+    for invalid YAML, an unknown setting or a bad value.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, CONFIG_NAME)
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8")
+    except FileNotFoundError:
+        return BoardConfig()
+    except UnicodeDecodeError:
+        raise LedgitError(located("not valid UTF-8", str(path)), USAGE) from None
+    raw, lines = _read_mapping(text, str(path))
+    return _coerce(raw, lines, str(path))
+
+
+def render_config(config: BoardConfig) -> str:
+    """The text ``ledgit init`` writes for ``config`` (extensions are not written)."""
+    return ("# ledgit board settings (versioned; see docs/design.md §2)\n"
+            f'id_prefix: "{config.id_prefix}"\n'
+            f"claim_ttl: {_format_duration(config.claim_ttl)}\n")
+
+
+def _format_duration(seconds: int) -> str:
+    for unit in ("d", "h", "m"):
+        n = _UNIT_SECONDS[unit]
+        if seconds % n == 0:
+            return f"{seconds // n}{unit}"
+    return f"{seconds}s"
+
+
+def _read_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """(mapping of strings, {key: line}) from the config text; fast path for flat files."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    raw: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    for n, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, colon, rest = line.partition(":")
+        value = rest.strip(" \t")
+        simple = (colon and key and key[0] not in _DIGITS and all(c in _KEY_CHARS for c in key)
+                  and (rest == "" or rest[:1] in (" ", "\t")))
+        parsed = _simple_value(value) if simple else None
+        if parsed is None or key in raw:
+            return _yaml_mapping(text, path)
+        raw[key] = parsed
+        lines[key] = n
+    return raw, lines
+
+
+def _simple_value(text: str) -> str | None:
+    """A plain or simply quoted scalar as YAML would read it; None when it is not that simple."""
+    if " #" in text:
+        text = text.split(" #", 1)[0].rstrip()
+    if text == "":
+        return ""
+    if len(text) >= 2 and text[0] == text[-1] == '"' and '"' not in text[1:-1] \
+            and "\\" not in text:
+        return text[1:-1]
+    if len(text) >= 2 and text[0] == text[-1] == "'" and "'" not in text[1:-1]:
+        return text[1:-1]
+    if text[0] in _PLAIN_FIRST and all(c in _PLAIN_REST for c in text[1:]) \
+            and ": " not in text and not text.endswith(":"):
+        return text
+    return None
+
+
+def _yaml_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]:
+
+    # the composer without implicit typing
+
+    loader = _LOADER(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise LedgitError(located(f"invalid YAML: {exc.problem or exc.context}", path,
+                                  mark.line + 1 if mark is not None else None), USAGE) from None
+    finally:
+        loader.dispose()
+    if node is None:
+        return {}, {}
+    if not isinstance(node, yaml.MappingNode):
+        raise LedgitError(located("the config must be a mapping of setting: value", path, 1),
+                          USAGE)
+    raw: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    for knode, vnode in node.value:
+        key = _plain(knode, path, "")
+        if key in raw:
+            raise LedgitError(located("duplicate key", path, knode.start_mark.line + 1, key),
+                              USAGE)
+        lines[key] = knode.start_mark.line + 1
+        raw[key] = _plain(vnode, path, key, set())
+    return raw, lines
+
+
+def _plain(node: Any, path: str, where: str, seen: set[int] | None = None) -> Any:
+    """Strings, lists and mappings of a YAML node; tags and aliases refused."""
+
+    line = node.start_mark.line + 1
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        raise LedgitError(located("YAML anchors and aliases are not allowed", path, line,
+                                  where or None), USAGE)
+    seen.add(id(node))
+    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:str":
+        return node.value
+    if isinstance(node, yaml.SequenceNode) and node.tag == "tag:yaml.org,2002:seq":
+        return [_plain(child, path, where, seen) for child in node.value]
+    if isinstance(node, yaml.MappingNode) and node.tag == "tag:yaml.org,2002:map":
+        out: dict[str, Any] = {}
+        for knode, vnode in node.value:
+            key = _plain(knode, path, where)
+            if not isinstance(key, str) or key in out:
+                raise LedgitError(located("keys must be unique plain strings", path,
+                                          knode.start_mark.line + 1, where or None), USAGE)
+            out[key] = _plain(vnode, path, f"{where}.{key}" if where else key, seen)
+        return out
+    raise LedgitError(located(f"YAML tag {node.tag!r} is not allowed", path, line,
+                              where or None), USAGE)
+
+
+def _coerce(raw: dict[str, Any], lines: dict[str, int], path: str) -> BoardConfig:
+    def fail(key: str, message: str) -> LedgitError:
+        return LedgitError(located(message, path, lines.get(key), key), USAGE)
+
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key == "x":
+            if not isinstance(value, dict) and value != "":
+                raise fail(key, "x must be a mapping")
+            kwargs["x"] = value or {}
+            continue
+        if key not in ("id_prefix", "claim_ttl"):
+            raise fail(key, "unknown setting (known: id_prefix, claim_ttl; put extensions "
+                            "under 'x:')")
+        if not isinstance(value, str):
+            raise fail(key, "expected a single value")
+        if value.strip() == "":
+            continue  # empty means "default", as in task files
+        if key == "id_prefix":
+            if not valid_prefix(value.strip()):
+                raise fail(key, f"invalid id prefix {value!r} (a letter, then up to 15 "
+                                f"letters or digits)")
+            kwargs[key] = value.strip()
+        else:
+            try:
+                seconds = parse_duration(value)
+            except LedgitError as exc:
+                raise fail(key, exc.message) from None
+            if seconds < 1:
+                raise fail(key, "claim_ttl must be at least one second")
+            kwargs[key] = seconds
+    return BoardConfig(**kwargs)
+
+
+def read_yaml_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """(mapping, {key: line}) of a small settings file with the config's YAML rules: no
+    implicit typing (every scalar a string), no tags, anchors or duplicate keys. Raises
+    LedgitError exit 2 naming ``path:line``. Used by :mod:`ledgit.operations.projects`."""
+    return _yaml_mapping(text, path)
