@@ -43,8 +43,8 @@ from stresskit import Figures, Scale, isolated_env, ledgit, run
 from ledgit.core.change import Change
 from ledgit.core.errors import LedgitError
 from ledgit.core.history import Problem, parse_events, verify
-from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.historymerge import merge_histories
+from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.record import Record, make_record, parse_record
 from ledgit.core.render import render_record
 from ledgit.hooks.mergedriver import main as merge_driver

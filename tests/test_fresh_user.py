@@ -30,7 +30,7 @@ from ledgit.core.change import Change
 from ledgit.core.errors import CLAIM, LedgitError
 from ledgit.core.markers import marker_lines
 from ledgit.core.record import Record, make_record
-from ledgit.operations import transitions as ops
+from ledgit.operations import claims, stateitems, transitions
 from ledgit.storage import boardcheck
 from ledgit.storage import index as index_module
 from ledgit.storage.board import Board
@@ -225,14 +225,14 @@ def test_outside_git_the_message_names_the_command(tmp_path: Path, git_env: Path
 
 
 def test_heartbeat_after_a_takeover_names_who_took_it() -> None:
-    fields_, body = ops.create_fields(task_id="T-a", title="t")
+    fields_, body = transitions.create_fields(task_id="T-a", title="t")
     fields_.update(id="T-a", created="2026-08-29T10:00:00.000000Z",
                    last_modified="2026-08-29T10:00:00.000000Z")
-    r = ops.claim(Record(fields_, body), by="a", now="2026-08-29T10:00:00.000000Z",
+    r = claims.claim(Record(fields_, body), by="a", now="2026-08-29T10:00:00.000000Z",
                   ttl=60).record
-    r = ops.claim(r, by="b", now="2026-08-29T11:00:00.000000Z", ttl=60, take_over=True).record
+    r = claims.claim(r, by="b", now="2026-08-29T11:00:00.000000Z", ttl=60, take_over=True).record
     with pytest.raises(LedgitError) as exc:
-        ops.heartbeat(r, by="a", now="2026-08-29T11:00:01.000000Z", ttl=60)
+        claims.heartbeat(r, by="a", now="2026-08-29T11:00:01.000000Z", ttl=60)
     assert exc.value.code == CLAIM
     assert "claimed by b at 2026-08-29T11:00:00.000000Z" in exc.value.message
     assert "a does not hold it" in exc.value.message
@@ -240,14 +240,14 @@ def test_heartbeat_after_a_takeover_names_who_took_it() -> None:
 
 
 def test_a_deprecated_item_without_a_successor_is_just_deprecated() -> None:
-    fields_, body = ops.create_fields(task_id="T-a", title="t", owner="olga")
+    fields_, body = transitions.create_fields(task_id="T-a", title="t", owner="olga")
     fields_.update(id="T-a", created="2026-08-29T10:00:00.000000Z",
                    last_modified="2026-08-29T10:00:00.000000Z")
     item = {"id": "I-1", "kind": "fact", "text": "old", "trust": "deprecated", "by": "olga",
             "at": "2026-08-29T10:00:00.000000Z"}
     r = Record({**fields_, "items": [item]}, body)
-    for call in (lambda: ops.revise(r, supersedes=["I-1"], text="n", by="olga", now="x"),
-                 lambda: ops.accept(r, items=["I-1"], by="olga", now="x")):
+    for call in (lambda: stateitems.revise(r, supersedes=["I-1"], text="n", by="olga", now="x"),
+                 lambda: stateitems.accept(r, items=["I-1"], by="olga", now="x")):
         with pytest.raises(LedgitError) as exc:
             call()
         assert "deprecated" in exc.value.message and "nothing" not in exc.value.message
@@ -255,4 +255,4 @@ def test_a_deprecated_item_without_a_successor_is_just_deprecated() -> None:
     item2 = dict(item, superseded_by=["I-2"])
     r2 = Record({**fields_, "items": [item2]}, body)
     with pytest.raises(LedgitError, match=r"superseded by I-2\); revise the newer item"):
-        ops.revise(r2, supersedes=["I-1"], text="n", by="olga", now="x")
+        stateitems.revise(r2, supersedes=["I-1"], text="n", by="olga", now="x")

@@ -1,4 +1,4 @@
-"""ledgit.git.repo against real repositories built with the git CLI."""
+"""ledgit.git.repository against real repositories built with the git CLI."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from gitutil import commit_file, git
 
 from ledgit.core.errors import USAGE, LedgitError
-from ledgit.git import repo as lg
+from ledgit.git import gitindex, objects, repository
 
 pytest_plugins = ["gitutil"]
 
@@ -23,7 +23,7 @@ ODD = [".ledgit/tasks/with space.md", ".ledgit/tasks/\"quoted\" 'too'.md",
 @pytest.fixture(params=["pygit2", "cli"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Run a test once through pygit2 and once through the git CLI fallback."""
-    monkeypatch.setattr(lg, "_use_pygit2", request.param == "pygit2")
+    monkeypatch.setattr(objects, "_use_pygit2", request.param == "pygit2")
     yield request.param
 
 
@@ -50,7 +50,7 @@ def test_no_git_env_strips_repository_pointers_only() -> None:
     env = {"GIT_DIR": "/x", "GIT_WORK_TREE": "/y", "GIT_INDEX_FILE": "i", "GIT_COMMON_DIR": "c",
            "GIT_OBJECT_DIRECTORY": "o", "GIT_AUTHOR_NAME": "a", "GIT_CONFIG_PARAMETERS": "'a.b'",
            "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "k", "GIT_SSH_COMMAND": "ssh", "PATH": "/p"}
-    assert lg.no_git_env(env) == {
+    assert repository.no_git_env(env) == {
         "GIT_AUTHOR_NAME": "a", "GIT_CONFIG_PARAMETERS": "'a.b'", "GIT_CONFIG_COUNT": "1",
         "GIT_CONFIG_KEY_0": "k", "GIT_SSH_COMMAND": "ssh", "PATH": "/p"}
 
@@ -61,18 +61,18 @@ def test_inherited_git_dir_does_not_redirect(repo: Path, tmp_path: Path,
     git("init", "-q", str(other), cwd=tmp_path)
     monkeypatch.setenv("GIT_DIR", str(other / ".git"))
     monkeypatch.setenv("GIT_WORK_TREE", str(other))
-    assert lg.toplevel(repo / ".ledgit") == repo.resolve()
-    assert lg.head_oid(repo) is not None  # `other` has no commit
-    assert lg.discover(repo) == lg.discover(repo / ".ledgit")
-    assert lg.discover(repo) == (repo / ".git", repo / ".git", repo)
+    assert repository.toplevel(repo / ".ledgit") == repo.resolve()
+    assert repository.head_oid(repo) is not None  # `other` has no commit
+    assert repository.discover(repo) == repository.discover(repo / ".ledgit")
+    assert repository.discover(repo) == (repo / ".git", repo / ".git", repo)
 
 
 def test_run_git_failure_is_a_ledgit_error(repo: Path) -> None:
     with pytest.raises(LedgitError) as err:
-        lg.run_git(["rev-parse", "--verify", "no-such-branch"], repo)
+        repository.run_git(["rev-parse", "--verify", "no-such-branch"], repo)
     assert err.value.code == USAGE
     assert "rev-parse" in str(err.value)
-    assert lg.run_git(["rev-parse", "--verify", "nope"], repo, check=False).returncode == 128
+    assert repository.run_git(["rev-parse", "--verify", "nope"], repo, check=False).returncode == 128
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def layouts(repo: Path, tmp_path: Path) -> dict[str, Path]:
 
 def test_discovery_agrees_with_git(layouts: dict[str, Path]) -> None:
     for name, where in layouts.items():
-        fast = lg.discover(where)
+        fast = repository.discover(where)
         assert fast is not None
         assert fast.git_dir == rev_parse(where, "--absolute-git-dir"), name
         assert fast.common_dir == rev_parse(where, "--git-common-dir"), name
@@ -121,34 +121,34 @@ def test_discovery_agrees_with_git(layouts: dict[str, Path]) -> None:
 def test_outside_a_repository(tmp_path: Path, git_env: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    assert lg.discover(plain) is None
-    assert lg.toplevel(plain) is None
+    assert repository.discover(plain) is None
+    assert repository.toplevel(plain) is None
     with pytest.raises(LedgitError, match="not a git repository"):
-        lg.git_dir(plain)
+        repository.git_dir(plain)
 
 
 def test_ceiling_directories_are_left_to_git(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(repo))
-    assert lg.toplevel(repo / ".ledgit/tasks") is None
-    assert lg.toplevel(repo) == repo.resolve()
+    assert repository.toplevel(repo / ".ledgit/tasks") is None
+    assert repository.toplevel(repo) == repo.resolve()
 
 
 def test_git_path_is_per_worktree(layouts: dict[str, Path]) -> None:
     main, linked = layouts["top"], layouts["linked"]
-    assert lg.git_path(main, "ledgit") == main.resolve() / ".git/ledgit"
-    assert lg.git_path(linked, "ledgit") == lg.git_dir(linked) / "ledgit"
-    assert lg.git_dir(linked).parent == main.resolve() / ".git/worktrees"
+    assert repository.git_path(main, "ledgit") == main.resolve() / ".git/ledgit"
+    assert repository.git_path(linked, "ledgit") == repository.git_dir(linked) / "ledgit"
+    assert repository.git_dir(linked).parent == main.resolve() / ".git/worktrees"
     for where in (main, layouts["subdir"], linked, layouts["linked subdir"]):
         for name in ("ledgit", "ledgit/index.sqlite3", "hooks", "refs/heads", "refs/bisect",
                      "logs/HEAD", "config", "index", "info/exclude"):
-            assert lg.git_path(where, name) == rev_parse(where, "--git-path", name), (where, name)
+            assert repository.git_path(where, name) == rev_parse(where, "--git-path", name), (where, name)
 
 
 def test_git_dir_and_common_dir_of_a_linked_worktree(layouts: dict[str, Path]) -> None:
     main = layouts["top"].resolve()
-    assert lg.git_dir(layouts["linked subdir"]).parent == main / ".git/worktrees"
-    assert lg.common_dir(layouts["linked subdir"]) == main / ".git"
-    assert lg.toplevel(layouts["linked subdir"]) == layouts["linked"].resolve()
+    assert repository.git_dir(layouts["linked subdir"]).parent == main / ".git/worktrees"
+    assert repository.common_dir(layouts["linked subdir"]) == main / ".git"
+    assert repository.toplevel(layouts["linked subdir"]) == layouts["linked"].resolve()
 
 
 # --- config and hooks --------------------------------------------------------------------------
@@ -157,42 +157,42 @@ def test_config_round_trip_is_shared_by_worktrees(layouts: dict[str, Path]) -> N
     main, linked = layouts["top"], layouts["linked"]
     git("config", "extensions.worktreeConfig", "true", cwd=main)
     driver = "ledgit merge-driver %O %A %B %P"
-    lg.config_set(linked, "merge.ledgit.driver", driver)
-    lg.config_set(linked, "merge.ledgit.name", "-ledgit-")  # a value that looks like an option
-    assert lg.config_get(main, "merge.ledgit.driver") == driver
-    assert lg.config_get(main, "merge.ledgit.name") == "-ledgit-"
+    repository.config_set(linked, "merge.ledgit.driver", driver)
+    repository.config_set(linked, "merge.ledgit.name", "-ledgit-")  # a value that looks like an option
+    assert repository.config_get(main, "merge.ledgit.driver") == driver
+    assert repository.config_get(main, "merge.ledgit.name") == "-ledgit-"
     assert git("config", "--file", str(main / ".git/config"), "merge.ledgit.driver",
                cwd=main) == driver
-    assert lg.config_unset(main, "merge.ledgit.driver") is True
-    assert lg.config_get(linked, "merge.ledgit.name") == "-ledgit-"
-    assert lg.config_unset(main, "merge.ledgit.name") is True
+    assert repository.config_unset(main, "merge.ledgit.driver") is True
+    assert repository.config_get(linked, "merge.ledgit.name") == "-ledgit-"
+    assert repository.config_unset(main, "merge.ledgit.name") is True
     assert 'merge "ledgit"' not in (main / ".git/config").read_text()  # no empty section left
-    assert lg.config_unset(main, "merge.ledgit.name") is False
-    assert lg.config_get(main, "merge.ledgit.name") is None
+    assert repository.config_unset(main, "merge.ledgit.name") is False
+    assert repository.config_get(main, "merge.ledgit.name") is None
 
 
 def test_config_get_sees_global_and_rejects_bad_keys(repo: Path, git_env: Path) -> None:
-    assert lg.user_name(repo) == "Ada Tester"
-    assert lg.user_name(git_env) == "Ada Tester"  # outside any repository
+    assert repository.user_name(repo) == "Ada Tester"
+    assert repository.user_name(git_env) == "Ada Tester"  # outside any repository
     git("config", "user.name", "Repo Local", cwd=repo)
-    assert lg.user_name(repo) == "Repo Local"
+    assert repository.user_name(repo) == "Repo Local"
     with pytest.raises(LedgitError):
-        lg.config_get(repo, "nosection")
+        repository.config_get(repo, "nosection")
 
 
 def test_hooks_dir(layouts: dict[str, Path], git_env: Path) -> None:
     main, linked, sub = layouts["top"], layouts["linked"], layouts["subdir"]
-    assert lg.hooks_dir(sub) == main.resolve() / ".git/hooks"
-    assert lg.hooks_dir(linked) == main.resolve() / ".git/hooks"  # hooks are shared
+    assert repository.hooks_dir(sub) == main.resolve() / ".git/hooks"
+    assert repository.hooks_dir(linked) == main.resolve() / ".git/hooks"  # hooks are shared
     git("config", "core.hooksPath", ".githooks", cwd=main)
     # githooks(5): relative to where hooks run, the top of the (linked) work tree
-    assert lg.hooks_dir(sub) == main.resolve() / ".githooks"
-    assert lg.hooks_dir(linked) == linked.resolve() / ".githooks"
+    assert repository.hooks_dir(sub) == main.resolve() / ".githooks"
+    assert repository.hooks_dir(linked) == linked.resolve() / ".githooks"
     git("config", "core.hooksPath", "/srv/hooks", cwd=main)
-    assert lg.hooks_dir(sub) == Path("/srv/hooks")
+    assert repository.hooks_dir(sub) == Path("/srv/hooks")
     git("config", "core.hooksPath", "~/my hooks", cwd=main)
-    assert lg.hooks_dir(sub) == git_env / "my hooks"
-    assert lg.hooks_dir(layouts["bare"]) == layouts["bare"].resolve() / "hooks"
+    assert repository.hooks_dir(sub) == git_env / "my hooks"
+    assert repository.hooks_dir(layouts["bare"]) == layouts["bare"].resolve() / "hooks"
 
 
 def test_list_worktrees_skips_prunable_and_bare(layouts: dict[str, Path], tmp_path: Path) -> None:
@@ -200,12 +200,12 @@ def test_list_worktrees_skips_prunable_and_bare(layouts: dict[str, Path], tmp_pa
     gone = tmp_path / "gone"
     git("worktree", "add", "-q", "--detach", str(gone), cwd=main)
     shutil.rmtree(gone)
-    assert lg.list_worktrees(linked) == [main.resolve(), linked.resolve()]
+    assert repository.list_worktrees(linked) == [main.resolve(), linked.resolve()]
     bare = layouts["bare"]
     commit_file(main, "x", "x")
     git("push", "-q", str(bare), "HEAD:main", cwd=main)
     git("worktree", "add", "-q", str(tmp_path / "from-bare"), "main", cwd=bare)
-    assert lg.list_worktrees(bare) == [(tmp_path / "from-bare").resolve()]
+    assert repository.list_worktrees(bare) == [(tmp_path / "from-bare").resolve()]
 
 
 # --- the index ---------------------------------------------------------------------------------
@@ -216,10 +216,10 @@ def test_staged_files_on_an_unborn_branch(git_repo: Path, backend: str) -> None:
         (git_repo / path).write_text(path)
     (git_repo / "outside.md").write_text("no")
     git("add", ".", cwd=git_repo)
-    assert lg.head_oid(git_repo) is None
-    assert lg.staged_files(git_repo, ".ledgit/") == {
+    assert repository.head_oid(git_repo) is None
+    assert gitindex.staged_files(git_repo, ".ledgit/") == {
         path: path.encode() for path in sorted(ODD, key=os.fsencode)}
-    assert lg.staged_files(git_repo / ".ledgit", ".ledgit") == lg.staged_files(git_repo, ".ledgit/")
+    assert gitindex.staged_files(git_repo / ".ledgit", ".ledgit") == gitindex.staged_files(git_repo, ".ledgit/")
 
 
 def test_staged_files_added_modified_deleted(repo: Path, backend: str) -> None:
@@ -232,11 +232,11 @@ def test_staged_files_added_modified_deleted(repo: Path, backend: str) -> None:
     (repo / ".ledgit/tasks/T-3.md").write_text("changed, but not staged\n")
     expected: dict[str, bytes | None] = {path: b"new\n" for path in ODD}
     expected |= {".ledgit/tasks/T-1.md": b"T-1 v2\n", ".ledgit/tasks/T-2.md": None}
-    assert lg.staged_files(repo, ".ledgit/") == dict(sorted(expected.items(),
+    assert gitindex.staged_files(repo, ".ledgit/") == dict(sorted(expected.items(),
                                                              key=lambda kv: os.fsencode(kv[0])))
-    assert lg.staged_files(repo, ".ledgit/history/") == {}
-    assert set(lg.staged_files(repo, "")) == {*expected, "README"}
-    assert lg.conflicted_paths(repo, ".ledgit/") == []
+    assert gitindex.staged_files(repo, ".ledgit/history/") == {}
+    assert set(gitindex.staged_files(repo, "")) == {*expected, "README"}
+    assert gitindex.conflicted_paths(repo, ".ledgit/") == []
 
 
 def test_staged_files_reads_the_index_git_index_file_names(
@@ -248,13 +248,13 @@ def test_staged_files_reads_the_index_git_index_file_names(
     git("read-tree", "HEAD", cwd=repo, env=env)
     (repo / ".ledgit/tasks/T-9.md").write_text("only in the temporary index\n")
     git("add", ".ledgit/tasks/T-9.md", cwd=repo, env=env)
-    assert lg.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-1.md": b"in the main index\n"}
+    assert gitindex.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-1.md": b"in the main index\n"}
     monkeypatch.setenv("GIT_INDEX_FILE", str(temp_index))
     expected = {".ledgit/tasks/T-9.md": b"only in the temporary index\n"}
-    assert lg.staged_files(repo, ".ledgit/") == expected
+    assert gitindex.staged_files(repo, ".ledgit/") == expected
     # relative: git resolves it from the work tree top (where hooks run), not from a subdir
     monkeypatch.setenv("GIT_INDEX_FILE", ".git/ledgit-temp-index")
-    assert lg.staged_files(repo / ".ledgit/tasks", ".ledgit/") == expected
+    assert gitindex.staged_files(repo / ".ledgit/tasks", ".ledgit/") == expected
 
 
 def test_staged_files_in_a_commit_hook_sees_the_commit_index(repo: Path) -> None:
@@ -279,9 +279,9 @@ def test_staged_files_in_a_linked_worktree(repo: Path, tmp_path: Path, backend: 
     (linked / ".ledgit/tasks/T-1.md").write_text("T-1 staged in linked\n")
     git("add", ".", cwd=linked)
     expected = {".ledgit/tasks/T-1.md": b"T-1 staged in linked\n"}
-    assert lg.staged_files(linked, ".ledgit/") == expected
-    assert lg.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-2.md": b"staged in main\n"}
-    assert lg.blob_at(linked, "HEAD", ".ledgit/tasks/T-1.md") == b"T-1 on other\n"
+    assert gitindex.staged_files(linked, ".ledgit/") == expected
+    assert gitindex.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-2.md": b"staged in main\n"}
+    assert objects.blob_at(linked, "HEAD", ".ledgit/tasks/T-1.md") == b"T-1 on other\n"
 
 
 def test_submodules_under_the_prefix_are_ignored(repo: Path, tmp_path: Path, backend: str) -> None:
@@ -289,12 +289,12 @@ def test_submodules_under_the_prefix_are_ignored(repo: Path, tmp_path: Path, bac
     git("init", "-q", str(other), cwd=tmp_path)
     commit_file(other, "f", "f")
     git("submodule", "add", "-q", str(other), ".ledgit/mod", cwd=repo)
-    assert lg.staged_files(repo, ".ledgit/") == {}
+    assert gitindex.staged_files(repo, ".ledgit/") == {}
     git("commit", "-q", "-m", "submodule", cwd=repo)
-    assert lg.tree_files(repo, "HEAD", ".ledgit/") == lg.tree_files(repo, "HEAD~1", ".ledgit/")
-    assert lg.blob_at(repo, "HEAD", ".ledgit/mod") is None
+    assert objects.tree_files(repo, "HEAD", ".ledgit/") == objects.tree_files(repo, "HEAD~1", ".ledgit/")
+    assert objects.blob_at(repo, "HEAD", ".ledgit/mod") is None
     git("rm", "-q", "--cached", ".ledgit/mod", cwd=repo)
-    assert lg.staged_files(repo, ".ledgit/") == {}
+    assert gitindex.staged_files(repo, ".ledgit/") == {}
 
 
 @pytest.fixture
@@ -321,26 +321,26 @@ def conflicted(repo: Path) -> Path:
 def test_conflicts_after_a_real_merge(conflicted: Path, backend: str) -> None:
     repo = conflicted
     unmerged = [".ledgit/tasks/T-1.md", ".ledgit/tasks/T-2.md", ODD[2]]
-    assert lg.conflicted_paths(repo, ".ledgit/") == sorted(unmerged, key=os.fsencode)
-    assert lg.conflicted_paths(repo, "src/") == []
-    assert lg.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-3.md": b"T-3 theirs\n"}
-    assert lg.conflict_stages(repo, ".ledgit/tasks/T-1.md") == (b"T-1 v1\n", b"T-1 ours\n",
+    assert gitindex.conflicted_paths(repo, ".ledgit/") == sorted(unmerged, key=os.fsencode)
+    assert gitindex.conflicted_paths(repo, "src/") == []
+    assert gitindex.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-3.md": b"T-3 theirs\n"}
+    assert gitindex.conflict_stages(repo, ".ledgit/tasks/T-1.md") == (b"T-1 v1\n", b"T-1 ours\n",
                                                                  b"T-1 theirs\n")
-    assert lg.conflict_stages(repo, ".ledgit/tasks/T-2.md") == (b"T-2 v1\n", b"T-2 ours\n", None)
-    assert lg.conflict_stages(repo, ODD[2]) == (None, b"added by us\n", b"added by them\n")
-    assert lg.conflict_stages(repo, ".ledgit/tasks/T-3.md") == (None, None, None)
-    assert lg.in_progress_operation(repo) == "merge"
-    assert lg.is_rebase_or_merge_in_progress(repo)
+    assert gitindex.conflict_stages(repo, ".ledgit/tasks/T-2.md") == (b"T-2 v1\n", b"T-2 ours\n", None)
+    assert gitindex.conflict_stages(repo, ODD[2]) == (None, b"added by us\n", b"added by them\n")
+    assert gitindex.conflict_stages(repo, ".ledgit/tasks/T-3.md") == (None, None, None)
+    assert repository.in_progress_operation(repo) == "merge"
+    assert repository.is_rebase_or_merge_in_progress(repo)
 
 
 def test_rebase_in_progress(conflicted: Path) -> None:
     repo = conflicted
     git("merge", "--abort", cwd=repo)
-    assert lg.in_progress_operation(repo) is None
-    assert not lg.is_rebase_or_merge_in_progress(repo)
+    assert repository.in_progress_operation(repo) is None
+    assert not repository.is_rebase_or_merge_in_progress(repo)
     git("rebase", "theirs", cwd=repo, check=False)
-    assert lg.in_progress_operation(repo) == "rebase"
-    assert lg.is_rebase_or_merge_in_progress(repo)
+    assert repository.in_progress_operation(repo) == "rebase"
+    assert repository.is_rebase_or_merge_in_progress(repo)
 
 
 # --- objects and history -----------------------------------------------------------------------
@@ -367,62 +367,62 @@ def history(repo: Path) -> dict[str, str]:
 
 
 def test_tree_files_and_blob_at(repo: Path, history: dict[str, str], backend: str) -> None:
-    base = lg.tree_files(repo, history["base"], ".ledgit/")
+    base = objects.tree_files(repo, history["base"], ".ledgit/")
     assert base == {f".ledgit/tasks/T-{n}.md": f"T-{n} v1\n".encode() for n in (1, 2, 3)}
-    at_c1 = lg.tree_files(repo, history["c1"], ".ledgit/tasks")
+    at_c1 = objects.tree_files(repo, history["c1"], ".ledgit/tasks")
     assert at_c1[".ledgit/tasks/T-1.md"] == b"T-1 v2\n"
     assert {p: at_c1[p] for p in ODD} == {p: p.encode() for p in ODD}
     assert list(at_c1) == sorted(at_c1, key=os.fsencode)
-    assert lg.tree_files(repo, "HEAD", ".ledgit/history/") == {".ledgit/history/T-3.jsonl": b"{}\n"}
-    assert lg.tree_files(repo, "HEAD", "nowhere/") == {}
-    assert lg.tree_files(repo, "HEAD", "README") == {"README": b"readme\n"}
-    assert lg.blob_at(repo, history["c1"], ODD[1]) == ODD[1].encode()
-    assert lg.blob_at(repo, "HEAD~1", ".ledgit/tasks/T-2.md") is None
-    assert lg.blob_at(repo, "main", ".ledgit/tasks") is None  # a tree, not a blob
-    for call in (lambda: lg.tree_files(repo, "no-such-rev", ".ledgit/"),
-                 lambda: lg.blob_at(repo, "--output=x", "README")):
+    assert objects.tree_files(repo, "HEAD", ".ledgit/history/") == {".ledgit/history/T-3.jsonl": b"{}\n"}
+    assert objects.tree_files(repo, "HEAD", "nowhere/") == {}
+    assert objects.tree_files(repo, "HEAD", "README") == {"README": b"readme\n"}
+    assert objects.blob_at(repo, history["c1"], ODD[1]) == ODD[1].encode()
+    assert objects.blob_at(repo, "HEAD~1", ".ledgit/tasks/T-2.md") is None
+    assert objects.blob_at(repo, "main", ".ledgit/tasks") is None  # a tree, not a blob
+    for call in (lambda: objects.tree_files(repo, "no-such-rev", ".ledgit/"),
+                 lambda: objects.blob_at(repo, "--output=x", "README")):
         with pytest.raises(LedgitError) as err:
             call()
         assert err.value.code == USAGE
     with pytest.raises(LedgitError, match="no-such-rev"):
-        lg.tree_files(repo, "no-such-rev", ".ledgit/")
+        objects.tree_files(repo, "no-such-rev", ".ledgit/")
 
 
 def test_changed_paths(repo: Path, history: dict[str, str], backend: str) -> None:
-    assert lg.changed_paths(repo, history["base"], "") == [
+    assert objects.changed_paths(repo, history["base"], "") == [
         ".ledgit/tasks/T-1.md", ".ledgit/tasks/T-2.md", ".ledgit/tasks/T-3.md", "README"]
-    assert lg.changed_paths(repo, history["c1"], ".ledgit/") == sorted(
+    assert objects.changed_paths(repo, history["c1"], ".ledgit/") == sorted(
         [".ledgit/tasks/T-1.md", *ODD], key=os.fsencode)
-    assert lg.changed_paths(repo, history["c2"], ".ledgit/") == [".ledgit/tasks/T-2.md"]
-    assert lg.changed_paths(repo, history["c2"], ".ledgit/history") == []
+    assert objects.changed_paths(repo, history["c2"], ".ledgit/") == [".ledgit/tasks/T-2.md"]
+    assert objects.changed_paths(repo, history["c2"], ".ledgit/history") == []
     # a merge, against its first parent: only what the side branch brought in
-    assert lg.changed_paths(repo, history["merge"], ".ledgit/") == [".ledgit/history/T-3.jsonl"]
+    assert objects.changed_paths(repo, history["merge"], ".ledgit/") == [".ledgit/history/T-3.jsonl"]
     with pytest.raises(LedgitError, match="nope"):
-        lg.changed_paths(repo, "nope", "")
+        objects.changed_paths(repo, "nope", "")
 
 
 def test_rev_list(repo: Path, history: dict[str, str]) -> None:
     h = history
-    assert lg.rev_list(repo, f"{h['base']}..{h['c2']}") == [h["c1"], h["c2"]]
-    assert lg.rev_list(repo, "main~1") == [h["c2"]]
-    assert lg.rev_list(repo, f"{h['c2']}..") == [h["s1"], h["merge"]]
-    everything = lg.rev_list(repo, f"{h['base']}..main")
+    assert objects.rev_list(repo, f"{h['base']}..{h['c2']}") == [h["c1"], h["c2"]]
+    assert objects.rev_list(repo, "main~1") == [h["c2"]]
+    assert objects.rev_list(repo, f"{h['c2']}..") == [h["s1"], h["merge"]]
+    everything = objects.rev_list(repo, f"{h['base']}..main")
     assert set(everything) == {h["c1"], h["c2"], h["s1"], h["merge"]}
     assert everything[-1] == h["merge"]
     assert everything.index(h["c1"]) < everything.index(h["c2"])
-    assert lg.rev_list(repo, "main..main") == []
+    assert objects.rev_list(repo, "main..main") == []
     for spec, bad in (("nope..main", "nope"), ("main..nope", "nope"), ("-n1", "-n1")):
         with pytest.raises(LedgitError, match=bad) as err:
-            lg.rev_list(repo, spec)
+            objects.rev_list(repo, spec)
         assert err.value.code == USAGE
     with pytest.raises(LedgitError, match="A..B"):
-        lg.rev_list(repo, "main...side")
+        objects.rev_list(repo, "main...side")
 
 
 def test_head_oid(git_repo: Path) -> None:
-    assert lg.head_oid(git_repo) is None
+    assert repository.head_oid(git_repo) is None
     oid = commit_file(git_repo, "a", "a")
-    assert lg.head_oid(git_repo) == oid
+    assert repository.head_oid(git_repo) == oid
 
 
 # --- repositories pygit2 refuses ---------------------------------------------------------------
@@ -433,9 +433,9 @@ def test_partial_clone_falls_back_to_the_cli(repo: Path, history: dict[str, str]
     git("config", "extensions.partialClone", "origin", cwd=repo)
     (repo / ".ledgit/tasks/T-1.md").write_text("staged\n")
     git("add", ".ledgit/tasks/T-1.md", cwd=repo)
-    assert lg.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-1.md": b"staged\n"}
-    assert lg.blob_at(repo, history["base"], ".ledgit/tasks/T-2.md") == b"T-2 v1\n"
-    assert lg.changed_paths(repo, history["c2"], "") == [".ledgit/tasks/T-2.md"]
+    assert gitindex.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-1.md": b"staged\n"}
+    assert objects.blob_at(repo, history["base"], ".ledgit/tasks/T-2.md") == b"T-2 v1\n"
+    assert objects.changed_paths(repo, history["c2"], "") == [".ledgit/tasks/T-2.md"]
     notes = capsys.readouterr().err.splitlines()
     assert len(notes) == 1  # once per repository and process
     assert "partialclone" in notes[0] and "git CLI" in notes[0]
@@ -454,10 +454,10 @@ def test_every_index_format_git_writes(repo: Path, setup: Callable[[Path], objec
     (repo / ".ledgit/tasks/T-1.md").write_text("staged\n")
     git("add", ".ledgit/tasks/T-1.md", cwd=repo)
     setup(repo)
-    staged = lg.staged_files(repo, ".ledgit/")
+    staged = gitindex.staged_files(repo, ".ledgit/")
     assert staged[".ledgit/tasks/T-1.md"] == b"staged\n"
     assert set(staged) <= {".ledgit/tasks/T-1.md", ".ledgit/tasks/T-new.md"}
-    assert lg.conflicted_paths(repo, "") == []
+    assert gitindex.conflicted_paths(repo, "") == []
     assert capsys.readouterr().err == ""
 
 
@@ -465,10 +465,10 @@ def test_cat_blobs_reads_names_in_one_process(repo: Path, history: dict[str, str
     oid = git("rev-parse", f"{history['base']}:.ledgit/tasks/T-2.md", cwd=repo)
     names = [oid, "HEAD:README", "HEAD:.ledgit/tasks", "HEAD:no such file",
              f"{history['base']}:.ledgit/tasks/T-2.md", "0" * 40]
-    assert lg.cat_blobs(repo / ".ledgit", names) == {
+    assert objects.cat_blobs(repo / ".ledgit", names) == {
         oid: b"T-2 v1\n", "HEAD:README": b"readme\n", "HEAD:.ledgit/tasks": None,
         "HEAD:no such file": None, f"{history['base']}:.ledgit/tasks/T-2.md": b"T-2 v1\n",
         "0" * 40: None}
-    assert lg.cat_blobs(repo, []) == {}
+    assert objects.cat_blobs(repo, []) == {}
     with pytest.raises(LedgitError):
-        lg.cat_blobs(repo, ["HEAD:a\nb"])
+        objects.cat_blobs(repo, ["HEAD:a\nb"])

@@ -1,4 +1,4 @@
-"""git.user_name is git's own answer for user.name, whatever the config files hold
+"""repo.user_name is git's own answer for user.name, whatever the config files hold
 (DESIGN §9)."""
 
 from __future__ import annotations
@@ -8,8 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from ledgit.git import repo as git
 
 CASES = [
     ("[user]\n\tname = Ada Lovelace\n", None),
@@ -48,7 +46,7 @@ def test_user_name_matches_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     if global_ is not None:
         (home / ".gitconfig").write_text(global_, encoding="utf-8")
     expected = _git_says(repo, dict(os.environ))
-    assert git.user_name(repo) == expected
+    assert repo.user_name(repo) == expected
     # without GIT_CONFIG_NOSYSTEM
     monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
-    assert git.user_name(repo) == _git_says(repo, dict(os.environ))
+    assert repo.user_name(repo) == _git_says(repo, dict(os.environ))

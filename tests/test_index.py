@@ -23,7 +23,7 @@ from ledgit.core.errors import BUSY, USAGE, LedgitError
 from ledgit.core.record import Record
 from ledgit.core.render import render_record
 from ledgit.core.schema import FIELD_ORDER
-from ledgit.operations.transitions import item_add
+from ledgit.operations.stateitems import item_add
 from ledgit.storage.board import Board, find_board
 from ledgit.storage.boardinit import init_board
 from ledgit.storage.index import Index

@@ -1,70 +1,27 @@
-"""The import graph of src/ledgit has layers and no cycles (DESIGN §11, docs/design.md).
+"""The folder is the layer (DESIGN §11, docs/design.md "The map"): the import graph of
+src/ledgit, read from the packages themselves.
 
-The graph is read with :mod:`ast` from the source: every ``import`` and ``from ... import`` of
-a ledgit module, at module level and inside functions alike. Two rules:
+Each package of ``ledgit`` (and the two root modules, ``ledgit`` and ``ledgit.__main__``)
+says in its docstring which packages it may import, on a line ``May import: ledgit.core,
+ledgit.git.`` (``nothing`` for none). The layers are derived from those lines: they must form
+a DAG, and its order is the layering. Every import is read with :mod:`ast` -- at module level,
+inside functions and under ``if TYPE_CHECKING:`` alike -- and held to two rules:
 
-* no cycle between ledgit modules (imports under ``if TYPE_CHECKING:`` excepted: they never
-  run, and annotations may name a type of a module that imports this one);
-* no import from a lower layer to a higher one (imports under ``if TYPE_CHECKING:`` included:
-  a lower layer does not even name a higher layer's types).
-
-Every module must be placed in :data:`LAYERS`; a new module fails the test until it is.
+* a module imports only its own package, a package its docstring names, or ``ledgit`` itself
+  (which holds only the version);
+* no cycle between modules, counting every import.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-
-# Lowest first. A module may import modules of its own layer or of a lower one.
-LAYERS: dict[str, tuple[str, ...]] = {
-    # no I/O, nothing of ledgit above: the record, the history, the merge policy, the
-    # transitions and what they need
-    "core": ("ledgit", "ledgit.core.errors", "ledgit.core.markers", "ledgit.core.lifecycle",
-             "ledgit.core.canonjson", "ledgit.core.readout", "ledgit.core.timestamps", "ledgit.core.revision",
-             "ledgit.core.schema", "ledgit.core.canonread", "ledgit.core.frontmatter", "ledgit.core.render",
-             "ledgit.core.record", "ledgit.core.layoutloss", "ledgit.core.patch",
-             "ledgit.core.history", "ledgit.core.merge", "ledgit.core.change", "ledgit.operations.transitions"),
-    # a board on disk, its index, its watcher, its config, Git
-    "storage": ("ledgit.storage.locate", "ledgit.storage.oserrors", "ledgit.storage.locks", "ledgit.storage.parallel",
-                "ledgit.storage.config",
-                "ledgit.git.repo", "ledgit.storage.watch", "ledgit.storage.taskfiles", "ledgit.storage.indextables",
-                "ledgit.storage.indexbuild", "ledgit.storage.indexsearch", "ledgit.storage.index", "ledgit.storage.board",
-                "ledgit.storage.tasklock", "ledgit.storage.writepath", "ledgit.storage.boardcheck", "ledgit.storage.boardrepair",
-                "ledgit.storage.boardinit", "ledgit.storage.actor", "ledgit.storage.live"),
-    # what the commands and hooks run: the gate, resolve, install/doctor, import/export
-    "operations": ("ledgit.operations.gate", "ledgit.operations.resolve", "ledgit.operations.install", "ledgit.operations.projects",
-                   "ledgit.operations.precommit",
-                   "ledgit.interop",
-                   "ledgit.interop.incoming", "ledgit.interop.summary", "ledgit.interop.sources",
-                   "ledgit.interop.genesis", "ledgit.interop.staging",
-                   "ledgit.interop.historywriter", "ledgit.interop.plan", "ledgit.interop.reimport",
-                   "ledgit.interop.bulkimport", "ledgit.interop.beads", "ledgit.interop.backlog",
-                   "ledgit.interop.yylo", "ledgit.interop.stateframe"),
-    # the command table and its functions, read by both parsers
-    "commands": ("ledgit.cli.argspec", "ledgit.cli.commands", "ledgit.cli.commands.table",
-                 "ledgit.cli.commands.output", "ledgit.cli.commands.running",
-                 "ledgit.operations.arguments", "ledgit.cli.commands.rows", "ledgit.cli.commands.reads",
-                 "ledgit.cli.commands.file_reads",
-                 "ledgit.cli.commands.writes", "ledgit.cli.commands.lifecycle",
-                 "ledgit.cli.commands.items", "ledgit.cli.commands.audit", "ledgit.cli.commands.init",
-                 "ledgit.cli.commands.project", "ledgit.cli.commands.cache"),
-    # thin: parse, call, print
-    "faces": ("ledgit.cli.main", "ledgit.cli.helpdoc", "ledgit.boardpage", "ledgit.boardpage.cli",
-              "ledgit.boardpage.model", "ledgit.boardpage.plots", "ledgit.boardpage.render",
-              "ledgit.boardpage.server", "ledgit.boardpage.source", "ledgit.mcp.server",
-              "ledgit.cli.check",
-              "ledgit.cli.gitcli", "ledgit.interop.cli",
-              "ledgit.hooks.dispatch", "ledgit.hooks.mergedriver", "ledgit.cli.demo", "ledgit.__main__"),
-}
-# Modules left out of the graph (none: the read server that once was is deleted).
-LEFT_OUT: tuple[str, ...] = ()
-RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
-LAYER_OF = {module: layer for layer, modules in LAYERS.items() for module in modules}
+MAY_IMPORT = re.compile(r"^May import:(.*?)(?:\.[ \t]*$|\Z)", re.M | re.S)
 
 
 def module_files() -> dict[str, Path]:
@@ -76,6 +33,41 @@ def module_files() -> dict[str, Path]:
             parts = parts[:-1]
         found[".".join(parts)] = path
     return found
+
+
+def package_of(module: str) -> str:
+    """The layer unit a module belongs to: ``ledgit.X`` for anything under the package
+    ``ledgit/X/``; a module directly under ``ledgit/`` is its own unit."""
+    return ".".join(module.split(".")[:2])
+
+
+def declared() -> dict[str, set[str]]:
+    """Each unit -> the units its docstring says it may import (read from the source)."""
+    modules = module_files()
+    units = {package_of(m) for m in modules}
+    found: dict[str, set[str]] = {}
+    for unit in sorted(units):
+        doc = ast.get_docstring(ast.parse(modules[unit].read_text(encoding="utf-8"))) or ""
+        match = MAY_IMPORT.search(doc)
+        assert match, f"{modules[unit]}: its docstring has no 'May import: ...' line"
+        text = " ".join(match.group(1).split())
+        found[unit] = (set() if text.startswith("nothing")
+                       else {w.strip() for w in text.split(",") if w.strip()})
+    return found
+
+
+def layers(allowed: dict[str, set[str]]) -> list[list[str]]:
+    """The units in layers, lowest first (Kahn): a unit stands above all it may import.
+    Raises AssertionError when the declarations form a cycle."""
+    left = {unit: set(deps) - {unit} for unit, deps in allowed.items()}
+    out: list[list[str]] = []
+    while left:
+        floor = sorted(u for u, deps in left.items() if not deps & set(left))
+        assert floor, f"the 'May import' lines form a cycle among {sorted(left)}"
+        out.append(floor)
+        for u in floor:
+            del left[u]
+    return out
 
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:
@@ -107,7 +99,7 @@ def imports(name: str, path: Path, modules: dict[str, Path]
                 origin = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 origin = node.module or ""
-            # `from ledgit import git` imports the module ledgit.git.repo
+            # `from ledgit.git import objects` imports the module ledgit.git.objects
             targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else origin
                        for a in node.names]
         for target in targets:
@@ -118,8 +110,7 @@ def imports(name: str, path: Path, modules: dict[str, Path]
 
 def graph() -> dict[str, list[tuple[str, int, bool]]]:
     modules = module_files()
-    return {name: [i for i in imports(name, path, modules) if i[0] not in LEFT_OUT]
-            for name, path in modules.items() if name not in LEFT_OUT}
+    return {name: imports(name, path, modules) for name, path in modules.items()}
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -157,50 +148,70 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_every_module_has_a_layer() -> None:
-    modules = set(module_files()) - set(LEFT_OUT)
-    assert sorted(modules - set(RANK)) == [], "place the new module(s) in LAYERS"
-    assert sorted(set(RANK) - modules) == [], "LAYERS names a module that does not exist"
+def test_the_packages_declare_a_layering() -> None:
+    """Every unit declares what it may import, the declarations name real units and form a
+    DAG, and its layers are the ones DESIGN §11 draws: core, Git, storage, operations, the
+    faces, the command line over them, the entry point on top."""
+    allowed = declared()
+    units = set(allowed)
+    unknown = {u: sorted(deps - units) for u, deps in allowed.items() if deps - units}
+    assert unknown == {}
+    floors = layers(allowed)
+    assert floors == [["ledgit", "ledgit.core"], ["ledgit.git"], ["ledgit.storage"],
+                      ["ledgit.operations"],
+                      ["ledgit.boardpage", "ledgit.hooks", "ledgit.interop", "ledgit.mcp"],
+                      ["ledgit.cli"], ["ledgit.__main__"]]
 
 
-def test_no_import_points_up() -> None:
-    up = [f"{name} ({LAYER_OF[name]}) line {line} imports {target} ({LAYER_OF[target]})"
-          for name, found in graph().items() if name in RANK
-          for target, line, _ in found if target in RANK and RANK[target] > RANK[name]]
-    assert up == []
+def test_no_import_leaves_its_layer_upward_or_sideways() -> None:
+    """Each import stays in its package or goes to one the package's docstring names
+    (counting imports inside functions and under TYPE_CHECKING)."""
+    allowed = declared()
+    wrong = [f"{name} line {line} imports {target}"
+             for name, found in graph().items()
+             for target, line, _ in found
+             if package_of(target) not in {package_of(name), "ledgit"}
+             | allowed[package_of(name)]]
+    assert wrong == []
 
 
 def test_no_import_cycle() -> None:
-    runtime = {name: {t for t, _, typing_only in found if not typing_only}
-               for name, found in graph().items()}
-    found = cycles(runtime)
+    """No cycle between modules, counting every import: function-level and type-only too."""
+    edges = {name: {t for t, _, _ in found} for name, found in graph().items()}
+    found = cycles(edges)
     detail = [f"{a} -> {b} (line {line})" for component in found for a in component
-              for b, line, typing_only in graph()[a] if b in component and not typing_only]
+              for b, line, _ in graph()[a] if b in component]
     assert found == [], detail
 
 
 def test_the_graph_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
-    """The reader itself: module level, function level, relative, ``from ledgit import x``;
-    TYPE_CHECKING imports are marked; a cycle is found."""
+    """The reader itself: module level, function level, relative, ``from ledgit.git import
+    x``; TYPE_CHECKING imports are marked; a cycle is found; a declared cycle is refused."""
     source = tmp_path / "ledgit" / "interop" / "probe.py"
     source.parent.mkdir(parents=True)
     source.write_text("from typing import TYPE_CHECKING\n"
                       "import ledgit.core.record\n"
                       "from . import common\n"
                       "if TYPE_CHECKING:\n    from ledgit.storage.board import Board\n"
-                      "def f():\n    from ledgit import git\n    import json\n",
+                      "def f():\n    from ledgit.git import objects\n    import json\n",
                       encoding="utf-8")
     modules = {m: Path() for m in ("ledgit", "ledgit.core.record", "ledgit.interop",
-                                   "ledgit.interop.common", "ledgit.storage.board", "ledgit.git.repo",
-                                   "ledgit.interop.probe")}
+                                   "ledgit.interop.common", "ledgit.storage.board",
+                                   "ledgit.git", "ledgit.git.objects", "ledgit.interop.probe")}
     assert imports("ledgit.interop.probe", source, modules) == [
         ("ledgit.core.record", 2, False), ("ledgit.interop.common", 3, False),
-        ("ledgit.storage.board", 5, True), ("ledgit.git.repo", 7, False)]
+        ("ledgit.storage.board", 5, True), ("ledgit.git.objects", 7, False)]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+    assert package_of("ledgit.storage.board") == "ledgit.storage"
+    assert package_of("ledgit.__main__") == "ledgit.__main__"
+    assert layers({"a": set(), "b": {"a"}, "c": {"a", "b"}}) == [["a"], ["b"], ["c"]]
+    with pytest.raises(AssertionError, match="cycle"):
+        layers({"a": {"b"}, "b": {"a"}})
 
 
-@pytest.mark.parametrize("module", LAYERS["core"])
+@pytest.mark.parametrize("module", sorted(m for m in module_files()
+                                          if package_of(m) == "ledgit.core"))
 def test_the_core_imports_no_storage_library(module: str) -> None:
     """The pure core imports no click, pygit2, sqlite3 or subprocess, even lazily."""
     path = module_files()[module]
@@ -212,27 +223,30 @@ def test_the_core_imports_no_storage_library(module: str) -> None:
     assert names.isdisjoint({"click", "pygit2", "sqlite3", "subprocess"}), module
 
 
-def test_every_module_is_on_the_design_picture() -> None:
-    """docs/design.md §11 draws every module where LAYERS puts it (issue 14 item 6)."""
+def test_no_module_is_over_650_lines() -> None:
+    """Modules of one idea (issue 23): none over 650 lines."""
+    long = {m: n for m, p in module_files().items()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 650}
+    assert long == {}
+
+
+def test_the_map_names_every_module_in_its_package() -> None:
+    """docs/design.md opens with "The map": one row per package naming each of its modules
+    (by file name), so a newcomer finds where a change goes from the map alone."""
     text = (SRC.parent / "docs" / "design.md").read_text(encoding="utf-8")
-    picture = text.split("## 11.", 1)[1].split("```", 2)[1]
+    the_map = text.split("## The map", 1)[1].split("\n## ", 1)[0]
     rows: dict[str, str] = {}
-    layer = ""
-    heads = {"faces": "faces", "commands": "commands", "operations": "operations",
-             "storage": "storage", "pure core": "core"}
-    for line in picture.splitlines():
-        for head, name in heads.items():
-            if line.startswith(head):
-                layer = name
-        rows[layer] = rows.get(layer, "") + " " + line
+    for line in the_map.splitlines():
+        match = re.match(r"\|\s*`(ledgit(?:/[\w]+)?/?)`\s*\|(.*)", line)
+        if match:
+            rows[match.group(1).rstrip("/")] = match.group(2)
     missing = []
     for module in module_files():
-        parts = module.split(".")
-        word = "ledgit/__init__" if module == "ledgit" else parts[-1]
-        found = [name for name, row in rows.items()
-                 if any(w.strip("()·,") in (word, "/".join(parts[1:])) for w in row.split())]
-        if LAYER_OF.get(module) not in found and module not in ("ledgit.cli.commands",
-                                                                "ledgit.interop",
-                                                                "ledgit.boardpage"):
-            missing.append(f"{module} (layer {LAYER_OF.get(module)}, drawn in {found})")
-    assert not missing, "not on docs/design.md §11's picture in its layer: " + ", ".join(missing)
+        unit = package_of(module)
+        if module == unit:
+            continue  # the package itself
+        key = unit.replace(".", "/")
+        stem = module.split(".", 2)[2] if module.count(".") >= 2 else module
+        if f"`{stem.split('.')[-1]}`" not in rows.get(key, ""):
+            missing.append(f"{module} (row {key})")
+    assert not missing, "not on docs/design.md's map: " + ", ".join(missing)

@@ -78,3 +78,10 @@ def test_every_function_import_says_why(path: Path) -> None:
             for line, src, reason in function_imports(path) if reason is None]
     assert not bare, ("function-level imports without '# lazy: <figure>' or '# optional: "
                       "<extra>' (move them to the top, or give the figure):\n" + "\n".join(bare))
+
+
+def test_function_level_imports_stay_few() -> None:
+    """Start-up tricks only where a hot path needs them (issue 23): at most 25 function-level
+    imports in src, counted as the project's before-stop check counts them."""
+    count = sum(len(function_imports(path)) for path in SRC.rglob("*.py"))
+    assert count <= 25, count

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ledgit.operations.transitions import finish
+from ledgit.operations.changes import finish
 from ledgit.storage import live
 from ledgit.storage.board import Board
 from ledgit.storage.boardinit import init_board

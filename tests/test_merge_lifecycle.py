@@ -12,15 +12,16 @@ from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledgit.core import change
 from ledgit.core.errors import LedgitError
 from ledgit.core.history import heads, new_event, parse_events, render_history, verify
+from ledgit.core.historymerge import merge_histories
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.merge import merge_records
-from ledgit.core.historymerge import merge_histories
 from ledgit.core.readout import build_readout
 from ledgit.core.record import Record, make_record
 from ledgit.core.render import render_record
-from ledgit.operations import transitions as ops
+from ledgit.operations import claims, transitions
 
 T0 = "2026-01-01T00:00:00.000000Z"
 HOUR = 3600
@@ -44,19 +45,19 @@ def apply(record: Record, step: Step, now: str) -> Record:
     """``record`` after one real lifecycle operation at ``now``; unchanged when ops refuses it
     (as the CLI would: nothing written)."""
     name, by, ttl = step
-    calls: dict[str, Callable[[], ops.Change]] = {
-        "claim": lambda: ops.claim(record, by=by, now=now, ttl=ttl),
-        "take_over": lambda: ops.claim(record, by=by, now=now, ttl=ttl, take_over=True),
-        "heartbeat": lambda: ops.heartbeat(record, by=by, now=now, ttl=ttl),
-        "release": lambda: ops.release(record, by=by, now=now, ttl=ttl),
-        "wait": lambda: ops.wait(record, by=by, on="review", now=now, ttl=ttl),
-        "monitor": lambda: ops.monitor(record, by=by, signal="ci", now=now, ttl=ttl),
-        "complete": lambda: ops.complete(record, by=by, response=f"{by} did it", now=now,
+    calls: dict[str, Callable[[], change.Change]] = {
+        "claim": lambda: claims.claim(record, by=by, now=now, ttl=ttl),
+        "take_over": lambda: claims.claim(record, by=by, now=now, ttl=ttl, take_over=True),
+        "heartbeat": lambda: claims.heartbeat(record, by=by, now=now, ttl=ttl),
+        "release": lambda: claims.release(record, by=by, now=now, ttl=ttl),
+        "wait": lambda: transitions.wait(record, by=by, on="review", now=now, ttl=ttl),
+        "monitor": lambda: transitions.monitor(record, by=by, signal="ci", now=now, ttl=ttl),
+        "complete": lambda: transitions.complete(record, by=by, response=f"{by} did it", now=now,
                                          ttl=ttl),
-        "park": lambda: ops.park(record, by=by, reason="later", now=now, ttl=ttl),
-        "drop": lambda: ops.drop(record, by=by, reason="no", now=now, ttl=ttl),
-        "reopen": lambda: ops.reopen(record, by=by, now=now),
-        "update": lambda: ops.update(record, priority=len(by) % 5, next_action=f"{by} next"),
+        "park": lambda: transitions.park(record, by=by, reason="later", now=now, ttl=ttl),
+        "drop": lambda: transitions.drop(record, by=by, reason="no", now=now, ttl=ttl),
+        "reopen": lambda: transitions.reopen(record, by=by, now=now),
+        "update": lambda: transitions.update(record, priority=len(by) % 5, next_action=f"{by} next"),
     }
     try:
         change = calls[name]()
@@ -203,7 +204,7 @@ def test_the_outcome_follows_the_status_that_won(end: str, status: str,
     base = _claimed_by_amy()
     done = apply(base, ("complete", "amy", HOUR), ts(10))
     if end == "complete_no_change":
-        done = make_record(dict(ops.complete(base, by="amy", response="x", now=ts(10),
+        done = make_record(dict(transitions.complete(base, by="amy", response="x", now=ts(10),
                                              ttl=HOUR, outcome="no_change",
                                              reason="fine").record.fields), base.body)
         later = apply(base, ("drop", "amy", HOUR), ts(20))
@@ -238,12 +239,12 @@ def test_an_outcome_that_came_with_a_lost_drop_gives_way(kind: str, order: str) 
     either order and whichever side is ours; the task file and the history agree."""
     base = _claimed_by_amy()
     drop_at, done_at = (ts(20), ts(10)) if order == "drop_later" else (ts(10), ts(20))
-    dropped = make_record(dict(ops.drop(base, by="amy", reason="amy gave up", now=drop_at,
+    dropped = make_record(dict(transitions.drop(base, by="amy", reason="amy gave up", now=drop_at,
                                         ttl=HOUR, kind=kind).record.fields,
                                last_modified=drop_at), base.body)
     for done_outcome in (None, {"kind": "no_publish", "reason": "internal"}):
         extra = ({"outcome": "no_publish", "reason": "internal"} if done_outcome else {})
-        done = make_record(dict(ops.complete(base, by="amy", response="x", now=done_at,
+        done = make_record(dict(transitions.complete(base, by="amy", response="x", now=done_at,
                                              ttl=HOUR, **extra).record.fields,
                                 last_modified=done_at), base.body)
         one, other = merge_records(base, done, dropped), merge_records(base, dropped, done)
@@ -307,13 +308,13 @@ def test_an_outcome_kind_that_names_another_ended_status_is_a_lifecycle_problem(
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    (lambda r: ops.complete(r, by="amy", response="x", now=ts(9), ttl=HOUR, outcome="drop",
+    (lambda r: transitions.complete(r, by="amy", response="x", now=ts(9), ttl=HOUR, outcome="drop",
                             reason="no"),
      "T-abc: outcome: outcome kind drop contradicts status done (kind drop means dropped)"),
-    (lambda r: ops.drop(r, by="amy", reason="no", now=ts(9), ttl=HOUR, kind="done"),
+    (lambda r: transitions.drop(r, by="amy", reason="no", now=ts(9), ttl=HOUR, kind="done"),
      "T-abc: outcome: outcome kind done contradicts status dropped (kind done means done)")])
 def test_the_operations_refuse_a_contradicting_outcome(
-        call: Callable[[Record], ops.Change], message: str) -> None:
+        call: Callable[[Record], change.Change], message: str) -> None:
     with pytest.raises(LedgitError) as exc:
         call(_claimed_by_amy())
     assert str(exc.value) == message and exc.value.code == 2

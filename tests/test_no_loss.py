@@ -23,7 +23,7 @@ from ledgit.core.history import (
 )
 from ledgit.core.layoutloss import layout_loss
 from ledgit.core.record import parse_record
-from ledgit.operations import transitions as ops
+from ledgit.operations import transitions
 from ledgit.storage.writepath import mutate_task
 
 pytest_plugins = ["gitutil"]
@@ -393,7 +393,7 @@ def test_a_second_import_of_the_real_snapshot_keeps_101_local_edits(lg: CliRun) 
     ids = sorted(board.list_ids())[::56][:101]
     assert len(ids) == 101
     for n, tid in enumerate(ids):  # the board's own write path, as `ledgit update` does
-        mutate_task(board, tid, lambda r, n=n: ops.update(r, title=f"local {n}",
+        mutate_task(board, tid, lambda r, n=n: transitions.update(r, title=f"local {n}",
                                                     labels_add=["local"]), "ada")
     before = _snapshot(lg.root)
     code, out, err = lg("import", "beads", str(DATA), "--by", "importer")

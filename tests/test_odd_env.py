@@ -30,7 +30,7 @@ import ledgit.operations.install as install_mod
 from ledgit.core.change import Change
 from ledgit.core.errors import IO_ERROR, USAGE, LedgitError
 from ledgit.core.record import Record
-from ledgit.git import repo as git_mod
+from ledgit.git import repository
 from ledgit.storage import writepath
 from ledgit.storage.board import Board
 from ledgit.storage.boardcheck import verify_board
@@ -515,7 +515,7 @@ def test_doctor_checks_a_submodules_checkout_not_its_git_dir(
     git("clone", "-q", str(upstream), str(clone), cwd=tmp_path)
     git("-c", "protocol.file.allow=always", "submodule", "-q", "update", "--init", cwd=clone)
     inside = clone / "sub"
-    assert [p.resolve() for p in git_mod.list_worktrees(inside)] == [inside.resolve()]
+    assert [p.resolve() for p in repository.list_worktrees(inside)] == [inside.resolve()]
     assert _run(["init"], inside, env).returncode == 0
     fixed = _run(["doctor", "--fix"], inside, env)
     out, err = _text(fixed)

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from ledgit.core import lifecycle, readout
+from ledgit.core import change, lifecycle, readout
 from ledgit.core.errors import CLAIM, NOT_FOUND, USAGE, LedgitError
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.readout import build_readout, epoch_seconds, render_readout
 from ledgit.core.record import Record, parse_record
 from ledgit.core.render import render_record
-from ledgit.operations import transitions as ops
+from ledgit.operations import claims, stateitems, transitions
 
 T0 = datetime(2026, 8, 29, 10, 0, tzinfo=timezone.utc)
 TTL = 1800
@@ -28,12 +28,12 @@ def new_task(**kw: Any) -> Record:
     args: dict[str, Any] = {"task_id": "T-abc", "title": "Fix the dialer",
                             "goal": "Calls connect.", "accept": ["dials", "hangs up"]}
     args.update(kw)
-    fields, body = ops.create_fields(**args)
+    fields, body = transitions.create_fields(**args)
     fields.update(id="T-abc", created=ts(), last_modified=ts())
     return Record(fields, body)
 
 
-def apply(change: ops.Change) -> Record:
+def apply(change: change.Change) -> Record:
     assert not lifecycle_problems(change.record.fields)
     # every result survives the file format
     assert parse_record(render_record(change.record)) == change.record
@@ -41,7 +41,7 @@ def apply(change: ops.Change) -> Record:
 
 
 def claimed(by: str = "agent-a", at: float = 0, **kw: Any) -> Record:
-    return apply(ops.claim(new_task(**kw), by=by, now=ts(at), ttl=TTL, note="on it"))
+    return apply(claims.claim(new_task(**kw), by=by, now=ts(at), ttl=TTL, note="on it"))
 
 
 def code_of(excinfo: pytest.ExceptionInfo[LedgitError]) -> int:
@@ -56,8 +56,8 @@ def test_create_builds_goal_and_acceptance_sections() -> None:
     assert r.body == (
         "## Goal\nCalls connect.\n\n## Acceptance\n- dials\n- hangs up\n\n## Notes\nFree text.\n")
     assert r.fields["status"] == "open"
-    assert ops.goal_of(r.body) == "Calls connect."
-    assert ops.acceptance_of(r.body) == ["dials", "hangs up"]
+    assert readout.goal_of(r.body) == "Calls connect."
+    assert readout.acceptance_of(r.body) == ["dials", "hangs up"]
 
 
 def test_create_refuses_duplicate_sections_and_self_dependency() -> None:
@@ -71,10 +71,10 @@ def test_create_refuses_duplicate_sections_and_self_dependency() -> None:
 
 def test_acceptance_parsing_strips_markers_and_stops_at_next_heading() -> None:
     body = "## Acceptance\n- [ ] one\n* two\n1. three\nprose\n\n## Notes\n- not a criterion\n"
-    assert ops.acceptance_of(body) == ["one", "two", "three"]
-    assert ops.acceptance_of("## Acceptance\nfirst\nsecond\n") == ["first", "second"]
-    assert ops.acceptance_of("no sections\n") is None
-    assert ops.goal_of("## goal\n\n") is None
+    assert readout.acceptance_of(body) == ["one", "two", "three"]
+    assert readout.acceptance_of("## Acceptance\nfirst\nsecond\n") == ["first", "second"]
+    assert readout.acceptance_of("no sections\n") is None
+    assert readout.goal_of("## goal\n\n") is None
 
 
 # --------------------------------------------------------------------------- claims
@@ -89,21 +89,21 @@ def test_claim_sets_in_progress_and_lease() -> None:
 def test_claim_held_by_other_is_refused_fresh_or_stale() -> None:
     r = claimed()
     with pytest.raises(LedgitError) as fresh:
-        ops.claim(r, by="agent-b", now=ts(5), ttl=TTL)
+        claims.claim(r, by="agent-b", now=ts(5), ttl=TTL)
     assert fresh.value.code == CLAIM and "agent-a" in str(fresh.value)
     assert "fresh" in str(fresh.value)
     with pytest.raises(LedgitError) as stale:
-        ops.claim(r, by="agent-b", now=ts(45), ttl=TTL)
+        claims.claim(r, by="agent-b", now=ts(45), ttl=TTL)
     assert stale.value.code == CLAIM and "stale" in str(stale.value)
     assert "--take-over" in str(stale.value)
     with pytest.raises(LedgitError) as forced:
-        ops.claim(r, by="agent-b", now=ts(5), ttl=TTL, take_over=True)
+        claims.claim(r, by="agent-b", now=ts(5), ttl=TTL, take_over=True)
     assert forced.value.code == CLAIM
 
 
 def test_take_over_of_stale_claim_is_recorded() -> None:
     r = claimed()
-    change = ops.claim(r, by="agent-b", now=ts(45), ttl=TTL, take_over=True, note="resuming")
+    change = claims.claim(r, by="agent-b", now=ts(45), ttl=TTL, take_over=True, note="resuming")
     assert change.meta is not None
     assert change.meta["took_over_from"]["by"] == "agent-a"
     assert change.note is not None and "took over from agent-a" in change.note
@@ -112,7 +112,7 @@ def test_take_over_of_stale_claim_is_recorded() -> None:
 
 def test_reclaim_by_holder_refreshes_and_keeps_at() -> None:
     r = claimed()
-    again = apply(ops.claim(r, by="agent-a", now=ts(10), ttl=TTL))
+    again = apply(claims.claim(r, by="agent-a", now=ts(10), ttl=TTL))
     assert again.fields["claim"]["at"] == ts()
     assert again.fields["claim"]["heartbeat"] == ts(10)
     assert again.fields["claim"]["note"] == "on it"
@@ -121,29 +121,29 @@ def test_reclaim_by_holder_refreshes_and_keeps_at() -> None:
 def test_claim_needs_dependencies_done_unless_forced() -> None:
     r = new_task(depends=["T-dep"])
     with pytest.raises(LedgitError) as exc:
-        ops.claim(r, by="a", now=ts(), ttl=TTL, dependency_status={"T-dep": "open"})
+        claims.claim(r, by="a", now=ts(), ttl=TTL, dependency_status={"T-dep": "open"})
     assert exc.value.code == USAGE and "T-dep (open)" in str(exc.value)
-    ok = ops.claim(r, by="a", now=ts(), ttl=TTL, dependency_status={"T-dep": "done"})
+    ok = claims.claim(r, by="a", now=ts(), ttl=TTL, dependency_status={"T-dep": "done"})
     assert ok.record.fields["status"] == "in_progress"
-    forced = ops.claim(r, by="a", now=ts(), ttl=TTL, force=True)
+    forced = claims.claim(r, by="a", now=ts(), ttl=TTL, force=True)
     assert forced.meta == {"forced": True}
 
 
 def test_claim_refused_on_ended_or_parked_tasks() -> None:
-    r = apply(ops.park(new_task(), by="a", reason="later", now=ts(), ttl=TTL))
+    r = apply(transitions.park(new_task(), by="a", reason="later", now=ts(), ttl=TTL))
     with pytest.raises(LedgitError, match="reopen"):
-        ops.claim(r, by="a", now=ts(), ttl=TTL)
+        claims.claim(r, by="a", now=ts(), ttl=TTL)
 
 
 def test_heartbeat_rules() -> None:
     r = claimed()
-    beat = apply(ops.heartbeat(r, by="agent-a", now=ts(20), ttl=TTL))
+    beat = apply(claims.heartbeat(r, by="agent-a", now=ts(20), ttl=TTL))
     assert beat.fields["claim"]["heartbeat"] == ts(20)
     with pytest.raises(LedgitError) as other:
-        ops.heartbeat(r, by="agent-b", now=ts(1), ttl=TTL)
+        claims.heartbeat(r, by="agent-b", now=ts(1), ttl=TTL)
     assert other.value.code == CLAIM
     with pytest.raises(LedgitError) as none:
-        ops.heartbeat(new_task(), by="agent-a", now=ts(1), ttl=TTL)
+        claims.heartbeat(new_task(), by="agent-a", now=ts(1), ttl=TTL)
     assert none.value.code == CLAIM
 
 
@@ -156,33 +156,33 @@ def contested_record() -> Record:
 
 def test_loser_of_a_contested_claim_is_refused() -> None:
     r = contested_record()
-    for call in (lambda: ops.heartbeat(r, by="agent-b", now=ts(2), ttl=TTL),
-                 lambda: ops.complete(r, by="agent-b", response="x", now=ts(2), ttl=TTL),
-                 lambda: ops.claim(r, by="agent-b", now=ts(2), ttl=TTL)):
+    for call in (lambda: claims.heartbeat(r, by="agent-b", now=ts(2), ttl=TTL),
+                 lambda: transitions.complete(r, by="agent-b", response="x", now=ts(2), ttl=TTL),
+                 lambda: claims.claim(r, by="agent-b", now=ts(2), ttl=TTL)):
         with pytest.raises(LedgitError) as exc:
             call()
         assert exc.value.code == CLAIM
         assert "claim lost to agent-a (contested in a merge)" in str(exc.value)
     # the winner keeps working
-    apply(ops.heartbeat(r, by="agent-a", now=ts(2), ttl=TTL))
+    apply(claims.heartbeat(r, by="agent-a", now=ts(2), ttl=TTL))
 
 
 def test_freshness_states() -> None:
-    assert ops.claim_freshness(new_task(), ts(), TTL).state == "none"
+    assert claims.claim_freshness(new_task(), ts(), TTL).state == "none"
     r = claimed()
-    assert ops.claim_freshness(r, ts(10), TTL).state == "fresh"
-    stale = ops.claim_freshness(r, ts(45), TTL)
+    assert claims.claim_freshness(r, ts(10), TTL).state == "fresh"
+    stale = claims.claim_freshness(r, ts(45), TTL)
     assert stale.state == "stale"
     assert stale.reason == "claim by agent-a last heartbeat 45m ago, TTL 30m"
-    assert ops.claim_freshness(contested_record(), ts(1), TTL).state == "contested"
+    assert claims.claim_freshness(contested_record(), ts(1), TTL).state == "contested"
 
 
 def test_release() -> None:
     r = claimed()
     with pytest.raises(LedgitError) as exc:
-        ops.release(r, by="agent-b", now=ts(), ttl=TTL)
+        claims.release(r, by="agent-b", now=ts(), ttl=TTL)
     assert exc.value.code == CLAIM
-    out = apply(ops.release(r, by="agent-a", now=ts(), ttl=TTL))
+    out = apply(claims.release(r, by="agent-a", now=ts(), ttl=TTL))
     assert out.fields["status"] == "open" and "claim" not in out.fields
 
 
@@ -193,23 +193,23 @@ def test_complete_needs_account_and_holder() -> None:
     r = claimed()
     for response in (None, "", "   "):
         with pytest.raises(LedgitError) as exc:
-            ops.complete(r, by="agent-a", response=response, now=ts(), ttl=TTL)
+            transitions.complete(r, by="agent-a", response=response, now=ts(), ttl=TTL)
         assert exc.value.code == USAGE
     with pytest.raises(LedgitError) as other:
-        ops.complete(r, by="agent-b", response="done", now=ts(), ttl=TTL)
+        transitions.complete(r, by="agent-b", response="done", now=ts(), ttl=TTL)
     assert other.value.code == CLAIM
-    done = apply(ops.complete(r, by="agent-a", response="fixed it", now=ts(), ttl=TTL))
+    done = apply(transitions.complete(r, by="agent-a", response="fixed it", now=ts(), ttl=TTL))
     assert done.fields["status"] == "done" and "claim" not in done.fields
-    nochange = apply(ops.complete(new_task(), by="x", response="already fine", now=ts(),
+    nochange = apply(transitions.complete(new_task(), by="x", response="already fine", now=ts(),
                                   ttl=TTL, outcome="no_change", reason="works"))
     assert nochange.fields["outcome"] == {"kind": "no_change", "reason": "works"}
 
 
 @pytest.mark.parametrize("call", [
-    lambda r: ops.wait(r, by="a", on=None, now=ts(), ttl=TTL),
-    lambda r: ops.monitor(r, by="a", signal="", now=ts(), ttl=TTL),
-    lambda r: ops.park(r, by="a", reason=None, now=ts(), ttl=TTL),
-    lambda r: ops.drop(r, by="a", reason=" ", now=ts(), ttl=TTL),
+    lambda r: transitions.wait(r, by="a", on=None, now=ts(), ttl=TTL),
+    lambda r: transitions.monitor(r, by="a", signal="", now=ts(), ttl=TTL),
+    lambda r: transitions.park(r, by="a", reason=None, now=ts(), ttl=TTL),
+    lambda r: transitions.drop(r, by="a", reason=" ", now=ts(), ttl=TTL),
 ])
 def test_transitions_need_their_reason(call: Any) -> None:
     with pytest.raises(LedgitError) as exc:
@@ -219,20 +219,20 @@ def test_transitions_need_their_reason(call: Any) -> None:
 
 def test_wait_monitor_park_drop_archive_reopen() -> None:
     r = claimed()
-    w = apply(ops.wait(r, by="agent-a", on="review by Kim", now=ts(), ttl=TTL))
+    w = apply(transitions.wait(r, by="agent-a", on="review by Kim", now=ts(), ttl=TTL))
     assert w.fields["status"] == "waiting" and w.fields["waiting_on"] == "review by Kim"
     assert "claim" not in w.fields
-    m = apply(ops.monitor(w, by="x", signal="error rate", now=ts(), ttl=TTL))
+    m = apply(transitions.monitor(w, by="x", signal="error rate", now=ts(), ttl=TTL))
     assert m.fields["status"] == "monitoring" and "waiting_on" not in m.fields
-    p = apply(ops.park(m, by="x", reason="no budget", reuse="spike notes", now=ts(), ttl=TTL))
+    p = apply(transitions.park(m, by="x", reason="no budget", reuse="spike notes", now=ts(), ttl=TTL))
     assert p.fields["outcome"] == {"kind": "park", "reason": "no budget", "reuse": "spike notes"}
-    d = apply(ops.drop(p, by="x", reason="disproved", now=ts(), ttl=TTL))
+    d = apply(transitions.drop(p, by="x", reason="disproved", now=ts(), ttl=TTL))
     assert d.fields["status"] == "dropped" and d.fields["outcome"]["kind"] == "drop"
     with pytest.raises(LedgitError, match="reopen"):
-        ops.drop(d, by="x", reason="again", now=ts(), ttl=TTL)
-    a = apply(ops.archive(d, by="x", now=ts(), ttl=TTL))
+        transitions.drop(d, by="x", reason="again", now=ts(), ttl=TTL)
+    a = apply(transitions.archive(d, by="x", now=ts(), ttl=TTL))
     assert a.fields["status"] == "archived"
-    reopened = ops.reopen(a, by="x", now=ts())
+    reopened = transitions.reopen(a, by="x", now=ts())
     o = apply(reopened)
     assert o.fields["status"] == "open" and "outcome" not in o.fields
     assert reopened.meta is not None
@@ -244,24 +244,24 @@ def test_wait_monitor_park_drop_archive_reopen() -> None:
 def test_other_worker_cannot_change_status_of_claimed_task() -> None:
     r = claimed()
     with pytest.raises(LedgitError) as exc:
-        ops.park(r, by="agent-b", reason="x", now=ts(), ttl=TTL)
+        transitions.park(r, by="agent-b", reason="x", now=ts(), ttl=TTL)
     assert exc.value.code == CLAIM
 
 
 def test_archive_clears_next_action() -> None:
-    r = apply(ops.update(new_task(), next_action="ship"))
-    a = apply(ops.archive(r, by="x", now=ts(), ttl=TTL))
+    r = apply(transitions.update(new_task(), next_action="ship"))
+    a = apply(transitions.archive(r, by="x", now=ts(), ttl=TTL))
     assert "next_action" not in a.fields
 
 
 def test_is_ready_excludes_negative_outcomes() -> None:
     r = new_task()
-    assert ops.is_ready(r.fields, {})
+    assert transitions.is_ready(r.fields, {})
     f = dict(r.fields, outcome={"kind": "no_change", "reason": "x"})
-    assert not ops.is_ready(f, {})
+    assert not transitions.is_ready(f, {})
     f = dict(r.fields, depends_on=["T-x"])
-    assert not ops.is_ready(f, {"T-x": "open"})
-    assert ops.is_ready(f, {"T-x": "done"})
+    assert not transitions.is_ready(f, {"T-x": "open"})
+    assert transitions.is_ready(f, {"T-x": "done"})
 
 
 # --------------------------------------------------------------------------- update
@@ -269,7 +269,7 @@ def test_is_ready_excludes_negative_outcomes() -> None:
 
 def test_update_fields_and_sets() -> None:
     r = new_task(labels=["a"])
-    ch = ops.update(r, title="New", priority=1, sets=[("x.team", "core"), ("gate", "review")],
+    ch = transitions.update(r, title="New", priority=1, sets=[("x.team", "core"), ("gate", "review")],
                     add_commits=["0123abc"], labels_add=["b"], labels_remove=["a"],
                     depends_add=["T-y"])
     out = apply(ch)
@@ -282,21 +282,21 @@ def test_update_fields_and_sets() -> None:
 @pytest.mark.parametrize("field", ["status", "claim", "items", "outcome", "nope"])
 def test_update_refuses_lifecycle_and_unknown_fields(field: str) -> None:
     with pytest.raises(LedgitError) as exc:
-        ops.update(new_task(), sets=[(field, "x")])
+        transitions.update(new_task(), sets=[(field, "x")])
     assert exc.value.code == USAGE
 
 
 def test_update_cannot_break_invariants() -> None:
-    w = apply(ops.wait(new_task(), by="a", on="x", now=ts(), ttl=TTL))
+    w = apply(transitions.wait(new_task(), by="a", on="x", now=ts(), ttl=TTL))
     with pytest.raises(LedgitError, match="waiting_on"):
-        ops.update(w, sets=[("waiting_on", "")])
+        transitions.update(w, sets=[("waiting_on", "")])
 
 
 # --------------------------------------------------------------------------- items
 
 
 def add_item(r: Record, text: str, by: str = "worker", kind: str = "fact") -> tuple[Record, str]:
-    ch = ops.item_add(r, kind=kind, text=text, by=by, now=ts())
+    ch = stateitems.item_add(r, kind=kind, text=text, by=by, now=ts())
     assert ch.meta is not None
     return apply(ch), ch.meta["item"]
 
@@ -313,47 +313,47 @@ def test_item_add_is_candidate_with_short_id() -> None:
 def test_accept_only_by_owner_or_trusted() -> None:
     r, iid = add_item(new_task(owner="olga"), "x")
     with pytest.raises(LedgitError, match="only the owner"):
-        ops.accept(r, items=[iid], by="worker", now=ts())
-    locked = apply(ops.accept(r, items=[iid[:5]], by="olga", now=ts()))
+        stateitems.accept(r, items=[iid], by="worker", now=ts())
+    locked = apply(stateitems.accept(r, items=[iid[:5]], by="olga", now=ts()))
     assert locked.fields["items"][0]["trust"] == "locked"
-    apply(ops.accept(r, items=[iid], by="ci", now=ts(), trusted=True))
+    apply(stateitems.accept(r, items=[iid], by="ci", now=ts(), trusted=True))
     with pytest.raises(LedgitError) as exc:
-        ops.accept(r, items=["i-zzzz"], by="olga", now=ts())
+        stateitems.accept(r, items=["i-zzzz"], by="olga", now=ts())
     assert exc.value.code == NOT_FOUND
     with pytest.raises(LedgitError, match="already locked"):
-        ops.accept(locked, items=[iid], by="olga", now=ts())
+        stateitems.accept(locked, items=[iid], by="olga", now=ts())
 
 
 def test_revise_by_owner_locks_and_deprecates() -> None:
     r, iid = add_item(new_task(owner="olga"), "uses UDP")
-    r = apply(ops.accept(r, items=[iid], by="olga", now=ts()))
-    ch = ops.revise(r, supersedes=[iid], text="uses TCP", by="olga", now=ts(1))
+    r = apply(stateitems.accept(r, items=[iid], by="olga", now=ts()))
+    ch = stateitems.revise(r, supersedes=[iid], text="uses TCP", by="olga", now=ts(1))
     out = apply(ch)
     assert ch.meta is not None and ch.meta["supersedes"] == [iid]
     old, new = out.fields["items"]
     assert old["trust"] == "deprecated" and old["superseded_by"] == [new["id"]]
     assert new["trust"] == "locked" and new["supersedes"] == [iid] and new["kind"] == "fact"
     with pytest.raises(LedgitError, match="already deprecated"):
-        ops.revise(out, supersedes=[iid], text="again", by="olga", now=ts())
+        stateitems.revise(out, supersedes=[iid], text="again", by="olga", now=ts())
 
 
 def test_revise_by_worker_is_candidate_and_cannot_touch_locked() -> None:
     r, iid = add_item(new_task(owner="olga"), "guess")
-    ch = ops.revise(r, supersedes=[iid], text="better guess", by="worker", now=ts(1))
+    ch = stateitems.revise(r, supersedes=[iid], text="better guess", by="worker", now=ts(1))
     out = apply(ch)
     assert out.fields["items"][1]["trust"] == "candidate"
     assert out.fields["items"][0]["trust"] == "deprecated"
-    locked = apply(ops.accept(r, items=[iid], by="olga", now=ts()))
+    locked = apply(stateitems.accept(r, items=[iid], by="olga", now=ts()))
     with pytest.raises(LedgitError, match="only the owner"):
-        ops.revise(locked, supersedes=[iid], text="no", by="worker", now=ts())
+        stateitems.revise(locked, supersedes=[iid], text="no", by="worker", now=ts())
 
 
 def test_writeback_needs_evidence_and_stays_candidate() -> None:
     r = new_task(owner="olga")
     with pytest.raises(LedgitError) as exc:
-        ops.writeback(r, by="worker", now=ts(), evidence="", artifacts=["out.txt"])
+        stateitems.writeback(r, by="worker", now=ts(), evidence="", artifacts=["out.txt"])
     assert exc.value.code == USAGE
-    ch = ops.writeback(r, by="worker", now=ts(), evidence="tests pass",
+    ch = stateitems.writeback(r, by="worker", now=ts(), evidence="tests pass",
                        sets=[("next_action", "deploy")], artifacts=["build/app"],
                        gate="ops approval")
     out = apply(ch)
@@ -363,13 +363,13 @@ def test_writeback_needs_evidence_and_stays_candidate() -> None:
     assert all(i["evidence"] == "tests pass" for i in out.fields["items"])
     assert ch.meta is not None
     # the owner accepts the proposal: the field is applied
-    accepted = apply(ops.accept(out, items=[ch.meta["items"][0]], by="olga", now=ts()))
+    accepted = apply(stateitems.accept(out, items=[ch.meta["items"][0]], by="olga", now=ts()))
     assert accepted.fields["next_action"] == "deploy"
 
 
 def test_writeback_by_owner_applies_at_once() -> None:
     r = new_task(owner="olga")
-    out = apply(ops.writeback(r, by="olga", now=ts(), evidence="checked", gate="legal"))
+    out = apply(stateitems.writeback(r, by="olga", now=ts(), evidence="checked", gate="legal"))
     assert out.fields["gate"] == "legal"
     assert out.fields["items"][0]["trust"] == "locked"
 
@@ -380,13 +380,13 @@ def test_handoff_has_only_locked_items() -> None:
     for n in range(5):
         r, iid = add_item(r, f"item {n}")
         ids.append(iid)
-    r = apply(ops.accept(r, items=ids[:2], by="olga", now=ts()))
-    r = apply(ops.revise(r, supersedes=[ids[2]], text="item 2 v2", by="worker", now=ts(2)))
+    r = apply(stateitems.accept(r, items=ids[:2], by="olga", now=ts()))
+    r = apply(stateitems.revise(r, supersedes=[ids[2]], text="item 2 v2", by="worker", now=ts(2)))
     trusts = sorted(i["trust"] for i in r.fields["items"])
     assert trusts == ["candidate"] * 3 + ["deprecated"] + ["locked"] * 2
-    packet = ops.handoff_packet(r)
+    packet = stateitems.handoff_packet(r)
     assert sorted(i["text"] for i in packet["items"]) == ["item 0", "item 1"]
-    md = ops.render_handoff(packet)
+    md = readout.render_handoff(packet)
     assert "item 0" in md and "item 1" in md
     assert not any(f"item {n}" in md for n in (2, 3, 4))
     assert packet["goal"] == "Calls connect." and packet["acceptance"] == ["dials", "hangs up"]
@@ -409,7 +409,7 @@ def test_readout_reports_unknowns_with_reasons() -> None:
 
 
 def test_readout_of_complete_task_has_no_spurious_unknowns() -> None:
-    r = apply(ops.complete(claimed(), by="agent-a", response="done", now=ts(), ttl=TTL))
+    r = apply(transitions.complete(claimed(), by="agent-a", response="done", now=ts(), ttl=TTL))
     out = build_readout(r.fields, r.body, path="p", revision=r.revision, now=ts(100),
                         ttl=TTL)
     assert out["unknown"] == []
@@ -449,8 +449,8 @@ def test_lifecycle_rules(fields: dict[str, Any], expected: list[tuple[str, str]]
 
 
 def test_durations() -> None:
-    assert ops.format_duration(45) == "45s"
-    assert ops.format_duration(45 * 60) == "45m"
-    assert ops.format_duration(3 * 3600 + 5 * 60) == "3h05m"
-    assert ops.format_ttl(1800) == "30m" and ops.format_ttl(90) == "90s"
-    assert ops.format_ttl(7200) == "2h"
+    assert readout.format_duration(45) == "45s"
+    assert readout.format_duration(45 * 60) == "45m"
+    assert readout.format_duration(3 * 3600 + 5 * 60) == "3h05m"
+    assert readout.format_ttl(1800) == "30m" and readout.format_ttl(90) == "90s"
+    assert readout.format_ttl(7200) == "2h"

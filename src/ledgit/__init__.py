@@ -11,6 +11,8 @@ The folder is the layer (docs/design.md, "The map"); each package says what it m
   ``python -m ledgit`` is :mod:`ledgit.__main__`.
 
 This module holds only the version, which every layer may read.
+
+May import: nothing.
 """
 
 __version__ = "0.1.0"

@@ -8,6 +8,8 @@ pre-commit`` (Git runs it on every commit), and every task command whose command
 (:func:`ledgit.cli.commands.running.run_command_line`). Help, odd command lines (which click
 answers with its usage errors) and the other commands go through :func:`ledgit.cli.main.run`;
 output and exit codes are the same either way.
+
+May import: ledgit.core, ledgit.cli, ledgit.hooks.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledgit.core.errors import OK, USAGE, LedgitError
-from ledgit.git import repo as git
+from ledgit.git import gitindex, repository
 from ledgit.storage.locate import LEDGIT_DIR, git_dir_for
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def _staged_reader(cwd: str) -> git.StagedReader | None:
+def _staged_reader(cwd: str) -> gitindex.StagedReader | None:
     """The two git processes of the pre-commit check, started at once, where Git runs the
     hook at the top of a work tree with nothing stopped that brings in other parents (a
     merge, pick, revert or rebase); None elsewhere (:func:`ledgit.operations.precommit.pre_commit`
@@ -49,11 +49,11 @@ def _staged_reader(cwd: str) -> git.StagedReader | None:
     if not os.path.exists(os.path.join(cwd, ".git")):
         return None  # not the top of a work tree: pre_commit finds every board
     worktree_git_dir = git_dir_for(cwd)
-    if worktree_git_dir is None or git.operation_pending(worktree_git_dir) \
-            or git.merging_heads():
+    if worktree_git_dir is None or repository.operation_pending(worktree_git_dir) \
+            or repository.merging_heads():
         return None  # the other parents are read by pre_commit
     try:
-        return git.StagedReader(cwd, ".")
+        return gitindex.StagedReader(cwd, ".")
     except OSError:
         return None  # no git to run: pre_commit says so
 
@@ -97,7 +97,7 @@ def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
 
         # Every board of the work tree, each with its own index (docs/git.md, "Every board
         # is guarded"): the one found from cwd and those the index tracks.
-        top = git.toplevel(cwd)
+        top = repository.toplevel(cwd)
         boards = [Board(top / p) for p in board_prefixes(cwd)
                   if (top / p / LEDGIT_DIR).is_dir()] if top is not None else []
         if not boards:

@@ -41,8 +41,7 @@ from ledgit import __version__
 from ledgit.core.errors import CLAIM, NOT_FOUND, STALE, USAGE, LedgitError
 from ledgit.core.readout import build_readout, handoff_of, now_timestamp
 from ledgit.core.schema import OUTCOME_KINDS, STATUSES
-from ledgit.operations import projects
-from ledgit.operations import transitions as ops
+from ledgit.operations import claims, projects, stateitems, transitions
 from ledgit.operations.arguments import resolve_ids, resolve_or_keep, split_list, status_of
 from ledgit.operations.rows import ROW_KEYS, filters_of, is_negative, row_view
 from ledgit.operations.writing import write_task
@@ -506,7 +505,7 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
                by: By = None, root: Root = None) -> Annotated[CallToolResult, Created]:
         """Create an open task; accept: acceptance criteria, one per line."""
         def run(board: Board) -> Created:
-            fields, text = ops.create_fields(
+            fields, text = transitions.create_fields(
                 title=title, goal=goal, accept=accept or (), body=body, priority=priority,
                 depends=resolve_ids(board, depends_on or ()),
                 labels=split_list(labels or ()), owner=owner, worker=worker)
@@ -528,15 +527,15 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         def run(board: Board) -> Written:
             if action == "heartbeat":
                 return mutation(board, task, by, expect,
-                                lambda r, a, now, ttl: ops.heartbeat(r, by=a, now=now, ttl=ttl))
+                                lambda r, a, now, ttl: claims.heartbeat(r, by=a, now=now, ttl=ttl))
             if action == "release":
                 return mutation(board, task, by, expect,
-                                lambda r, a, now, ttl: ops.release(r, by=a, now=now, ttl=ttl,
+                                lambda r, a, now, ttl: claims.release(r, by=a, now=now, ttl=ttl,
                                                                    note=note))
 
             def op(r: Any, a: str, now: str, ttl: int) -> Any:
                 deps = {d: status_of(board, d) for d in r.fields.get("depends_on", [])}
-                return ops.claim(r, by=a, now=now, ttl=ttl, note=note, take_over=take_over,
+                return claims.claim(r, by=a, now=now, ttl=ttl, note=note, take_over=take_over,
                                  force=force, dependency_status=deps)
             return mutation(board, task, by, expect, op)
         return call(task, root, {"note": note, "by": by, "expect": expect}, run)
@@ -562,7 +561,7 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
                 raise LedgitError("update: nothing to change", USAGE)
             add = resolve_ids(board, depends_add or ())
             remove = [resolve_or_keep(board, t) for t in depends_remove or ()]
-            return mutation(board, task, by, expect, lambda r, a, now, ttl: ops.update(
+            return mutation(board, task, by, expect, lambda r, a, now, ttl: transitions.update(
                 r, title=title, priority=priority, response=response, sets=sets,
                 add_commits=split_list(commits or ()), depends_add=add,
                 depends_remove=remove, labels_add=split_list(labels_add or ()),
@@ -579,7 +578,7 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         """Mark done with an account of the work (response); outcome: optional terminal
         kind (e.g. no_change) with reason."""
         def run(board: Board) -> Written:
-            return mutation(board, task, by, expect, lambda r, a, now, ttl: ops.complete(
+            return mutation(board, task, by, expect, lambda r, a, now, ttl: transitions.complete(
                 r, by=a, response=response, now=now, ttl=ttl, outcome=outcome, reason=reason))
         return call(task, root, {"response": response, "reason": reason, "by": by}, run)
 
@@ -597,11 +596,11 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
             if action == "accept":
                 if not items:
                     raise LedgitError("item accept: give items", USAGE)
-                return mutation(board, task, by, expect, lambda r, a, now, ttl: ops.accept(
+                return mutation(board, task, by, expect, lambda r, a, now, ttl: stateitems.accept(
                     r, items=split_list(items), by=a, now=now, trusted=trusted))
             if not text:
                 raise LedgitError("item add: give text", USAGE)
-            return mutation(board, task, by, expect, lambda r, a, now, ttl: ops.item_add(
+            return mutation(board, task, by, expect, lambda r, a, now, ttl: stateitems.item_add(
                 r, kind=kind, text=text, by=a, now=now, why=why, evidence=evidence,
                 lock=lock, trusted=trusted))
         return call(task, root, {"text": text, "why": why, "evidence": evidence,
@@ -615,7 +614,7 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
         """A worker's report: changed fields (set), artifacts, verification evidence,
         remaining gate. Lands as candidate items until the owner accepts."""
         def run(board: Board) -> Written:
-            return mutation(board, task, by, expect, lambda r, a, now, ttl: ops.writeback(
+            return mutation(board, task, by, expect, lambda r, a, now, ttl: stateitems.writeback(
                 r, by=a, now=now, evidence=evidence, sets=list((set or {}).items()),
                 artifacts=list(artifacts or ()), gate=gate, trusted=trusted))
         return call(task, root, {"evidence": evidence, "artifacts": artifacts, "gate": gate,

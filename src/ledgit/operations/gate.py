@@ -4,7 +4,7 @@
 commit of the range (git-rev-list(1) semantics): tasks a commit changes get the full checks,
 and at the start of the range every history is checked for what must never land anywhere --
 more than one head, or conflict markers. Files are read from the object database
-(:func:`ledgit.git.repo.tree_files`, pygit2), never from the working tree, so the gate sees exactly
+(:func:`ledgit.git.repository.tree_files`, pygit2), never from the working tree, so the gate sees exactly
 what was committed.
 
 The checks on one task (:func:`check_task`) are the validator's (:meth:`Board.verify`) applied
@@ -38,13 +38,13 @@ from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.markers import RULE as MARKER_RULE
 from ledgit.core.markers import marker_problem
 from ledgit.core.record import Record, parse_record
-from ledgit.git import repo as git
+from ledgit.git import objects, repository
 from ledgit.storage.board import find_board
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ledgit.git.repo import TreeReader
+    from ledgit.git.objects import TreeReader
 
 LEDGIT_DIR = ".ledgit"
 TASKS = "tasks"
@@ -103,7 +103,7 @@ def board_prefix(cwd: Path) -> str:
 def _found_prefix(cwd: Path) -> str | None:
     """:func:`board_prefix` of the board found from ``cwd``; None when no board is found
     there inside the work tree. Raises LedgitError (2) outside a work tree."""
-    top = git.toplevel(cwd)
+    top = repository.toplevel(cwd)
     if top is None:
         raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
     try:
@@ -125,7 +125,7 @@ def board_prefixes(cwd: Path, revs: Iterable[str] = ()) -> list[str]:
     bare repository only the ``revs`` are looked at. ``[""]`` when there is none.
     """
     prefixes: set[str] = set()
-    top = git.toplevel(cwd)
+    top = repository.toplevel(cwd)
     listed: list[bytes] = []
     if top is not None:
         found = _found_prefix(cwd)
@@ -134,12 +134,12 @@ def board_prefixes(cwd: Path, revs: Iterable[str] = ()) -> list[str]:
         globs = [f":(glob)**/{LEDGIT_DIR}/config.yaml",
                  f":(glob)**/{LEDGIT_DIR}/{TASKS}/*{TASK_SUFFIX}",
                  f":(glob)**/{LEDGIT_DIR}/{HISTORY}/*{HISTORY_SUFFIX}"]
-        listed.append(git.run_git(["ls-files", "-z", "--full-name", "--", *globs], top,
+        listed.append(repository.run_git(["ls-files", "-z", "--full-name", "--", *globs], top,
                                   check=False).stdout)
-    elif git.discover(cwd) is None:
+    elif repository.discover(cwd) is None:
         raise LedgitError(f"{cwd}: not a Git repository", USAGE)
     for rev in revs:
-        prefixes.update(p for p in map(_prefix_of, git.board_paths_at(cwd, rev))
+        prefixes.update(p for p in map(_prefix_of, objects.board_paths_at(cwd, rev))
                         if p is not None)
     for out in listed:
         for path in os.fsdecode(out).split("\0"):
@@ -381,7 +381,7 @@ def growth_between(reader: TreeReader, parent: str, commit: str, prefix: str,
                    ) -> tuple[int, list[Finding], list[str]]:
     """:func:`check_growth` for every task of board ``prefix`` whose files differ between
     commits ``parent`` and ``commit`` (``paths``: that difference when already known), read
-    through a :class:`ledgit.git.repo.TreeReader`. Returns (tasks checked, findings, notes)."""
+    through a :class:`ledgit.git.repository.TreeReader`. Returns (tasks checked, findings, notes)."""
     changed = reader.diff_paths(parent, commit) if paths is None else paths
     tasks = sorted({t for t in (task_of(p, prefix) for p in changed) if t is not None})
     found: list[Finding] = []
@@ -407,12 +407,12 @@ def verify_rev(cwd: Path, rev: str, prefix: str | None = None) -> GateReport:
     """Every task and history at commit ``rev``, fully checked, and the commit against each
     of its parents for growth (:func:`check_growth`)."""
     prefix = board_prefix(cwd) if prefix is None else prefix
-    commit = git.rev_list(cwd, rev)[0]
-    files = git.tree_files(cwd, commit, f"{prefix}{LEDGIT_DIR}/")
+    commit = objects.rev_list(cwd, rev)[0]
+    files = objects.tree_files(cwd, commit, f"{prefix}{LEDGIT_DIR}/")
     checked, found = check_files(files, prefix, commit=commit)
-    reader = git.TreeReader(cwd)
+    reader = objects.TreeReader(cwd)
     notes: list[str] = []
-    for parent in git.commit_parents(cwd, [commit]).get(commit, []):
+    for parent in objects.commit_parents(cwd, [commit]).get(commit, []):
         _, more, said = growth_between(reader, parent, commit, prefix)
         found += more
         notes += said
@@ -430,9 +430,9 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
     if ".." not in spec:
         raise LedgitError(f"--range {spec}: give a range A..B (a single commit: --rev)", USAGE)
     prefix = board_prefix(cwd) if prefix is None else prefix
-    commits = git.rev_list(cwd, spec)
-    parents = git.commit_parents(cwd, commits)
-    reader = git.TreeReader(cwd)
+    commits = objects.rev_list(cwd, spec)
+    parents = objects.commit_parents(cwd, commits)
+    reader = objects.TreeReader(cwd)
     seen: set[str] = set()
     checked = 0
     found: list[Finding] = []
@@ -441,11 +441,11 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
     for commit in commits:
         mine = parents.get(commit, [])
         if (mine[0] if mine else None) not in seen:
-            files = git.tree_files(cwd, commit, board_dir)
+            files = objects.tree_files(cwd, commit, board_dir)
             n, more = check_files(files, prefix, commit=commit, full=False)
             checked += n
             found += more
-        first = git.changed_paths(cwd, commit, board_dir)
+        first = objects.changed_paths(cwd, commit, board_dir)
         changed = {t for t in (task_of(p, prefix) for p in first) if t is not None}
         for tid in sorted(changed):
             md, hist = task_paths(prefix, tid)
@@ -469,13 +469,13 @@ def driver_gap(cwd: Path, rev: str | None = None, prefix: str = "") -> Finding |
     The attributes are read from the work tree (git-check-attr(1)) and, with ``rev``, from
     the ``.gitattributes`` files committed there (top and board directory).
     """
-    if git.config_get(cwd, "merge.ledgit.driver"):
+    if repository.config_get(cwd, "merge.ledgit.driver"):
         return None
     named = attributes_name_driver(cwd, prefix)
     where = ".gitattributes"
     if not named and rev is not None:
         for path in dict.fromkeys((".gitattributes", f"{prefix}.gitattributes")):
-            data = git.blob_at(cwd, rev, path)
+            data = objects.blob_at(cwd, rev, path)
             if data and re.search(rb"(?m)^[^#\n]*\smerge=ledgit\b", data):
                 named, where = True, path
                 break
@@ -490,10 +490,10 @@ def attributes_name_driver(cwd: Path, prefix: str = "") -> bool:
     """True when the work tree's attributes give task files ``merge=ledgit``
     (``git check-attr merge``, which follows every .gitattributes and info/attributes)."""
     probe = f"{prefix}{LEDGIT_DIR}/{TASKS}/T-probe{TASK_SUFFIX}"
-    top = git.toplevel(cwd)
+    top = repository.toplevel(cwd)
     if top is None:
         return False
-    out = git.run_git(["check-attr", "-z", "merge", "--", probe], top, check=False).stdout
+    out = repository.run_git(["check-attr", "-z", "merge", "--", probe], top, check=False).stdout
     fields = out.split(b"\0")
     return len(fields) >= 3 and fields[2] == b"ledgit"
 
@@ -553,10 +553,10 @@ def run_gate(cwd: Path, *, rev: str | None = None, spec: str | None = None) -> G
         ends = [e for e in (spec or "").replace("...", "..").split("..") if e] or ["HEAD"]
         if spec and "..." not in spec:
             for end in ends:
-                git.rev_list(cwd, end)  # a bad end is named as such, before any listing
+                objects.rev_list(cwd, end)  # a bad end is named as such, before any listing
     # No work tree (a server's bare repository): nothing is merged here by Git's hand, and
     # what a forge's line merge breaks, the growth and continuity checks catch.
-    bare = git.toplevel(cwd) is None
+    bare = repository.toplevel(cwd) is None
     reports = []
     gaps: list[Finding] = []
     for prefix in board_prefixes(cwd, ends):

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ledgit.core.errors import USAGE, LedgitError
-from ledgit.git import repo as git
+from ledgit.git import gitindex, repository
 from ledgit.operations.gate import attributes_name_driver, board_prefix, board_prefixes
 from ledgit.storage.board import Board, find_board
 from ledgit.storage.boardcheck import verify_board
@@ -60,7 +60,7 @@ def pre_commit_snippet() -> str:
     repo, rev = "<the URL of ledgit's Git repository>", "<a tag or commit of it>"
     source = Path(__file__).resolve().parents[2]
     if (source / ".pre-commit-hooks.yaml").is_file():
-        head = git.head_oid(source) if git.toplevel(source) == source else None
+        head = repository.head_oid(source) if repository.toplevel(source) == source else None
         if head:
             repo, rev = str(source), head
     return (
@@ -174,7 +174,7 @@ def hook_block(name: str, command: str | None = None, *, created: bool = False,
 
 def _top(cwd: Path, command: str = "install") -> Path:
     """The work tree's top; exit 2 naming ``ledgit COMMAND`` outside a Git work tree."""
-    top = git.toplevel(cwd)
+    top = repository.toplevel(cwd)
     if top is None:
         raise LedgitError(f"{cwd}: not inside a Git work tree (ledgit {command} needs one)",
                           USAGE)
@@ -453,10 +453,10 @@ def _relative_hooks_dirs(cwd: Path) -> list[Path] | None:
     """With a relative ``core.hooksPath`` (husky's ``.husky``), each worktree runs the hooks
     of its own copy of that folder (githooks(5)): every worktree's, main first. None when
     ``core.hooksPath`` is unset or absolute (one hooks dir for all)."""
-    value = git.config_get(cwd, "core.hooksPath")
+    value = repository.config_get(cwd, "core.hooksPath")
     if not value or os.path.isabs(os.path.expanduser(value)):
         return None
-    return [Path(os.path.normpath(os.path.join(wt, value))) for wt in git.list_worktrees(cwd)]
+    return [Path(os.path.normpath(os.path.join(wt, value))) for wt in repository.list_worktrees(cwd)]
 
 
 def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> list[str]:
@@ -465,13 +465,13 @@ def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> lis
     anything changes, and a step that fails puts back what the earlier ones changed."""
     top = _top(cwd)
     attributes = attributes_file(cwd)
-    hdirs = (_relative_hooks_dirs(cwd) or [git.hooks_dir(cwd)]) \
+    hdirs = (_relative_hooks_dirs(cwd) or [repository.hooks_dir(cwd)]) \
         if hooks and not _uses_pre_commit_framework(top) else []
     _preflight(attributes, None, "install")
     for hdir in hdirs:
         _preflight(attributes, hdir, "install")
     undo = _Undo()
-    undo.keep(git.common_dir(cwd) / "config", attributes)
+    undo.keep(repository.common_dir(cwd) / "config", attributes)
     for hdir in hdirs:
         undo.made(hdir)
         undo.keep(*(hdir / n for n in HOOKS), *(hdir / (n + CHAINED_SUFFIX) for n in HOOKS))
@@ -483,12 +483,12 @@ def _install(cwd: Path, top: Path, hooks: bool, command: str | None,
              hdirs: list[Path]) -> list[str]:
     done: list[str] = []
     want = driver_command(command)
-    if git.config_get(cwd, f"merge.{DRIVER}.name") != DRIVER_NAME:
-        git.config_set(cwd, f"merge.{DRIVER}.name", DRIVER_NAME)
+    if repository.config_get(cwd, f"merge.{DRIVER}.name") != DRIVER_NAME:
+        repository.config_set(cwd, f"merge.{DRIVER}.name", DRIVER_NAME)
     shown = f"{readable_command(command)} merge-driver %O %A %B %L %P"
-    if git.config_get(cwd, f"merge.{DRIVER}.driver") != want:
-        git.config_set(cwd, f"merge.{DRIVER}.driver", want)
-        done.append(f"merge driver: configured in {git.common_dir(cwd) / 'config'}: {shown} "
+    if repository.config_get(cwd, f"merge.{DRIVER}.driver") != want:
+        repository.config_set(cwd, f"merge.{DRIVER}.driver", want)
+        done.append(f"merge driver: configured in {repository.common_dir(cwd) / 'config'}: {shown} "
                     f"(exact command: git config merge.{DRIVER}.driver)")
     else:
         done.append(f"merge driver: already configured: {shown}")
@@ -505,7 +505,7 @@ def _install(cwd: Path, top: Path, hooks: bool, command: str | None,
         for name in HOOKS:
             done.append(install_hook(hdir, name, command))
     if len(hdirs) > 1 or _relative_hooks_dirs(cwd) is not None:
-        done.append(f"hooks: core.hooksPath is relative ({git.config_get(cwd, 'core.hooksPath')})"
+        done.append(f"hooks: core.hooksPath is relative ({repository.config_get(cwd, 'core.hooksPath')})"
                     f", so each worktree runs its own copy: installed in all {len(hdirs)}; a "
                     f"worktree added later has none until `ledgit install` runs in it (Git "
                     f"finds no post-checkout hook there either)")
@@ -530,11 +530,11 @@ def uninstall(cwd: Path) -> list[str]:
     or nothing, as :func:`install`."""
     _top(cwd, "uninstall")
     attributes = attributes_file(cwd)
-    hdirs = _relative_hooks_dirs(cwd) or [git.hooks_dir(cwd)]
+    hdirs = _relative_hooks_dirs(cwd) or [repository.hooks_dir(cwd)]
     for hdir in hdirs:
         _preflight(attributes, hdir, "uninstall")
     undo = _Undo()
-    undo.keep(git.common_dir(cwd) / "config", attributes)
+    undo.keep(repository.common_dir(cwd) / "config", attributes)
     for hdir in hdirs:
         undo.keep(*(hdir / n for n in HOOKS), *(hdir / (n + CHAINED_SUFFIX) for n in HOOKS))
     return _all_or_nothing(undo, "uninstall", lambda: _uninstall(cwd, hdirs))
@@ -542,9 +542,9 @@ def uninstall(cwd: Path) -> list[str]:
 
 def _uninstall(cwd: Path, hdirs: list[Path]) -> list[str]:
     done: list[str] = []
-    removed = [git.config_unset(cwd, f"merge.{DRIVER}.{key}") for key in ("driver", "name")]
+    removed = [repository.config_unset(cwd, f"merge.{DRIVER}.{key}") for key in ("driver", "name")]
     if any(removed):
-        done.append(f"removed [merge \"{DRIVER}\"] from {git.common_dir(cwd) / 'config'}")
+        done.append(f"removed [merge \"{DRIVER}\"] from {repository.common_dir(cwd) / 'config'}")
     line = uninstall_attributes(attributes_file(cwd))
     if line:
         done.append(line)
@@ -575,7 +575,7 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
     unresolved task conflicts. With ``fix``, the index is refreshed on the way."""
 
     gaps: list[Gap] = []
-    driver = git.config_get(wt, f"merge.{DRIVER}.driver")
+    driver = repository.config_get(wt, f"merge.{DRIVER}.driver")
     if not driver:
         gaps.append(Gap(wt, f"merge.{DRIVER}.driver is not configured: Git would line-merge "
                             f"task files", "ledgit install"))
@@ -590,8 +590,8 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
             command = f"{exc.message.partition(' (ledgit install')[0]}; then: ledgit install"
         gaps.append(Gap(wt, ".gitattributes does not route task files to the ledgit driver",
                         command))
-    top = git.toplevel(wt) or wt
-    hdir = git.hooks_dir(wt)
+    top = repository.toplevel(wt) or wt
+    hdir = repository.hooks_dir(wt)
     if _uses_pre_commit_framework(top):
         for what in pre_commit_framework_gaps(top, hdir):
             gaps.append(Gap(wt, what, "add ledgit to .pre-commit-config.yaml (ledgit install "
@@ -607,7 +607,7 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
     board_root = top / board_rel
     if (board_root / ".ledgit").is_dir():
         gaps += _board_gaps(wt, board_root, fix=fix)
-    conflicted = git.conflicted_paths(wt, f"{board_rel}.ledgit/")
+    conflicted = gitindex.conflicted_paths(wt, f"{board_rel}.ledgit/")
     if conflicted:
         gaps.append(Gap(wt, f"{len(conflicted)} task file(s) or histories unmerged: "
                             + ", ".join(conflicted[:3]), "ledgit resolve"))
@@ -615,7 +615,6 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
 
 
 def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
-
     board = Board(root)
     gaps: list[Gap] = []
     refused = _private_gap(wt, board)
@@ -710,20 +709,20 @@ def doctor(cwd: Path, *, fix: bool = False, repair: bool = False) -> tuple[int, 
     # The board found from cwd, else every board Git tracks (boards in subdirectories).
     board_rel, *others = board_prefixes(cwd)
     lines: list[str] = []
-    worktrees = git.list_worktrees(cwd)
+    worktrees = repository.list_worktrees(cwd)
     if fix or repair:
         for wt in worktrees:
             lines += _apply(wt, board_rel, fix=fix, repair=repair)
             if repair:
                 for other in others:
-                    root = (git.toplevel(wt) or wt) / other
+                    root = (repository.toplevel(wt) or wt) / other
                     if (root / ".ledgit").is_dir():
                         lines += [f"repaired: {line}" for line in repair_board(Board(root))]
     gaps: list[Gap] = []
     for wt in worktrees:
         gaps += worktree_gaps(wt, board_rel, fix=fix)
         for other in others:  # each further board: its attributes and its own state
-            root = (git.toplevel(wt) or wt) / other
+            root = (repository.toplevel(wt) or wt) / other
             if not attributes_name_driver(wt, other):
                 gaps.append(Gap(wt, f"{other}.gitattributes does not route task files to the "
                                     f"ledgit driver", f"cd {other} && ledgit install"))
@@ -744,7 +743,7 @@ def _apply(wt: Path, board_rel: str, *, fix: bool, repair: bool) -> list[str]:
                   if "already" not in line]
     if repair and any(g.fix == "ledgit doctor --repair" for g in gaps):
 
-        top = git.toplevel(wt) or wt
+        top = repository.toplevel(wt) or wt
         lines += [f"repaired: {line}" for line in repair_board(Board(top / board_rel))]
     return lines
 

@@ -6,7 +6,7 @@ index, which matches HEAD for every path that is not staged. Cost O(staged tasks
 O(board). Two entry points, one check (:func:`check_staged`):
 
 * :func:`check_in_hook`: as Git runs the hook, at the top of the work tree, from the answers
-  of a :class:`ledgit.git.repo.StagedReader` (two git processes, no discovery);
+  of a :class:`ledgit.git.repository.StagedReader` (two git processes, no discovery);
 * :func:`pre_commit`: from anywhere, with discovery, also while a merge, cherry-pick, revert
   or rebase is stopped (:func:`check_operation`: growth against what it brings in).
 
@@ -21,7 +21,7 @@ import tempfile
 from typing import TYPE_CHECKING
 
 from ledgit.core.errors import CHECK_FAILED, OK, USAGE, LedgitError
-from ledgit.git import repo as git
+from ledgit.git import gitindex, objects, repository
 from ledgit.operations.gate import (
     Finding,
     _prefix_of,
@@ -42,7 +42,7 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def check_in_hook(cwd: str, reader: git.StagedReader) -> int | None:
+def check_in_hook(cwd: str, reader: gitindex.StagedReader) -> int | None:
     """:func:`pre_commit` as Git runs it, at the top of the work tree ``cwd``: the staged
     paths of every board and their blob ids at HEAD and in the index from ``reader``'s
     ``git diff-index``, then every blob the check needs from its one ``git cat-file
@@ -53,7 +53,7 @@ def check_in_hook(cwd: str, reader: git.StagedReader) -> int | None:
     changes = reader.changes()
     if changes is None:
         return None
-    boards: dict[str, dict[str, git.StagedChange]] = {}
+    boards: dict[str, dict[str, gitindex.StagedChange]] = {}
     for path, change in changes.items():
         prefix = _prefix_of(path)
         if prefix is not None:
@@ -88,18 +88,18 @@ def pre_commit(cwd: Path) -> int:
     is guarded"); 0 when they pass, 1 (with one line each) when not. A staged history must
     keep every event of HEAD's, and during a merge, cherry-pick or rebase step what the
     commit takes from the other side (:func:`check_operation`, DESIGN §8). Git is asked
-    through :mod:`ledgit.git.repo`: per board one ``git diff-index`` and one ``git cat-file``.
+    through :mod:`ledgit.git.repository`: per board one ``git diff-index`` and one ``git cat-file``.
     Raises LedgitError (2) outside a work tree."""
-    top = git.toplevel(cwd)
+    top = repository.toplevel(cwd)
     if top is None:
         raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
     problems: list[Finding] = []
     tasks: list[str] = []
     notes: list[str] = []
-    paths = git.staged_board_paths(cwd)
+    paths = objects.staged_board_paths(cwd)
     for prefix in sorted({p for p in map(_prefix_of, paths) if p is not None}):
-        pairs = git.staged_pairs(cwd, f"{prefix}{LEDGIT_DIR}/")
-        at_head = {**git.blobs_at(cwd, None, _halves(prefix, pairs)),
+        pairs = gitindex.staged_pairs(cwd, f"{prefix}{LEDGIT_DIR}/")
+        at_head = {**objects.blobs_at(cwd, None, _halves(prefix, pairs)),
                    **{path: head for path, (head, _) in pairs.items()}}
         staged = {path: blob for path, (_, blob) in pairs.items()}
         problems += check_staged(prefix, staged, at_head.get, tasks, notes, str(top))
@@ -192,19 +192,19 @@ def check_operation(cwd: Path, staged_paths: list[str], tasks: list[str],
     * revert: HEAD is the only parent and holds the reverted events, which must stay (the
       HEAD check): undoing is a new event, ``ledgit revert TASK EVENT``.
     """
-    heads = git.operation_heads(cwd)
-    if "merge" not in heads and git.merging_heads():
-        heads["merge"] = git.merging_heads()
+    heads = repository.operation_heads(cwd)
+    if "merge" not in heads and repository.merging_heads():
+        heads["merge"] = repository.merging_heads()
     found: list[Finding] = []
     jobs: list[tuple[str, str, list[str], str | None]] = []  # (label, rev, paths, base rev)
     for oid in heads.get("merge", []):
-        jobs.append((f"MERGE_HEAD {oid[:12]}", oid, git.index_diff_paths(cwd, oid), None))
+        jobs.append((f"MERGE_HEAD {oid[:12]}", oid, objects.index_diff_paths(cwd, oid), None))
     for operation, name in (("rebase", "REBASE_HEAD"), ("cherry-pick", "CHERRY_PICK_HEAD")):
         for oid in heads.get(operation, [])[:1]:
-            picked_parents = git.commit_parents(cwd, [oid]).get(oid, [])
-            if not picked_parents or oid == git.head_oid(cwd):
+            picked_parents = objects.commit_parents(cwd, [oid]).get(oid, [])
+            if not picked_parents or oid == repository.head_oid(cwd):
                 continue  # a root commit adds to nothing; an `edit` stop is HEAD itself
-            changed = git.tree_diff_paths(cwd, picked_parents[0], oid)
+            changed = objects.tree_diff_paths(cwd, picked_parents[0], oid)
             if operation == "cherry-pick":
                 changed = sorted(set(changed) & set(staged_paths))
             jobs.append((f"{name} {oid[:12]}", oid, changed, picked_parents[0]))
@@ -213,9 +213,9 @@ def check_operation(cwd: Path, staged_paths: list[str], tasks: list[str],
                                             for p in [_prefix_of(path)] if p is not None)
                         if t is not None})
         files = [f for p, t in pairs for f in task_paths(p, t)]
-        ours = git.blobs_at(cwd, None, files)
-        theirs = git.blobs_at(cwd, rev, files)
-        before = git.blobs_at(cwd, base, [f for f in files if f.endswith(".jsonl")]) \
+        ours = objects.blobs_at(cwd, None, files)
+        theirs = objects.blobs_at(cwd, rev, files)
+        before = objects.blobs_at(cwd, base, [f for f in files if f.endswith(".jsonl")]) \
             if base is not None else {}
         for prefix, task in pairs:
             md, hist = task_paths(prefix, task)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError, located
-from ledgit.git import repo as git
+from ledgit.git import objects, repository
 from ledgit.storage.board import Board
 from ledgit.storage.config import read_yaml_mapping
 from ledgit.storage.locate import LEDGIT_DIR
@@ -337,8 +337,8 @@ def _snapshot(reg: Registration, root: Path) -> Board:
 
     assert reg.ref is not None
     try:
-        commit = git.resolve_commit(root, reg.ref)
-        top = git.toplevel(root)
+        commit = objects.resolve_commit(root, reg.ref)
+        top = repository.toplevel(root)
     except LedgitError as exc:
         raise LedgitError(f"project {reg.alias!r}: ref {reg.ref!r} does not resolve in {root} "
                           f"({exc.message})", NOT_FOUND) from None
@@ -352,7 +352,7 @@ def _snapshot(reg: Registration, root: Path) -> Board:
     key = hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:16]
     snap = cache / f"{key}-{commit}"
     if not (snap / LEDGIT_DIR).is_dir():
-        files = git.tree_files(root, commit, f"{prefix}{LEDGIT_DIR}")
+        files = objects.tree_files(root, commit, f"{prefix}{LEDGIT_DIR}")
         if not files:
             raise LedgitError(f"project {reg.alias!r}: no ledgit board at {reg.ref} "
                               f"({commit[:12]}) of {root}", NOT_FOUND)

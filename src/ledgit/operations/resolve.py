@@ -43,7 +43,7 @@ from ledgit.core.record import Record, parse_record, record_from_state
 from ledgit.core.render import render_record
 from ledgit.core.revision import revision_of
 from ledgit.core.schema import is_valid_id
-from ledgit.git import repo as git
+from ledgit.git import gitindex, repository
 from ledgit.operations.gate import LEDGIT_DIR, board_prefix, task_of, task_paths
 from ledgit.storage.taskfiles import file_mode
 
@@ -129,7 +129,7 @@ def _is_marker(line: bytes, char: bytes, size: int) -> bool:
 def sides_of(cwd: Path, top: Path, path: str) -> Sides | None:
     """The versions of ``path`` to merge: its index stages when unmerged, else the sides in
     its conflict markers; None when neither."""
-    base, ours, theirs = git.conflict_stages(cwd, path)
+    base, ours, theirs = gitindex.conflict_stages(cwd, path)
     if ours is not None or theirs is not None:
         return Sides(base, ours, theirs, "stages")
     try:
@@ -161,7 +161,7 @@ def merge_names(cwd: Path) -> tuple[str, str] | None:
     """(``HEAD``, the merged branch's name) while a ``git merge`` is stopped (``MERGE_HEAD``,
     named by ``git name-rev``), for conflict-marker labels as the driver writes them; None
     otherwise (content labels)."""
-    proc = git.run_git(["name-rev", "--name-only", "--no-undefined", "MERGE_HEAD"], cwd,
+    proc = repository.run_git(["name-rev", "--name-only", "--no-undefined", "MERGE_HEAD"], cwd,
                        check=False)
     name = proc.stdout.decode("utf-8", "replace").strip()
     return ("HEAD", name) if proc.returncode == 0 and name else None
@@ -171,14 +171,14 @@ def stage_if_unmerged(cwd: Path, files: Sequence[str | Path]) -> list[str]:
     """``git add`` ``files`` (a task file and its history) when any of them is unmerged in
     the index, as ``git mergetool`` does once a file is resolved; returns the files staged
     ([] when none was unmerged, or outside Git)."""
-    if git.toplevel(cwd) is None:
+    if repository.toplevel(cwd) is None:
         return []
     names = [os.fspath(f) for f in files]
-    unmerged = git.run_git(["ls-files", "-u", "-z", "--", *names], cwd, check=False)
+    unmerged = repository.run_git(["ls-files", "-u", "-z", "--", *names], cwd, check=False)
     if unmerged.returncode != 0 or not unmerged.stdout:
         return []
     present = [n for n in names if os.path.lexists(os.path.join(cwd, n))]
-    git.run_git(["add", "--", *present], cwd)
+    repository.run_git(["add", "--", *present], cwd)
     return present
 
 
@@ -349,7 +349,7 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
             lines.append(f"{md_path}: the merged file differs from its merged history "
                          f"(a side holds unrecorded hand edits); run: ledgit record {task}")
     if resolved:
-        git.run_git(["add", "--", *resolved], top)
+        repository.run_git(["add", "--", *resolved], top)
     unstaged = [p for p in dict.fromkeys(written) if p not in resolved]
     if unstaged and not person:
         lines.append(f"{task}: stage the result: git add {' '.join(unstaged)}")
@@ -357,12 +357,10 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
 
 
 def _rev(state: dict[str, object]) -> str:
-
     return revision_of(state)
 
 
 def _parses_to(data: bytes, path: str) -> object:
-
     try:
         return parse_record(data, path)
     except LedgitError:
@@ -398,8 +396,8 @@ def conflicted_tasks(cwd: Path, top: Path, prefix: str) -> list[str]:
     """Tasks with an unmerged file in the index, conflict markers in the work tree, or a
     history with more than one head (:func:`multi_head_tasks`)."""
     board = f"{prefix}{LEDGIT_DIR}/"
-    paths = set(git.conflicted_paths(cwd, board))
-    grep = git.run_git(["grep", "-l", "-z", "-E", "-e", "^<{7,}( |$)", "--", f"{board}tasks",
+    paths = set(gitindex.conflicted_paths(cwd, board))
+    grep = repository.run_git(["grep", "-l", "-z", "-E", "-e", "^<{7,}( |$)", "--", f"{board}tasks",
                         f"{board}history"], top, check=False)
     paths.update(os.fsdecode(p) for p in grep.stdout.split(b"\0") if p)
     found = {t for t in (task_of(p, prefix) for p in paths) if t is not None}
@@ -410,7 +408,7 @@ def resolve(cwd: Path, paths: Sequence[str] = ()) -> tuple[int, list[str]]:
     """Resolve the tasks ``paths`` name (task files, histories or ids; default: every
     conflicted task). Returns (exit code, report lines): 0 when everything was resolved,
     1 when something needs a person."""
-    top = git.toplevel(cwd)
+    top = repository.toplevel(cwd)
     if top is None:
         raise LedgitError(f"{cwd}: not inside a Git work tree (ledgit resolve needs one)", USAGE)
     prefix = board_prefix(cwd)

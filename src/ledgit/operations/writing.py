@@ -13,7 +13,7 @@ from ledgit.core.errors import LedgitError
 from ledgit.core.history import HistoryError, parse_events
 from ledgit.core.readout import now_timestamp
 from ledgit.core.record import Record
-from ledgit.operations import transitions as ops
+from ledgit.operations import claims
 from ledgit.operations.arguments import actor_or_warn
 from ledgit.storage.board import Board
 from ledgit.storage.writepath import mutate_task
@@ -66,7 +66,7 @@ def _claim_ended(board: Board, record: Record, actor: str) -> list[str]:
         return []
     text = board.read_history_text(record.id)
     try:
-        what = ops.claim_ended_by(parse_events(text or "", record.id), actor)
+        what = claims.claim_ended_by(parse_events(text or "", record.id), actor)
     except HistoryError:
         return []
     return [f"{what}; a merge ended {actor}'s claim"] if what else []

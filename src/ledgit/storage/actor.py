@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledgit.core.errors import USAGE, LedgitError
-from ledgit.git import repo as git
+from ledgit.git import repository
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -28,7 +28,7 @@ def actor_name(explicit: str | None, root: Path | str) -> str:
     try:
 
 
-        name = git.user_name(Path(root))
+        name = repository.user_name(Path(root))
     except Exception:  # noqa: BLE001 - outside Git, no git binary, a refused repository
         name = None
     return checked_actor(name.strip()) if name and name.strip() else "unknown"

@@ -36,7 +36,7 @@ from ledgit.core.readout import now_timestamp
 from ledgit.core.record import make_record, record_from_state, size_problem
 from ledgit.core.render import render_record
 from ledgit.core.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
-from ledgit.git import repo as git
+from ledgit.git import objects, repository
 from ledgit.storage.actor import checked_actor
 from ledgit.storage.board import DEFAULT_LOCK_TIMEOUT, refuse_link
 from ledgit.storage.index import Index
@@ -424,7 +424,6 @@ def refresh_index(board: Board, records: list[Record]) -> None:
 
 
 def _new_id(board: Board) -> str:
-
     prefix = board.config.id_prefix
     while True:
         bits = secrets.randbits(5 * ID_RANDOM_CHARS)
@@ -476,18 +475,17 @@ def refuse_lost_history(board: Board, task_id: str) -> None:
     Only this rare path asks Git (two ``git cat-file`` at most); outside a repository, or
     when Git cannot answer, nothing is refused."""
 
-
     hpath = board.history_path(task_id)
     rel = board.rel(hpath)
     held: tuple[str, str] | None = None  # (where Git has it, the command restoring it)
     try:
-        top = git.toplevel(Path(board.root_str))
+        top = repository.toplevel(Path(board.root_str))
         if top is None:
             return
         path = os.path.relpath(os.path.realpath(hpath), top).replace(os.sep, "/")
         for rev, source, fix in ((None, "the index", f"git checkout -- {rel}"),
                                  ("HEAD", "HEAD", f"git checkout HEAD -- {rel}")):
-            blob = git.blobs_at(top, rev, [path]).get(path)
+            blob = objects.blobs_at(top, rev, [path]).get(path)
             if blob is not None and blob.strip():
                 held = (source, fix)
                 break

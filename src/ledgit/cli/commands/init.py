@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ledgit.cli.commands.output import out, out_json
 from ledgit.core.errors import OK
-from ledgit.git import repo as git
+from ledgit.git import repository
 from ledgit.storage.boardinit import init_board
 
 
@@ -16,7 +16,7 @@ def init_cmd(path: str | None, id_prefix: str, as_json: bool) -> int:
     else the current directory; :func:`ledgit.storage.boardinit.init_board`, idempotent) with task ids
     ``ID_PREFIX-...``; prints where (JSON: ``{root, dir}``). Returns 0."""
     if path is None:
-        top = git.toplevel(Path.cwd())
+        top = repository.toplevel(Path.cwd())
         path = str(top) if top is not None else os.getcwd()
     board = init_board(Path(path), id_prefix=id_prefix)
     if as_json:

@@ -12,7 +12,7 @@ from ledgit.cli.commands.output import out, out_json
 from ledgit.cli.commands.running import command_board
 from ledgit.cli.commands.writes import mutate
 from ledgit.core.errors import OK
-from ledgit.operations import transitions as ops
+from ledgit.operations import stateitems, transitions
 from ledgit.operations.arguments import split_list
 from ledgit.operations.writing import write_task
 
@@ -28,7 +28,7 @@ def item_add_cmd(task: str, kind: str, text: str, why: str | None, evidence: str
     """``ledgit item add``: a new state item on TASK (:func:`ledgit.operations.transitions.item_add`; candidate
     unless ``lock``, which needs the owner or ``trusted``); prints its id. Returns 0."""
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
-        return ops.item_add(r, kind=kind, text=text, by=actor, now=now, why=why,
+        return stateitems.item_add(r, kind=kind, text=text, by=actor, now=now, why=why,
                             evidence=evidence, lock=lock, trusted=trusted)
 
     return _item_mutation(task, by, expect, op, as_json)
@@ -53,7 +53,7 @@ def accept_cmd(task: str, items: tuple[str, ...], trusted: bool, by: str | None,
     """``ledgit accept``: lock candidate ITEMS of TASK (:func:`ledgit.operations.transitions.accept`; the owner,
     or ``trusted``); prints what was locked and deprecated. Returns 0."""
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
-        return ops.accept(r, items=split_list(items), by=actor, now=now, trusted=trusted)
+        return stateitems.accept(r, items=split_list(items), by=actor, now=now, trusted=trusted)
 
     def show(rec: Record, ch: Change) -> str:
         meta = ch.meta or {}
@@ -71,7 +71,7 @@ def revise_cmd(task: str, supersedes: tuple[str, ...], text: str, kind: str | No
     """``ledgit revise``: a state revision (:func:`ledgit.operations.transitions.revise`): a new item that
     supersedes ``supersedes`` (they become deprecated); prints its id. Returns 0."""
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
-        return ops.revise(r, supersedes=split_list(supersedes), text=text, by=actor, now=now,
+        return stateitems.revise(r, supersedes=split_list(supersedes), text=text, by=actor, now=now,
                           kind=kind, why=why, evidence=evidence, trusted=trusted)
 
     return _item_mutation(task, by, expect, op, as_json)
@@ -83,10 +83,10 @@ def writeback_cmd(task: str, sets: tuple[str, ...], artifacts: tuple[str, ...],
     """``ledgit writeback``: a worker's writeback (:func:`ledgit.operations.transitions.writeback`): field
     changes, artifacts, evidence and gate as candidate items until the owner accepts them
     (applied at once when ``trusted``). Returns 0."""
-    assignments = [ops.parse_assignment(s) for s in sets]
+    assignments = [transitions.parse_assignment(s) for s in sets]
 
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
-        return ops.writeback(r, by=actor, now=now, evidence=evidence, sets=assignments,
+        return stateitems.writeback(r, by=actor, now=now, evidence=evidence, sets=assignments,
                              artifacts=list(artifacts), gate=gate, trusted=trusted)
 
     def show(rec: Record, ch: Change) -> str:

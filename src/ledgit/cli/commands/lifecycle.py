@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ledgit.cli.commands.running import command_board
 from ledgit.cli.commands.writes import mutate
-from ledgit.operations import transitions as ops
+from ledgit.operations import claims, transitions
 from ledgit.operations.arguments import dependency_statuses
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def claim_cmd(task: str, note: str | None, take_over: bool, force: bool, by: str
 
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
         deps = dependency_statuses(board, r.fields.get("depends_on", []))
-        return ops.claim(r, by=actor, now=now, ttl=ttl, note=note, take_over=take_over,
+        return claims.claim(r, by=actor, now=now, ttl=ttl, note=note, take_over=take_over,
                          force=force, dependency_status=deps)
 
     def show(rec: Record, ch: Change) -> str:
@@ -44,7 +44,7 @@ def heartbeat_cmd(task: str, by: str | None, expect: str | None, as_json: bool) 
     """``ledgit heartbeat``: renew the actor's claim on TASK (:func:`ledgit.operations.transitions.heartbeat`;
     exit 6 if it is held by someone else or was lost)."""
     return mutate(task, by, expect,
-                  lambda r, actor, now, ttl: ops.heartbeat(r, by=actor, now=now, ttl=ttl),
+                  lambda r, actor, now, ttl: claims.heartbeat(r, by=actor, now=now, ttl=ttl),
                   as_json)
 
 
@@ -53,7 +53,7 @@ def release_cmd(task: str, note: str | None, by: str | None, expect: str | None,
     """``ledgit release``: give up the actor's claim on TASK (:func:`ledgit.operations.transitions.release`;
     in_progress goes back to open)."""
     return mutate(task, by, expect,
-                  lambda r, actor, now, ttl: ops.release(r, by=actor, now=now, ttl=ttl,
+                  lambda r, actor, now, ttl: claims.release(r, by=actor, now=now, ttl=ttl,
                                                          note=note),
                   as_json)
 
@@ -63,7 +63,7 @@ def complete_cmd(task: str, response: str | None, outcome: str | None, reason: s
     """``ledgit complete``: TASK done with ``response``, the account of the work
     (:func:`ledgit.operations.transitions.complete`; required), and optionally a terminal outcome."""
     return mutate(task, by, expect,
-                  lambda r, actor, now, ttl: ops.complete(
+                  lambda r, actor, now, ttl: transitions.complete(
                       r, by=actor, response=response, now=now, ttl=ttl, outcome=outcome,
                       reason=reason),
                   as_json)
@@ -74,7 +74,7 @@ def wait_cmd(task: str, on: str | None, by: str | None, expect: str | None,
     """``ledgit wait``: TASK waiting on ``on`` (:func:`ledgit.operations.transitions.wait`; required); its claim
     is released."""
     return mutate(task, by, expect,
-                  lambda r, actor, now, ttl: ops.wait(r, by=actor, on=on, now=now, ttl=ttl),
+                  lambda r, actor, now, ttl: transitions.wait(r, by=actor, on=on, now=now, ttl=ttl),
                   as_json)
 
 
@@ -83,7 +83,7 @@ def monitor_cmd(task: str, signal: str | None, by: str | None, expect: str | Non
     """``ledgit monitor``: TASK monitoring ``signal`` (:func:`ledgit.operations.transitions.monitor`;
     required; manufactures no work)."""
     return mutate(task, by, expect,
-                  lambda r, actor, now, ttl: ops.monitor(r, by=actor, signal=signal, now=now,
+                  lambda r, actor, now, ttl: transitions.monitor(r, by=actor, signal=signal, now=now,
                                                          ttl=ttl),
                   as_json)
 
@@ -93,7 +93,7 @@ def park_cmd(task: str, reason: str | None, reuse: str | None, by: str | None,
     """``ledgit park``: TASK parked with ``reason`` (:func:`ledgit.operations.transitions.park`; required) and
     what is worth reusing."""
     return mutate(task, by, expect,
-                  lambda r, actor, now, ttl: ops.park(r, by=actor, reason=reason, now=now,
+                  lambda r, actor, now, ttl: transitions.park(r, by=actor, reason=reason, now=now,
                                                       ttl=ttl, reuse=reuse),
                   as_json)
 
@@ -103,7 +103,7 @@ def drop_cmd(task: str, reason: str | None, reuse: str | None, kind: str, by: st
     """``ledgit drop``: TASK dropped with ``reason`` (:func:`ledgit.operations.transitions.drop`; required) as
     an outcome of ``kind`` (drop, no_change, ...): a first-class negative result."""
     return mutate(task, by, expect,
-                  lambda r, actor, now, ttl: ops.drop(r, by=actor, reason=reason, now=now,
+                  lambda r, actor, now, ttl: transitions.drop(r, by=actor, reason=reason, now=now,
                                                       ttl=ttl, reuse=reuse, kind=kind),
                   as_json)
 
@@ -113,7 +113,7 @@ def archive_cmd(task: str, note: str | None, by: str | None, expect: str | None,
     """``ledgit archive``: TASK archived (:func:`ledgit.operations.transitions.archive`; clears claim,
     waiting_on and next_action; hidden from list)."""
     return mutate(task, by, expect,
-                  lambda r, actor, now, ttl: ops.archive(r, by=actor, now=now, ttl=ttl,
+                  lambda r, actor, now, ttl: transitions.archive(r, by=actor, now=now, ttl=ttl,
                                                          note=note),
                   as_json)
 
@@ -123,5 +123,5 @@ def reopen_cmd(task: str, note: str | None, by: str | None, expect: str | None,
     """``ledgit reopen``: TASK open again (:func:`ledgit.operations.transitions.reopen`; its earlier outcome is
     kept as a candidate item)."""
     return mutate(task, by, expect,
-                  lambda r, actor, now, ttl: ops.reopen(r, by=actor, now=now, note=note),
+                  lambda r, actor, now, ttl: transitions.reopen(r, by=actor, now=now, note=note),
                   as_json)

@@ -19,7 +19,7 @@ from ledgit.cli.commands.running import command_board
 from ledgit.core.errors import NOT_FOUND, OK, LedgitError, located
 from ledgit.core.history import HistoryError, parse_checked, replay
 from ledgit.core.record import MAX_RECORD_BYTES, body_nul_line, record_from_state, size_problem
-from ledgit.operations import transitions as ops
+from ledgit.operations import transitions
 from ledgit.operations.arguments import (
     actor_or_warn,
     resolve_dependencies,
@@ -106,7 +106,7 @@ def create_cmd(title: str, body: str | None, body_file: str | None, goal: str | 
     LedgitError exit 2 for invalid fields, 4 for an unknown dependency."""
     board = command_board()
     text = read_text_option(body, body_file, "body")
-    fields, body_text = ops.create_fields(
+    fields, body_text = transitions.create_fields(
         title=title, goal=goal, accept=accept, body=text, priority=priority,
         depends=resolve_dependencies(board, depends), labels=split_list(labels),
         owner=owner,
@@ -134,13 +134,13 @@ def update_cmd(task: str, title: str | None, priority: int | None, response: str
                 commits, depends, no_depends, label, no_label, next_action is not None,
                 gate is not None, owner is not None, worker is not None)):
         raise LedgitError("update: nothing to change (see: ledgit update --help)")
-    assignments = [ops.parse_assignment(s) for s in sets]
+    assignments = [transitions.parse_assignment(s) for s in sets]
     board = command_board()
     add = resolve_dependencies(board, depends)
     remove = [resolve_or_keep(board, t) for t in split_list(no_depends)]
 
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
-        return ops.update(r, title=title, priority=priority, response=response,
+        return transitions.update(r, title=title, priority=priority, response=response,
                           sets=assignments, add_commits=split_list(commits), depends_add=add,
                           depends_remove=remove, labels_add=split_list(label),
                           labels_remove=split_list(no_label), next_action=next_action,
@@ -160,7 +160,7 @@ def revert_cmd(task: str, event: str, by: str | None, expect: str | None,
 
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
         target, before, after, later = event_states(board, tid, event)
-        return ops.revert(r, event=target, before=before, after=after, later=later)
+        return transitions.revert(r, event=target, before=before, after=after, later=later)
 
     def show(record: Record, change: Change) -> str:
         meta = change.meta or {}
@@ -200,7 +200,7 @@ def event_states(board: Board, tid: str, text: str
     target = found[0]
     where = board.rel(board.task_file(tid))
     after = record_from_state(states[target["id"]], where)
-    # A genesis event has no state before it (ops.revert refuses it): its own stands in.
+    # A genesis event has no state before it (transitions.revert refuses it): its own stands in.
     before = record_from_state(states[target["parents"][0]], where) if target["parents"] \
         else after
     later: dict[str, str] = {}
