@@ -144,5 +144,5 @@ def test_the_table_imports_no_command_module() -> None:
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout.strip().split(",")
     assert {m for m in found if m.startswith("ledgit.")} == {
-        "ledgit.cli.argspec", "ledgit.cli.commands", "ledgit.cli.commands.table"}
+        "ledgit.cli", "ledgit.cli.argspec", "ledgit.cli.commands", "ledgit.cli.commands.table"}
     assert all(s.run.startswith("ledgit.cli.commands.") for s in table.SPECS.values())
