@@ -9,10 +9,20 @@ from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledgit.core.history import event_line, heads, new_event, parse_events, render_history, verify
-from ledgit.core.lifecycle import lifecycle_problems
-from ledgit.core.merge import RULE_EARLIER_CLAIM, RULE_LATER, RULE_SET, RULE_TERMINAL, RULE_TIE, describe_provenance, merge_records, merge_set
+from ledgit.core.history import event_line, heads, new_event, parse_events, render_history
+from ledgit.core.historycheck import verify
 from ledgit.core.historymerge import merge_histories
+from ledgit.core.lifecycle import lifecycle_problems
+from ledgit.core.merge import (
+    RULE_EARLIER_CLAIM,
+    RULE_LATER,
+    RULE_SET,
+    RULE_TERMINAL,
+    RULE_TIE,
+    describe_provenance,
+    merge_records,
+    merge_set,
+)
 from ledgit.core.record import Record, make_record, parse_record
 from ledgit.core.render import render_record
 

@@ -13,10 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledgit.core.errors import LedgitError
-from ledgit.core.history import heads, new_event, parse_events, render_history, verify
+from ledgit.core.history import heads, new_event, parse_events, render_history
+from ledgit.core.historycheck import verify
+from ledgit.core.historymerge import merge_histories
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.merge import merge_records
-from ledgit.core.historymerge import merge_histories
 from ledgit.core.readout import build_readout
 from ledgit.core.record import Record, make_record
 from ledgit.core.render import render_record
