@@ -7,11 +7,11 @@ Usage::
 
 For each board size it builds a ledgit board in a throwaway Git repository (bench/run.py's
 builder: the real Beads task shapes of ../shared/data), waits until its newest task file is
-older than the index's racy window (``ledgit.storage.index.RACY_WINDOW_NS``, 2 s: until then every
-refresh re-reads each file written within it, by Git's racy-clean rule -- a board in use,
-not one written a moment ago, is what the budgets are about), and times tool calls through
-the official SDK's client (``mcp.Client``), one call at a time, p50 over ``--calls`` calls
-after a warm-up, on two transports:
+older than the index's racy window (``ledgit.storage.indexrefresh.RACY_WINDOW_NS``, 2 s:
+until then every refresh re-reads each file written within it, by Git's racy-clean rule -- a
+board in use, not one written a moment ago, is what the budgets are about), and times tool
+calls through the official SDK's client (``mcp.Client``), one call at a time, p50 over
+``--calls`` calls after a warm-up, on two transports:
 
 * **in-process**: ``Client(server)``, the SDK's memory transport, against ``build_server``;
 * **stdio**: ``ledgit mcp`` as a subprocess (what an MCP client launches).
@@ -61,7 +61,8 @@ from mcp import Client, StdioServerParameters
 
 from ledgit.mcp.server import build_server
 from ledgit.storage.board import Board
-from ledgit.storage.index import RACY_WINDOW_NS, Index
+from ledgit.storage.index import Index
+from ledgit.storage.indexrefresh import RACY_WINDOW_NS
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))

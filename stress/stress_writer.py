@@ -115,7 +115,8 @@ def install_kill(point: str, at: int, fraction: float) -> None:
             return db
 
         sqlite3.connect = connect  # type: ignore[assignment]
-        # ledgit.storage.index uses the C module directly (no datetime import): patch it there too
+        # ledgit.storage.indexfiles uses the C module directly (no datetime import): patch it
+        # there too
         import _sqlite3
 
         _sqlite3.connect = connect

@@ -42,7 +42,8 @@ from stresskit import Figures, Scale, isolated_env, ledgit, run
 
 from ledgit.core.change import Change
 from ledgit.core.errors import LedgitError
-from ledgit.core.history import Problem, parse_events, verify
+from ledgit.core.history import Problem, parse_events
+from ledgit.core.historycheck import verify
 from ledgit.core.historymerge import merge_histories
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.record import Record, make_record, parse_record
@@ -123,7 +124,7 @@ def test_fuzz_parse_record(scale: Scale, figures: Figures) -> None:
                     "slowest_ms": round(tally.slowest * 1000, 1)})
 
 
-# --------------------------------------------------------------------------- history.verify
+# ---------------------------------------------------------------------- historycheck.verify
 
 
 def test_fuzz_history_verify(scale: Scale, figures: Figures, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from fuzzkit import seed_branches
 from stresskit import git, isolated_env, ledgit, run
 
 from ledgit.core.errors import LedgitError
-from ledgit.core.history import verify
+from ledgit.core.historycheck import verify
 from ledgit.core.record import parse_record
 from ledgit.hooks.mergedriver import main as merge_driver
 

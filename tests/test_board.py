@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from gitutil import git
 
-import ledgit.storage.index
+import ledgit.storage.indexrefresh
 from ledgit.core.change import Change
 from ledgit.core.errors import BUSY, CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError
 from ledgit.core.history import event_line, new_event, parse_events
@@ -404,8 +404,9 @@ def _aged_index(board: Board, ids: list[str]) -> None:
 
 @pytest.fixture
 def short_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A 50 ms racy window (ledgit.storage.index.RACY_WINDOW_NS), so a test can wait it out."""
-    monkeypatch.setattr(ledgit.storage.index, "RACY_WINDOW_NS", 50_000_000)
+    """A 50 ms racy window (ledgit.storage.indexrefresh.RACY_WINDOW_NS), so a test can wait it
+    out."""
+    monkeypatch.setattr(ledgit.storage.indexrefresh, "RACY_WINDOW_NS", 50_000_000)
 
 
 def write_done_without_account(board: Board) -> Record:
@@ -432,11 +433,11 @@ def test_verify_takes_fresh_revisions_from_the_index(board: Board,
 
     # just written: racily clean, not trusted (a 60 s window here, so that a slow machine
     # cannot let the short window of the rest of the test pass before the refresh)
-    monkeypatch.setattr(ledgit.storage.index, "RACY_WINDOW_NS", 60_000_000_000)
+    monkeypatch.setattr(ledgit.storage.indexrefresh, "RACY_WINDOW_NS", 60_000_000_000)
     with Index.open(board) as index:
         index.refresh()
         assert index.fresh_revisions() == {}
-    monkeypatch.setattr(ledgit.storage.index, "RACY_WINDOW_NS", 50_000_000)
+    monkeypatch.setattr(ledgit.storage.indexrefresh, "RACY_WINDOW_NS", 50_000_000)
     _aged_index(board, ids)
     with Index.open(board) as index:
         assert index.fresh_revisions() == {tid: board.read(tid).revision for tid in ids}

@@ -31,8 +31,7 @@ from ledgit.core.errors import CLAIM, LedgitError
 from ledgit.core.markers import marker_lines
 from ledgit.core.record import Record, make_record
 from ledgit.operations import claims, stateitems, transitions
-from ledgit.storage import boardcheck
-from ledgit.storage import index as index_module
+from ledgit.storage import boardcheck, indexrefresh
 from ledgit.storage.board import Board
 from ledgit.storage.boardcheck import verify_board
 from ledgit.storage.boardinit import init_board
@@ -118,7 +117,7 @@ def test_board_verify_sees_markers_in_a_body_its_index_row_trusts(
     mutate_task(board, ids[1], marked, "ledgit")  # what the driver leaves: file == history head
 
     # the index trusts ctime: wait out a short racy window
-    monkeypatch.setattr(index_module, "RACY_WINDOW_NS", 50_000_000)
+    monkeypatch.setattr(indexrefresh, "RACY_WINDOW_NS", 50_000_000)
     time.sleep(0.1)
     with Index.open(board) as index:
         index.refresh()

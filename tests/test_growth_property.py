@@ -11,15 +11,8 @@ import random
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ledgit.core.history import (
-    event_line,
-    head_state,
-    lost_events,
-    lost_in_text,
-    new_event,
-    parse_events,
-    strip_lines,
-)
+from ledgit.core.history import event_line, head_state, new_event, parse_events, strip_lines
+from ledgit.core.historygrowth import lost_events, lost_in_text
 from ledgit.core.historymerge import merge_histories
 from ledgit.core.record import make_record, record_from_state
 from ledgit.core.render import render_record

@@ -12,14 +12,12 @@ from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ledgit.core.history as history
+import ledgit.core.historycheck as historycheck
 from ledgit.core import canonjson
 from ledgit.core.history import (
     Event,
     HistoryError,
     Problem,
-    _apply_shared,
-    _state_json,
     ancestors,
     apply_patch,
     event_id,
@@ -32,9 +30,8 @@ from ledgit.core.history import (
     replay,
     strip_lines,
     topological_order,
-    verify,
-    verify_with_head,
 )
+from ledgit.core.historycheck import _apply_shared, _state_json, verify, verify_with_head
 from ledgit.core.record import Record, make_record
 from ledgit.core.revision import canonical_json, revision_of
 
@@ -416,7 +413,7 @@ def _genesis_cases() -> list[Event]:
 def test_genesis_state_cut_equals_the_encoded_state(case: int) -> None:
     event = _genesis_cases()[case]
     line = event_line(event).rstrip("\n")
-    cut = history._genesis_state_json(line, json.loads(line))
+    cut = historycheck._genesis_state_json(line, json.loads(line))
     state = replay([event])[event["id"]]
     if cut is not None:
         assert cut == (canonical_json(state).decode("utf-8"),

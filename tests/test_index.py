@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from gitutil import git
 
-import ledgit.storage.index
+import ledgit.storage.indexrefresh
 from ledgit.core.change import Change
 from ledgit.core.errors import BUSY, USAGE, LedgitError
 from ledgit.core.record import Record
@@ -183,7 +183,7 @@ def test_old_files_are_not_reread(board: Board, monkeypatch: pytest.MonkeyPatch)
     # "Old" by the change time, which utime cannot set back (the index trusts ctime, as Git
     # does): a short racy window and a short wait instead.
 
-    monkeypatch.setattr(ledgit.storage.index, "RACY_WINDOW_NS", 50_000_000)
+    monkeypatch.setattr(ledgit.storage.indexrefresh, "RACY_WINDOW_NS", 50_000_000)
     [add(board, f"task {i}") for i in range(3)]
     time.sleep(0.1)
     idx = fresh(board)

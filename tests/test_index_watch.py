@@ -19,10 +19,11 @@ import pytest
 
 from ledgit.core.record import make_record
 from ledgit.core.render import render_record
-from ledgit.storage import watch
+from ledgit.storage import indexrefresh, watch
 from ledgit.storage.board import Board
 from ledgit.storage.boardinit import init_board
-from ledgit.storage.index import RACY_WINDOW_NS, Index
+from ledgit.storage.index import Index
+from ledgit.storage.indexrefresh import RACY_WINDOW_NS, meta
 from ledgit.storage.writepath import create_task
 
 pytestmark = pytest.mark.skipif(
@@ -62,7 +63,7 @@ def titles(board: Board) -> dict[str, str]:
 
 def stored_token(board: Board) -> object:
     with Index.open(board) as index:
-        return index._meta("watch")
+        return meta(index.db, "watch")
 
 
 def stored_tokens(board: Board) -> dict[str, str]:
@@ -201,7 +202,8 @@ def test_two_watched_readers_keep_their_own_tokens_and_stat_no_file(watched: Boa
         two.close()
 
 
-def test_a_token_stored_while_a_refresh_read_the_files_is_dropped(watched: Board) -> None:
+def test_a_token_stored_while_a_refresh_read_the_files_is_dropped(
+        watched: Board, monkeypatch: pytest.MonkeyPatch) -> None:
     """A refresh that writes rows keeps another reader's token only if it was stored before
     this refresh read any file; one stored meanwhile may vouch for newer files than the rows
     written, so it goes and that reader stat-scans once (and stays right)."""
@@ -213,14 +215,15 @@ def test_a_token_stored_while_a_refresh_read_the_files_is_dropped(watched: Board
         one.titles()
         two.titles()
         rewrite_keeping_stat(watched.task_file(a.id), b"title: alpha", b"title: gamma")
-        real = two.index._examine
+        real = indexrefresh.examine
 
-        def examine_then_let_one_refresh(*args: object, **kwargs: object) -> object:
-            found = real(*args, **kwargs)  # two has read the file ...
-            assert one.titles()[a.id] == "gamma"  # ... then one stores a newer token
+        def examine_then_let_one_refresh(db: object, *args: object, **kwargs: object) -> object:
+            found = real(db, *args, **kwargs)  # type: ignore[arg-type]
+            if db is two.index.db:  # two has read the file ...
+                assert one.titles()[a.id] == "gamma"  # ... then one stores a newer token
             return found
 
-        two.index._examine = examine_then_let_one_refresh  # type: ignore[method-assign]
+        monkeypatch.setattr(indexrefresh, "examine", examine_then_let_one_refresh)
         assert two.titles()[a.id] == "gamma"
         # two's own token is not stored either: another connection committed meanwhile.
         assert stored_token(watched) is None

@@ -224,7 +224,7 @@ def test_two_live_boards_on_one_board_stat_no_file_per_read(
     """Two long-lived processes (two ``ledgit mcp``) on one board keep a watcher token each
     in the index: reads in turn never run the stat scan of every task file (each used to
     replace the other's token, so every read stat-ed every file), and both see a write."""
-    from ledgit.storage import index as index_module
+    from ledgit.storage import indexrefresh
 
     monkeypatch.setenv("LEDGIT_WATCH", "1")
     board = init_board(tmp_path / "b")
@@ -234,13 +234,13 @@ def test_two_live_boards_on_one_board_stat_no_file_per_read(
         os.utime(board.task_file(tid), ns=(st.st_atime_ns, st.st_mtime_ns - 10**10))
     time.sleep(2.2)  # the ctimes out of the index's racy window too
     scans: list[str] = []
-    real = index_module.stat_scan
+    real = indexrefresh.stat_scan
 
     def counted(path: str) -> dict[str, object]:
         scans.append(path)
         return real(path)
 
-    monkeypatch.setattr(index_module, "stat_scan", counted)
+    monkeypatch.setattr(indexrefresh, "stat_scan", counted)
     with live.LiveBoard(Board(board.root)) as one, live.LiveBoard(Board(board.root)) as two:
         assert one.watching and two.watching
         assert len(titles(one)) == len(titles(two)) == 20  # each stores its token

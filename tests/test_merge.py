@@ -9,7 +9,8 @@ from examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledgit.core.history import event_line, heads, new_event, parse_events, render_history, verify
+from ledgit.core.history import event_line, heads, new_event, parse_events, render_history
+from ledgit.core.historycheck import verify
 from ledgit.core.historymerge import merge_histories
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.merge import (

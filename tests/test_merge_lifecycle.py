@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from ledgit.core import change
 from ledgit.core.errors import LedgitError
-from ledgit.core.history import heads, new_event, parse_events, render_history, verify
+from ledgit.core.history import heads, new_event, parse_events, render_history
+from ledgit.core.historycheck import verify
 from ledgit.core.historymerge import merge_histories
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.merge import merge_records

@@ -13,14 +13,8 @@ from gitutil import CliRun, git
 from shareddata import BEADS_ISSUES
 
 from ledgit.core.errors import CHECK_FAILED
-from ledgit.core.history import (
-    HistoryError,
-    event_line,
-    new_event,
-    parse_checked,
-    parse_events,
-    verify,
-)
+from ledgit.core.history import HistoryError, event_line, new_event, parse_events
+from ledgit.core.historycheck import parse_checked, verify
 from ledgit.core.layoutloss import layout_loss
 from ledgit.core.record import parse_record
 from ledgit.operations import transitions

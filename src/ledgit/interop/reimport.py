@@ -10,15 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledgit.core.errors import LedgitError
-from ledgit.core.history import (
-    MERGE_OP,
-    HistoryError,
-    event_line,
-    heads,
-    new_event,
-    parse_checked,
-    replay,
-)
+from ledgit.core.history import MERGE_OP, HistoryError, event_line, heads, new_event, replay
+from ledgit.core.historycheck import parse_checked
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.merge import merge_records
 from ledgit.core.record import make_record, record_from_state

@@ -9,8 +9,8 @@ what was committed.
 
 The checks on one task (:func:`check_task`) are the validator's (:meth:`Board.verify`) applied
 to bytes: conflict markers, the record's schema and id, the lifecycle invariants (DESIGN §4)
-and history continuity (DESIGN §6, :func:`ledgit.core.history.verify`). The pre-commit hook runs the
-same function on staged blobs.
+and history continuity (DESIGN §6, :func:`ledgit.core.historycheck.verify`). The pre-commit
+hook runs the same function on staged blobs.
 
 The gate also fails when ``.gitattributes`` names the ``ledgit`` merge driver but this clone
 has no ``merge.ledgit.driver``: Git then silently falls back to a line merge
@@ -26,14 +26,9 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from ledgit.core.errors import USAGE, LedgitError
-from ledgit.core.history import (
-    HistoryError,
-    describe_event,
-    heads,
-    lost_in_text,
-    parse_events,
-    verify,
-)
+from ledgit.core.history import HistoryError, heads, parse_events
+from ledgit.core.historycheck import verify
+from ledgit.core.historygrowth import describe_event, lost_in_text
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.markers import RULE as MARKER_RULE
 from ledgit.core.markers import marker_problem
@@ -200,7 +195,7 @@ def check_task(task_id: str, record_path: str, record_data: bytes | None, histor
 
     Rules: ``conflict-markers``; ``schema`` (the record does not parse, or its id is not the
     file name); ``lifecycle`` (DESIGN §4); ``orphan`` (a history without a task file);
-    and the continuity rules of :func:`ledgit.core.history.verify` (``missing``, ``parse``,
+    and the continuity rules of :func:`ledgit.core.historycheck.verify` (``missing``, ``parse``,
     ``hash``, ``heads``, ``record-head``, ...).
     """
 

@@ -39,7 +39,8 @@ from ledgit.storage.board import Board, find_board
 from ledgit.storage.boardcheck import verify_board
 from ledgit.storage.boardinit import BOARD_IGNORE
 from ledgit.storage.boardrepair import pending_repairs, repair_board
-from ledgit.storage.index import Index, index_dir, private_dir_refusal
+from ledgit.storage.index import Index
+from ledgit.storage.indexfiles import index_dir, private_dir_refusal
 
 DRIVER = "ledgit"
 DRIVER_NAME = "ledgit task merge"

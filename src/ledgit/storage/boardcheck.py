@@ -8,7 +8,8 @@ import os
 from typing import TYPE_CHECKING
 
 from ledgit.core.errors import USAGE, LedgitError, located
-from ledgit.core.history import Problem, verify, verify_with_head
+from ledgit.core.history import Problem
+from ledgit.core.historycheck import verify, verify_with_head
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.markers import RULE, has_markers, marker_problem
 from ledgit.storage.index import Index
@@ -32,7 +33,7 @@ PARALLEL_SLICE = 250
 
 def verify_board(board: Board, ids: list[str] | None = None, *, trust_index: bool = True
                  ) -> list[Problem]:
-    """Problems of the given tasks (all when None): history continuity (history.verify),
+    """Problems of the given tasks (all when None): history continuity (historycheck.verify),
     schema errors of task files, lifecycle invariants (DESIGN §4), orphan histories.
 
     The task-file side of a check needs only the file's revision. When many tasks are
@@ -153,7 +154,7 @@ def _verify_one(board: Board, tid: str) -> list[Problem]:
         error = exc.message
         problems.append(Problem(tid, 0, "schema", error))
     try:
-        # A parsed record is a valid one: history.verify need not validate the head
+        # A parsed record is a valid one: historycheck.verify need not validate the head
         # state again when it has the record's revision.
         # Bytes, not decoded text: a line that is not UTF-8 is rule parse (docs/history.md).
         found = verify(tid, hdata, record, error,

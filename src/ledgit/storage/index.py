@@ -1,67 +1,76 @@
-"""The per-worktree SQLite index: build, refresh, query (DESIGN §1, §8, §10).
+"""The per-worktree SQLite index: open, keep fresh, query (DESIGN §1, §8, §10).
 
 Derived and disposable: it lives in ``<private dir>/index.sqlite3`` (never committed), is
 rebuilt whenever it is missing, corrupt, of another schema, of another board root or from
 an earlier boot, and is never read for truth on a write path. Reads answer from it after a
-stat-level freshness check:
-
-* a scan stats every ``tasks/*.md``; when the marshalled ``{stem: (time, size, inode)}``
-  (:func:`ledgit.storage.taskfiles.file_stat`: the time is the later of mtime and ctime, Git's
-  ``core.trustctime``) equals the one the previous scan stored, byte for byte, nothing
-  changed (the common case: one stat per file and a memcmp; the stat syscalls are the whole
-  cost);
-* a file whose stat changed, that is new, or that was written through
-  :meth:`Index.update_one` since the last scan is re-checked: read, hashed (BLAKE2b) and
-  re-parsed only when the bytes differ from what the row was built from;
-* Git's "racily clean" rule (DESIGN §8): a file whose time is within :data:`RACY_WINDOW_NS`
-  of the scan that recorded it could change again without changing its stat (coarse clocks,
-  1-2 s file systems), so it is re-checked by content on the following scans until it is
-  older than that window.
+stat-level freshness check (:mod:`ledgit.storage.indexrefresh`: a stat scan compared with
+the stored one, changed, written and racily clean files re-checked by content).
 
 Malformed or unreadable task files are kept as rows holding their error: queries return
 valid tasks and :meth:`Index.errors` lists the others. Connections run with
 ``synchronous=OFF`` where the boot id can be read (see :meth:`Index._current`).
 
-This module holds the :class:`Index` (where it lives, opening and recovering the file,
-keeping it fresh, asking it); the tables, their rows and the list filters are
-:mod:`ledgit.storage.indextables`, building rows (a changed file, a full build) is
-:mod:`ledgit.storage.indexbuild`, search is :mod:`ledgit.storage.indexsearch`, and the stat scan is
-:mod:`ledgit.storage.taskfiles`. Import cost matters: a read that finds nothing changed imports
-neither indexbuild (nor record.py and PyYAML behind it) nor indexsearch.
+This module holds the :class:`Index` (opening and recovering the file, keeping it fresh,
+asking it); where the file lives and its connections are :mod:`ledgit.storage.indexfiles`,
+the freshness checks :mod:`ledgit.storage.indexrefresh`, the tables, their rows and the
+list filters :mod:`ledgit.storage.indextables`, building rows (a changed file, a full
+build) :mod:`ledgit.storage.indexbuild`, search :mod:`ledgit.storage.indexsearch`, and the
+stat scan :mod:`ledgit.storage.taskfiles`. Import cost matters: a read that finds nothing
+changed imports neither indexbuild (nor record.py and PyYAML behind it) nor indexsearch.
 """
 
 from __future__ import annotations
 
 import functools
-import marshal
 import os
 import sqlite3
 import time
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
-from ledgit.core.errors import BUSY, LedgitError
 from ledgit.core.render import render_record
-from ledgit.storage.indexbuild import build_all, build_all_written, build_row, unreadable_row
+from ledgit.storage.indexbuild import build_all, build_all_written, build_row
+from ledgit.storage.indexfiles import (
+    BUSY_TIMEOUT,
+    INDEX_NAME,
+    WRITE_PATH_BUSY_TIMEOUT,
+    Transaction,
+    boot_id,
+    busy_error,
+    connect,
+    file_inode,
+    index_dir,
+    is_busy,
+    is_full,
+    is_readonly,
+)
+from ledgit.storage.indexrefresh import (
+    RefreshStats,
+    examine,
+    finish_fill,
+    fresh_revisions,
+    meta,
+    refresh_scanned,
+    refresh_watched,
+    row_is_stale,
+    unmarshal,
+    watch_tokens,
+)
 from ledgit.storage.indexsearch import search_rows, search_terms
 from ledgit.storage.indextables import (
     SCHEMA,
     SCHEMA_VERSION,
     TABLES,
     TOUCH_SQL,
-    Row,
     delete_rows,
-    digest,
     error_dict,
     filters,
     insert_rows,
     row_dict,
     select_rows,
 )
-from ledgit.storage.locate import user_cache_dir
 from ledgit.storage.locks import file_lock
-from ledgit.storage.oserrors import owner_detail
-from ledgit.storage.taskfiles import Stat, file_stat, is_task_name, read_task, stat_one, stat_scan
+from ledgit.storage.taskfiles import Stat, file_stat, is_task_name, stat_scan
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -75,31 +84,6 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-INDEX_NAME = "index.sqlite3"
-RACY_WINDOW_NS = 2_000_000_000  # FAT has 2 s mtimes; Linux's coarse clock lags by a tick
-MAX_WATCH_TOKENS = 16  # long-lived readers' tokens kept in meta.watch (the oldest go first)
-BUSY_TIMEOUT = 30.0  # seconds a reader waits for a writer (a 10k rebuild takes ~2 s)
-WRITE_PATH_BUSY_TIMEOUT = 2.0  # the write path gives up on the index sooner (best effort)
-
-_MARSHAL = 2  # marshal format 2 writes no back-references, so equal scans give equal bytes
-
-
-class RefreshStats:
-    """What a refresh or rebuild did: ``files`` seen, files ``rechecked`` by content, files
-    ``parsed``, rows ``removed``, malformed files (``errors``), whether it was a full
-    rebuild (``rebuilt``), and the time it took (``seconds``)."""
-
-    __slots__ = ("files", "rechecked", "parsed", "removed", "errors", "rebuilt", "seconds")
-
-    def __init__(self, files: int, rechecked: int, parsed: int, removed: int, errors: int,
-                 rebuilt: bool, seconds: float) -> None:
-        self.files, self.rechecked, self.parsed, self.removed = files, rechecked, parsed, removed
-        self.errors, self.rebuilt, self.seconds = errors, rebuilt, seconds
-
-    def __repr__(self) -> str:
-        return "RefreshStats(" + ", ".join(f"{k}={getattr(self, k)!r}"
-                                           for k in self.__slots__) + ")"
-
 
 def _recovering(method: Callable[..., T]) -> Callable[..., T]:
     """Run ``method``; on a corrupt database, rebuild it once and run it again. A busy
@@ -110,33 +94,15 @@ def _recovering(method: Callable[..., T]) -> Callable[..., T]:
         try:
             return method(self, *args, **kwargs)
         except sqlite3.DatabaseError as exc:
-            if _is_busy(exc):
-                raise _busy(self.path) from None
-            if _is_full(exc) and self.path != ":memory:":
+            if is_busy(exc):
+                raise busy_error(self.path) from None
+            if is_full(exc) and self.path != ":memory:":
                 self._to_memory()  # a full disk or an I/O error: answer from memory
             else:
                 self._recover()
             return method(self, *args, **kwargs)
 
     return run
-
-
-class _Transaction:
-    """See :meth:`Index._writing` (a class, not contextlib: reads pay for no import)."""
-
-    __slots__ = ("db",)
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> None:
-        if kind is None:
-            self.db.execute("COMMIT")
-        elif self.db.in_transaction:
-            self.db.execute("ROLLBACK")
 
 
 class Index:
@@ -177,22 +143,22 @@ class Index:
         if where is None:
             return cls._in_memory(board, known)
         path = os.path.join(where, INDEX_NAME)
-        inode = _inode(path)
+        inode = file_inode(path)
         try:
-            index = cls(board, path, _connect(path, busy_timeout), known=known)
+            index = cls(board, path, connect(path, busy_timeout), known=known)
             index._prepare()
         except sqlite3.DatabaseError as exc:
-            if _is_busy(exc):
-                raise _busy(path) from None
-            if _is_readonly(exc) or _is_full(exc):
+            if is_busy(exc):
+                raise busy_error(path) from None
+            if is_readonly(exc) or is_full(exc):
                 return cls._in_memory(board, known)
             try:
                 index = cls._discard_and_open(board, path, busy_timeout, inode, known)
             except sqlite3.DatabaseError as again:
-                if _is_readonly(again) or _is_full(again):  # a full disk: reads still answer
+                if is_readonly(again) or is_full(again):  # a full disk: reads still answer
                     return cls._in_memory(board, known)
                 raise
-        index._inode = inode if inode is not None else _inode(path)
+        index._inode = inode if inode is not None else file_inode(path)
         return index
 
     @classmethod
@@ -207,7 +173,7 @@ class Index:
         if not os.path.isfile(path):
             return None
         try:
-            index = cls(board, path, _connect(path, busy_timeout))
+            index = cls(board, path, connect(path, busy_timeout))
             if not index._current():
                 index.close()
                 return None
@@ -232,26 +198,26 @@ class Index:
 
         with file_lock(os.path.join(os.path.dirname(path), "index.lock"), busy_timeout,
                        "the index is busy"):
-            now = _inode(path)
+            now = file_inode(path)
             if now is not None and now != broken:
                 db: sqlite3.Connection | None = None
                 try:
-                    db = _connect(path, busy_timeout)
+                    db = connect(path, busy_timeout)
                     index = cls(board, path, db, known=known)
                     index._prepare()
                     index._inode = now
                     return index
                 except sqlite3.DatabaseError as exc:
-                    if _is_busy(exc):
-                        raise _busy(path) from None
+                    if is_busy(exc):
+                        raise busy_error(path) from None
                     if db is not None:
                         db.close()
             for suffix in ("", "-wal", "-shm", "-journal"):
                 with suppress(FileNotFoundError):
                     os.unlink(f"{path}{suffix}")
-            index = cls(board, path, _connect(path, busy_timeout), known=known)
+            index = cls(board, path, connect(path, busy_timeout), known=known)
             index._prepare()
-            index._inode = _inode(path)
+            index._inode = file_inode(path)
             return index
 
     def _prepare(self) -> None:
@@ -287,13 +253,13 @@ class Index:
         if self.db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             return False
         try:
-            meta = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN "
-                                        "('root', 'boot')").fetchall())
+            identity = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN "
+                                            "('root', 'boot')").fetchall())
         except sqlite3.OperationalError as exc:
-            if _is_busy(exc):
+            if is_busy(exc):
                 raise
             return False
-        return meta.get("root") == self.board.root_str and meta.get("boot") == _boot_id()
+        return identity.get("root") == self.board.root_str and identity.get("boot") == boot_id()
 
     def _recover(self) -> None:
         """After a DatabaseError that is not "busy": start again from an empty file."""
@@ -333,9 +299,9 @@ class Index:
 
         With a :attr:`watcher` (docs/watch.md) the names it reports as changed since the
         token it stored (one per watcher) replace the stat scan of every file. When its
-        token is gone (another refresh wrote rows it may not vouch for: _store_tokens), the
-        stat scan runs and the names this watcher reported since this instance's own last
-        token are re-checked too."""
+        token is gone (another refresh wrote rows it may not vouch for:
+        :func:`ledgit.storage.indexrefresh.store_tokens`), the stat scan runs and the names
+        this watcher reported since this instance's own last token are re-checked too."""
         stats, self._token = self._refresh()
         return stats
 
@@ -346,146 +312,28 @@ class Index:
         scan_ns = time.time_ns()
         self._built = None
         if self.watcher is not None:  # (a plain read stores no token: no query)
-            # Another connection's commit since here changes data_version (_store_tokens).
+            # Another connection's commit since here changes data_version (store_tokens).
             self._version = self.db.execute("PRAGMA data_version").fetchone()[0]
         # The scan blob (~30 bytes a task) is read only when it is needed.
-        meta = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN "
-                                    "('racy', 'watch', 'scan_ns')").fetchall())
+        stored = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN "
+                                      "('racy', 'watch', 'scan_ns')").fetchall())
         dirty = [r[0] for r in self.db.execute("SELECT id FROM dirty")]
-        racy = _unmarshal(meta.get("racy"), list)
-        tokens = _watch_tokens(meta.get("watch"))
+        racy = unmarshal(stored.get("racy"), list)
+        tokens = watch_tokens(stored.get("watch"))
         mine = tokens.get(self.watcher.instance) if self.watcher is not None else None
         answer = self._watch_query(mine)
         token = answer[0] if answer is not None else None
         self._fresh = True
         if answer is not None and answer[1] is not None:
-            return self._refresh_watched(answer[1], racy, dirty, answer[0], tokens, started,
-                                         scan_ns), token
+            return refresh_watched(self.db, self._tasks, self._rel_dir, self._known, answer[1],
+                                   racy, dirty, answer[0], tokens, self._version, started,
+                                   scan_ns), token
         if answer is not None and self._token is not None and self._token != mine:
             own = self._watch_query(self._token)  # what this watcher saw since its token
             if own is not None and own[1] is not None:
                 dirty = [*dirty, *(n[:-3] for n in own[1] if is_task_name(n))]
-        blob = self._meta("scan")
-        current = stat_scan(self._tasks)
-        if not racy and not dirty and blob == marshal.dumps(current, _MARSHAL):
-            # The common case: nothing changed since the last scan, one memcmp. (marshal's
-            # bytes follow listdir's order; another order only takes the path below.)
-            self._keep_token(token, tokens)
-            return RefreshStats(len(current), 0, 0, 0, 0, False,
-                                time.perf_counter() - started), token
-        stored = _unmarshal(blob, dict)
-        horizon = scan_ns - RACY_WINDOW_NS
-        candidates: list[str] = []
-        new_racy: list[str] = []
-        get = stored.get
-        for name, st in current.items():
-            if st[0] >= horizon:
-                new_racy.append(name)
-            if get(name) != st:
-                candidates.append(name)
-        seen = set(candidates)
-        for name in (*racy, *dirty):
-            if name in current and name not in seen:
-                candidates.append(name)
-                seen.add(name)
-        removed = list((stored.keys() | set(dirty)) - current.keys())  # (set operations in C)
-        touched, rows, unreadable = self._examine(candidates, current, scan_ns)
-        new_racy.extend(n for n in unreadable if n not in new_racy)  # re-read until readable
-        # Bytes that differ with no racy or dirty entry: a stat moved, or only listdir's order.
-        moved = not racy and not dirty or any(get(n) != current[n] for n in candidates)
-        if not (rows or removed or dirty or moved or sorted(new_racy) != sorted(racy)):
-            self._keep_token(token, tokens)
-            return RefreshStats(len(current), len(candidates), 0, 0, 0, False,
-                                time.perf_counter() - started), token
-        with self._writing():
-            self.db.executemany(TOUCH_SQL, touched)
-            delete_rows(self.db, [*removed, *(r.task[0] for r in rows)])
-            insert_rows(self.db, rows)
-            self.db.executemany("DELETE FROM dirty WHERE id = ?", [(n,) for n in dirty])
-            self._store_scan(current, new_racy, scan_ns)
-            self._store_tokens(token, tokens)
-        return RefreshStats(len(current), len(candidates), len(rows), len(removed),
-                            sum(1 for r in rows if r.doc is None), False,
-                            time.perf_counter() - started), token
-
-    def _refresh_watched(self, reported: list[str], racy: list[str], dirty: list[str],
-                         token: str, tokens: dict[str, str], started: float,
-                         scan_ns: int) -> RefreshStats:
-        """:meth:`refresh` on a watched board: the rows are the files as they were when this
-        watcher's stored token was issued, so only the names it reports since (and the racy
-        and dirty ones) can differ -- each is re-checked by content even when its stat agrees
-        (a write that keeps size and mtime is still a write). The stored stat scan (the
-        baseline of readers without a watcher, e.g. a CLI read) gets the new stats of the
-        re-checked files, and those within the racy window are kept racy for such readers:
-        unreported files kept their stats, so the scan stays true without a full scan."""
-        names = {n[:-3] for n in reported if is_task_name(n)}
-        names.update(racy, dirty)
-        if not names:
-            self._keep_token(token, tokens)
-            return RefreshStats(0, 0, 0, 0, 0, False, time.perf_counter() - started)
-        current: dict[str, Stat] = {}
-        removed: list[str] = []
-        for name in sorted(names):
-            st = stat_one(self._tasks, name)
-            if st is None:
-                removed.append(name)
-            else:
-                current[name] = st
-        touched, rows, unreadable = self._examine(list(current), current, scan_ns)
-        horizon = scan_ns - RACY_WINDOW_NS
-        new_racy = [n for n, st in current.items() if st[0] >= horizon]
-        new_racy.extend(n for n in unreadable if n not in new_racy)  # re-read until readable
-        blob = self._meta("scan")
-        with self._writing():
-            self.db.executemany(TOUCH_SQL, touched)
-            delete_rows(self.db, [*removed, *(r.task[0] for r in rows)])
-            insert_rows(self.db, rows)
-            self.db.executemany("DELETE FROM dirty WHERE id = ?", [(n,) for n in dirty])
-            if blob is not None:
-                stored = _unmarshal(blob, dict)
-                for name in removed:
-                    stored.pop(name, None)
-                stored.update(current)
-                self._store_scan(stored, new_racy, scan_ns)
-            else:
-                self._set_meta("racy", marshal.dumps(new_racy))
-            self._store_tokens(token, tokens)
-        return RefreshStats(len(current), len(current), len(rows), len(removed),
-                            sum(1 for r in rows if r.doc is None), False,
-                            time.perf_counter() - started)
-
-    def _keep_token(self, token: str | None, tokens: dict[str, str]) -> None:
-        """Store this watcher's newer token when a refresh found nothing else to write (the
-        files are as the rows say, so the token vouches for them); other watchers' tokens
-        stay, as no row changed."""
-        if token is not None and tokens.get(token.partition(":")[0]) != token:
-            with self._writing():
-                self._store_tokens(token, tokens, wrote=False)
-
-    def _store_tokens(self, token: str | None, seen: dict[str, str], *,
-                      wrote: bool = True) -> None:
-        """Store ``token`` (this refresh's watcher's, None without one) in ``meta.watch``, a
-        marshal of {watcher instance: token}, one per long-lived reader (docs/watch.md);
-        caller holds the write transaction. ``seen``: the tokens this refresh read before
-        it read any file. Rows written (``wrote``) keep another watcher's token only when
-        it is as ``seen``: it was stored before this refresh read the files it wrote, so
-        they are as that token vouches or reported to its watcher since; a token stored
-        meanwhile may vouch for newer files than this refresh read, so it goes (that reader
-        stat-scans once). This refresh's own token is stored only when no other connection
-        committed since it began (``PRAGMA data_version``): else another refresh may have
-        written rows older than this token's files."""
-        current = _watch_tokens(self._meta("watch"))
-        kept = ({k: v for k, v in current.items() if seen.get(k) == v} if wrote
-                else dict(current))
-        if token is not None:
-            instance = token.partition(":")[0]
-            kept.pop(instance, None)
-            if self.db.execute("PRAGMA data_version").fetchone()[0] == self._version:
-                kept[instance] = token  # newest last: the oldest go first past the limit
-        if kept != current:
-            while len(kept) > MAX_WATCH_TOKENS:
-                del kept[next(iter(kept))]
-            self._set_meta("watch", marshal.dumps(kept) if kept else None)
+        return refresh_scanned(self.db, self._tasks, self._rel_dir, self._known, racy, dirty,
+                               token, tokens, self._version, started, scan_ns), token
 
     def _watch_query(self, token: Any) -> tuple[str, list[str] | None] | None:
         """The :attr:`watcher`'s answer for ``token`` (:meth:`ledgit.storage.watch.Watcher.changes`),
@@ -494,10 +342,10 @@ class Index:
             return None
         return self.watcher.changes(token if isinstance(token, str) else None)
 
-    def _writing(self) -> _Transaction:
+    def _writing(self) -> Transaction:
         """One write transaction, for ``with`` (BEGIN IMMEDIATE: waits up to the busy
         timeout; COMMIT at the end, ROLLBACK when the block raises)."""
-        return _Transaction(self.db)
+        return Transaction(self.db)
 
     @_recovering
     def rebuild(self) -> RefreshStats:
@@ -556,7 +404,8 @@ class Index:
         # A watcher's token taken before the files are read vouches for them (docs/watch.md).
         answer = self._watch_query(None)
         rows, current, unreadable = build_all(self._tasks, self._rel_dir, scan_ns, self._known)
-        return self._finish_fill(rows, current, unreadable, answer, started, scan_ns)
+        return finish_fill(self.db, self.board.root_str, rows, current, unreadable, answer,
+                           started, scan_ns)
 
     def _fill_written(self, written: Mapping[str, Written]) -> RefreshStats:
         """:meth:`_fill` taking each written file's stat and revision from ``written`` (see
@@ -567,59 +416,8 @@ class Index:
         answer = self._watch_query(None)  # before the listing, as in _fill
         rows, current, unreadable = build_all_written(self._tasks, self._rel_dir, scan_ns,
                                                       written)
-        return self._finish_fill(rows, current, unreadable, answer, started, scan_ns)
-
-    def _finish_fill(self, rows: list[Row], current: dict[str, Stat], unreadable: list[str],
-                     answer: tuple[str, list[str] | None] | None, started: float,
-                     scan_ns: int) -> RefreshStats:
-        """Store a full build (:meth:`_fill`, :meth:`_fill_written`): the rows, the stat scan,
-        the racy names (re-checked by content once, watched or not), the watcher's token
-        (``answer``, asked before the files were listed) and the board's identity."""
-        self._set_meta("watch", marshal.dumps({answer[0].partition(":")[0]: answer[0]})
-                       if answer is not None else None)
-        # A bulk insert that fits in the page cache does not spill half-built pages.
-        (size,) = self.db.execute("PRAGMA cache_size").fetchone()
-        self.db.execute("PRAGMA cache_size = -65536")  # KiB
-        try:
-            insert_rows(self.db, rows)
-        finally:
-            self.db.execute(f"PRAGMA cache_size = {int(size)}")
-        self._store_scan(current, [n for n, st in current.items()
-                                   if st[0] >= scan_ns - RACY_WINDOW_NS or n in unreadable],
-                         scan_ns)
-        self._set_meta("root", self.board.root_str)
-        self._set_meta("boot", _boot_id())
-        self._set_meta("built_ns", scan_ns)
-        errors = sum(1 for r in rows if r.doc is None)
-        return RefreshStats(len(current), len(rows), len(rows), 0, errors, True,
-                            time.perf_counter() - started)
-
-    def _examine(self, names: list[str], current: dict[str, Stat], scan_ns: int
-                 ) -> tuple[list[tuple[int, int, int, int, str]], list[Row], list[str]]:
-        """Re-check ``names`` by content: (stat updates for files whose bytes are what their
-        row was built from, rebuilt rows for the others, names that could not be read).
-        Writes nothing."""
-        if not names:
-            return [], [], []
-        digests = self._digests(names)
-        touched: list[tuple[int, int, int, int, str]] = []
-        rows: list[Row] = []
-        unreadable: list[str] = []
-        for name in names:
-            data = read_task(self._tasks, name)
-            if data is None:
-                continue
-            st = current[name]
-            if isinstance(data, OSError):
-
-                rows.append(unreadable_row(self._rel_dir, name, st, scan_ns, data))
-                unreadable.append(name)
-            elif digests.get(name) == digest(data):
-                touched.append((st[0], st[1], st[2], scan_ns, name))
-            else:
-
-                rows.append(build_row(self._rel_dir, name, st, scan_ns, data, known=self._known))
-        return touched, rows, unreadable
+        return finish_fill(self.db, self.board.root_str, rows, current, unreadable, answer,
+                           started, scan_ns)
 
     def update_one(self, record: Record, path: Path | str) -> None:
         """Refresh one task's row after a write (called by Board.mutate/create). ``record``
@@ -702,17 +500,15 @@ class Index:
             st = None
         found = self.db.execute("SELECT mtime_ns, size, ino, checked_ns FROM tasks WHERE id = ?",
                                 (name,)).fetchone()
-        stale = (st is None) != (found is None) or (
-            st is not None and found is not None
-            and ((found[0], found[1], found[2]) != st
-                 or found[0] >= (found[3] or 0) - RACY_WINDOW_NS))
+        stale = row_is_stale(found, st)
         if stale and st is None:
             with self._writing():
                 delete_rows(self.db, [name])
         if st is None:
             return None
         if stale:
-            touched, rows, _ = self._examine([name], {name: st}, checked)
+            touched, rows, _ = examine(self.db, self._tasks, self._rel_dir, self._known, [name],
+                                       {name: st}, checked)
             if rows or found is None or (found[0], found[1], found[2]) != st:
                 with self._writing():
                     self.db.executemany(TOUCH_SQL, touched)
@@ -752,28 +548,18 @@ class Index:
     def fresh_revisions(self) -> dict[str, str]:
         """{id: revision} of every valid row whose task file is, by Git's stat rule, still
         the file the row was built from, without reading it: its (mtime_ns, size, inode) now
-        equal the row's, its mtime is more than :data:`RACY_WINDOW_NS` older than the moment
-        the row's stat was taken (a later write within the clock's granularity could keep
-        the stat: "racily clean"), and it was not written through :meth:`update_one` since
-        the last scan (such a row holds what was rendered, not what was read back).
+        equal the row's, its mtime is more than
+        :data:`ledgit.storage.indexrefresh.RACY_WINDOW_NS` older than the moment the row's
+        stat was taken (a later write within the clock's granularity could keep the stat:
+        "racily clean"), and it was not written through :meth:`update_one` since the last
+        scan (such a row holds what was rendered, not what was read back).
 
         Such a file parsed and validated when the row was built, and the revision was
         computed from those bytes. Read-only: refreshes nothing and writes nothing; a
         broken or busy database, or an unlistable directory, gives ``{}``. Cost: one SELECT
         and one stat per task file (``Board.verify`` uses it instead of parsing every file).
         """
-        try:
-            rows = self.db.execute(
-                "SELECT t.id, t.mtime_ns, t.size, t.ino, t.checked_ns, t.revision FROM tasks t"
-                " WHERE t.error IS NULL AND t.revision IS NOT NULL"
-                " AND NOT EXISTS (SELECT 1 FROM dirty d WHERE d.id = t.id)").fetchall()
-            current = stat_scan(self._tasks)
-        except (sqlite3.Error, LedgitError):
-            return {}
-        get = current.get
-        return {tid: rev for tid, mtime, size, ino, checked, rev in rows
-                if isinstance(checked, int) and isinstance(mtime, int)
-                and mtime < checked - RACY_WINDOW_NS and get(tid) == (mtime, size, ino)}
+        return fresh_revisions(self.db, self._tasks)
 
     def stale_tasks(self) -> list[str]:
         """Sorted ids whose row is not the task file as it stands (``ledgit doctor``): a task
@@ -795,168 +581,16 @@ class Index:
             for suffix in ("", "-wal"):
                 with suppress(OSError):
                     size += os.stat(f"{self.path}{suffix}").st_size
-        scan = self._meta("scan_ns")
-        built = self._meta("built_ns")
+        scan = meta(self.db, "scan_ns")
+        built = meta(self.db, "built_ns")
         return {
             "path": str(self.path), "tasks": total - bad, "errors": bad, "rows": total,
             "schema": SCHEMA_VERSION, "last_scan": _iso(scan), "built": _iso(built),
             "size": size,
         }
 
-    # ------------------------------------------------------------------ internals
-
-    def _digests(self, names: list[str]) -> dict[str, bytes]:
-        if len(names) > 200:
-            return {r[0]: r[1] for r in self.db.execute("SELECT id, digest FROM tasks")}
-        marks = ", ".join("?" * len(names))
-        return {r[0]: r[1] for r in self.db.execute(
-            f"SELECT id, digest FROM tasks WHERE id IN ({marks})", names)}
-
-    def _store_scan(self, current: dict[str, Stat], racy: list[str], scan_ns: int) -> None:
-        """Keep this scan: ``scan`` = marshal of {stem: stat} (compared byte for byte by the
-        next refresh), ``racy`` = stems to re-check by content next time."""
-        self._set_meta("scan", marshal.dumps(current, _MARSHAL))
-        self._set_meta("racy", marshal.dumps(racy))
-        self._set_meta("scan_ns", scan_ns)
-
-    def _meta(self, key: str) -> Any:
-        try:
-            row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        except sqlite3.OperationalError as exc:
-            if _is_busy(exc):
-                raise
-            return None  # no meta table yet
-        return row[0] if row else None
-
-    def _set_meta(self, key: str, value: Any) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-
 
 # ---------------------------------------------------------------------- helpers
-
-
-def index_dir(board: Board, *, create: bool) -> str | None:
-    """The directory of the board's index: the private dir when this user may write it
-    (and the index file in it, if there is one), else this user's cache for the worktree
-    (:func:`ledgit.storage.locate.user_cache_dir`: a read-only board, a private dir or index another
-    user owns; issue 13), else None (in memory). ``create``: make the directory chosen."""
-    private = board.private_str
-    made = True
-    if create:
-        try:
-            os.makedirs(private, exist_ok=True)
-        except OSError:
-            made = False  # not ours to write: the cache below
-    if made and _writable(private):
-        return private
-    cache = user_cache_dir(private)
-    if cache is None:
-        return None
-    if create:
-        try:
-            os.makedirs(cache, mode=0o700, exist_ok=True)
-        except OSError:
-            return None
-    return cache if _writable(cache) else None
-
-
-def private_dir_refusal(board: Board) -> str | None:
-    """Why the worktree's private dir cannot hold the index and the locks (one sentence:
-    read-only, or whose it is and the fix), None when it can (issue 13)."""
-
-    private = board.private_str
-    probe = private
-    while not os.path.isdir(probe):
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            return None
-        probe = parent
-    if _writable(private) if probe == private else os.access(probe, os.W_OK | os.X_OK):
-        return None
-    try:
-        readonly = bool(os.statvfs(probe).f_flag & os.ST_RDONLY)
-    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
-        readonly = False
-    if readonly:
-        return f"{private} is on a read-only file system"
-    detail = owner_detail(os.path.join(private, INDEX_NAME) if probe == private else private)
-    return f"{private} cannot be written" + (f": {detail}" if detail else "")
-
-
-def _writable(directory: str) -> bool:
-    """This user may create and write an index in ``directory`` (it exists)."""
-    if not os.access(directory, os.W_OK | os.X_OK):
-        return False
-    path = os.path.join(directory, INDEX_NAME)
-    return not os.path.lexists(path) or os.access(path, os.W_OK)
-
-
-def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
-    # See Index._current: without a boot id to notice an OS crash, keep SQLite's fsyncs.
-    db.execute("PRAGMA synchronous = OFF" if _boot_id() else "PRAGMA synchronous = NORMAL")
-    return db
-
-
-@functools.lru_cache(maxsize=1)
-def _boot_id() -> str | None:
-    """This boot's id (Linux), or None where it cannot be read cheaply."""
-    try:
-        # (bytes, then decoded: a text file with encoding="ascii" imports its codec module)
-        with open("/proc/sys/kernel/random/boot_id", "rb") as fh:
-            return fh.read().decode("ascii").strip() or None
-    except OSError:
-        return None
-
-
-def _watch_tokens(value: Any) -> dict[str, str]:
-    """``meta.watch``: {watcher instance: its token} (:meth:`Index._store_tokens`); a lone
-    token string is an index stored by one watcher at a time (before tokens per watcher)."""
-    if isinstance(value, str):
-        return {value.partition(":")[0]: value}
-    return {k: v for k, v in _unmarshal(value, dict).items()
-            if isinstance(k, str) and isinstance(v, str)}
-
-
-def _unmarshal(blob: Any, kind: type[T]) -> T:
-    """``marshal.loads(blob)`` when it is a ``kind``; an empty ``kind`` otherwise (a missing
-    or foreign blob only means: re-check everything)."""
-    if isinstance(blob, bytes):
-        try:
-            value = marshal.loads(blob)
-        except (ValueError, EOFError, TypeError):
-            value = None
-        if isinstance(value, kind):
-            return value
-    return kind()
-
-
-def _inode(path: str) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
-
-
-def _is_busy(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
-def _is_readonly(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return "readonly" in text or "read-only" in text or "unable to open" in text
-
-
-def _is_full(exc: BaseException) -> bool:
-    """SQLITE_FULL or SQLITE_IOERR: the disk, not the database, is the trouble."""
-    text = str(exc).lower()
-    return "disk is full" in text or "disk i/o error" in text
-
-
-def _busy(path: str) -> LedgitError:
-    return LedgitError(f"the index {path} is busy (another ledgit process is writing it); "
-                       f"retry", BUSY)
 
 
 def _iso(ns: Any) -> str | None:

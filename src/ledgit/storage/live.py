@@ -33,7 +33,8 @@ from typing import NamedTuple
 
 from ledgit.storage import watch
 from ledgit.storage.board import Board
-from ledgit.storage.index import RACY_WINDOW_NS, Index
+from ledgit.storage.index import Index
+from ledgit.storage.indexrefresh import RACY_WINDOW_NS
 
 POLL_INTERVAL = 0.25  # seconds between two looks at the directories when not watching
 
@@ -53,9 +54,9 @@ def directory_state(path: str, now_ns: int) -> DirectoryState:
 
     A directory's mtime has the file system's clock granularity (a few ms on Linux, 2 s on
     FAT), so a second change in the same tick as an earlier look leaves the stat as it was.
-    While the mtime or ctime is within :data:`ledgit.storage.index.RACY_WINDOW_NS` of ``now_ns``
-    the names and inode numbers of the entries are read too (readdir gives them without a
-    stat): a file replaced by a rename has a new inode. Raises nothing."""
+    While the mtime or ctime is within :data:`ledgit.storage.indexrefresh.RACY_WINDOW_NS` of
+    ``now_ns`` the names and inode numbers of the entries are read too (readdir gives them
+    without a stat): a file replaced by a rename has a new inode. Raises nothing."""
     try:
         st = os.stat(path)
     except OSError:

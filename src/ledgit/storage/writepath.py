@@ -20,15 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledgit.core.errors import CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
-from ledgit.core.history import (
-    HistoryError,
-    Problem,
-    event_line,
-    heads,
-    new_event,
-    parse_checked,
-    replay,
-)
+from ledgit.core.history import HistoryError, Problem, event_line, heads, new_event, replay
+from ledgit.core.historycheck import parse_checked
 from ledgit.core.layoutloss import layout_loss
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.markers import marker_lines

@@ -7,7 +7,8 @@ from __future__ import annotations
 from ledgit.cli.commands.output import err, out, out_json
 from ledgit.cli.commands.running import command_board
 from ledgit.core.errors import IO_ERROR, OK, USAGE, LedgitError
-from ledgit.storage.index import Index, private_dir_refusal
+from ledgit.storage.index import Index
+from ledgit.storage.indexfiles import private_dir_refusal
 from ledgit.storage.locate import user_cache_dir
 
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ledgit.cli.commands.output import out, out_json
 from ledgit.cli.commands.running import command_board
 from ledgit.core.errors import NOT_FOUND, OK, LedgitError, located
-from ledgit.core.history import HistoryError, parse_checked, replay
+from ledgit.core.history import HistoryError, replay
+from ledgit.core.historycheck import parse_checked
 from ledgit.core.record import MAX_RECORD_BYTES, body_nul_line, record_from_state, size_problem
 from ledgit.operations import transitions
 from ledgit.operations.arguments import (
