@@ -29,7 +29,7 @@ class Nothing(TypedDict):
     ok: bool
 
 
-class Rows(TypedDict):  # the shape of ledgit.mcp.server.Rows (list and search results)
+class Rows(TypedDict):  # the shape of ledgit.mcp.results.Rows (list and search results)
     tasks: list[dict[str, Any]]
     count: int
     errors: list[dict[str, str]]
@@ -61,7 +61,7 @@ def build(replayed: dict[str, Any] | None = None) -> MCPServer:
                               structured_content=payloads[name])
 
     tools = [Tool.from_function(fn) for fn in (noop, noop_async, replay)]
-    # As ledgit.mcp.server: the schema is advertised (the client checks results against
+    # As ledgit.mcp.tools: the schema is advertised (the client checks results against
     # it), the server does not validate the result again.
     tools[2].fn_metadata.output_model = None
     if replayed.get("schema"):

@@ -412,7 +412,7 @@ def test_the_page_is_a_face_nothing_imports() -> None:
     """DESIGN §11: boardpage calls down (board, index, readout, history, merge, parallel);
     no other ledgit module imports it, and it imports no other face."""
     src = Path(ledgit_package.__file__).parent
-    faces = {"ledgit.cli.main", "ledgit.cli.gitcli", "ledgit.mcp.server", "ledgit.hooks.dispatch",
+    faces = {"ledgit.cli.main", "ledgit.cli.gitcli", "ledgit.mcp", "ledgit.hooks.dispatch",
              "ledgit.hooks.mergedriver", "ledgit.cli.demo", "ledgit.interop"}
     for path in src.rglob("*.py"):
         inside = "boardpage" in path.parts

@@ -23,7 +23,8 @@ import httpx2  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from ledgit.mcp.server import build_server, compact_schema  # noqa: E402
+from ledgit.mcp.server import build_server  # noqa: E402
+from ledgit.mcp.tools import compact_schema  # noqa: E402
 from ledgit.operations import projects  # noqa: E402
 from ledgit.storage.board import Board  # noqa: E402
 from ledgit.storage.boardinit import init_board  # noqa: E402
@@ -391,8 +392,8 @@ def test_only_ledgit_mcp_imports_the_sdk(env: Path) -> None:
     probe = ("import sys, runpy; sys.argv = ['ledgit', *sys.argv[1:]]\n"
              "try:\n    runpy.run_module('ledgit', run_name='__main__')\n"
              "except SystemExit:\n    pass\n"
-             "print('SDK' if 'mcp' in sys.modules or 'ledgit.mcp.server' in sys.modules "
-             "else 'NOSDK', file=sys.stderr)\n")
+             "print('SDK' if 'mcp' in sys.modules or any(m.startswith('ledgit.mcp.') for m in "
+             "sys.modules) else 'NOSDK', file=sys.stderr)\n")
     for args in (["list"], ["get", Board(env).list_ids()[0]], ["--help"], ["mcp", "--help"],
                  ["create", "x"], ["doctor"]):
         proc = subprocess.run([sys.executable, "-c", probe, *args], cwd=env,

@@ -16,8 +16,9 @@ from ledgit.cli.main import verify_cmd as worktree_verify
 from ledgit.core.errors import OK, USAGE, LedgitError
 from ledgit.hooks.dispatch import run_hook
 from ledgit.hooks.mergedriver import main as merge_driver_main
+from ledgit.operations.doctor import doctor
 from ledgit.operations.gate import Finding, github_line, render_report, run_gate
-from ledgit.operations.install import doctor, install, uninstall
+from ledgit.operations.install import install, uninstall
 from ledgit.operations.resolve import resolve
 from ledgit.storage.board import find_board
 from ledgit.storage.boardcheck import verify_board

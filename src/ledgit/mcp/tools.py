@@ -1,0 +1,438 @@
+"""The tools of ``ledgit mcp`` (DESIGN §11; :func:`build_tools`), registered with a compact
+listing (:func:`compact_schema`) and strict arguments (:func:`strict_arguments`).
+
+Ten tools cover the agent loop (docs/mcp.md): ``list``, ``search``, ``get``, ``handoff``,
+``create``, ``claim`` (claim / heartbeat / release), ``update``, ``complete``, ``item`` (add /
+accept) and ``writeback``. Each is thin: it finds the board (:mod:`ledgit.mcp.boards`), calls
+the same operations and the same board write path (per-task locks, write-ahead history) as the
+CLI, and returns a typed result or a tool error (:mod:`ledgit.mcp.results`).
+
+Every tool takes an optional ``root``: the board to act on (a board root or a directory
+inside one; relative paths are taken from the server's start directory), else the board of
+the start directory.
+"""
+
+import functools
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import ConfigDict, Field
+
+from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError
+from ledgit.core.readout import build_readout, handoff_of, now_timestamp
+from ledgit.core.schema import OUTCOME_KINDS, STATUSES
+from ledgit.mcp.boards import Boards
+from ledgit.mcp.results import Created, Readout, Rows, Written, failure, ok
+from ledgit.operations import claims, stateitems, transitions
+from ledgit.operations.arguments import resolve_ids, resolve_or_keep, split_list, status_of
+from ledgit.operations.rows import ROW_KEYS, filters_of, is_negative, row_view
+from ledgit.operations.writing import write_task
+from ledgit.storage.actor import actor_name
+from ledgit.storage.board import Board
+from ledgit.storage.indexsearch import SEARCH_COLUMNS
+from ledgit.storage.writepath import create_task
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+
+MAX_TEXT = 1_000_000  # characters of any one string argument (a task file is <= 1 MiB)
+MAX_LIMIT = 1_000  # rows a list or search returns at most
+
+ROW_FIELDS = ROW_KEYS + ("freshness",)
+
+# Explained once, in the server's instructions, not in every tool's listing.
+Root = str | None
+Task = str
+Expect = str | None
+By = str | None
+StrList = list[str] | None
+
+
+def known_values(name: str, given: list[str] | None, allowed: tuple[str, ...]) -> None:
+    """Refuse (LedgitError, exit 2) a filter value outside ``allowed``, as the CLI's
+    ``click.Choice`` does: an unknown status would otherwise match nothing and read as an
+    empty board."""
+    for value in given or ():
+        if value not in allowed:
+            raise LedgitError(f"{name}: unknown value {value!r} (one of: "
+                              f"{', '.join(allowed)})", USAGE)
+
+
+def _check_text(values: dict[str, Any]) -> None:
+    """Refuse huge strings before anything is read or written (exit 2)."""
+    for name, value in values.items():
+        texts = value if isinstance(value, list) else [value]
+        for text in texts:
+            if isinstance(text, str) and len(text) > MAX_TEXT:
+                raise LedgitError(f"{name}: {len(text):,} characters (at most {MAX_TEXT:,})",
+                                  USAGE)
+
+
+# --------------------------------------------------------------------------- the tools
+
+
+def build_tools(boards: Boards) -> list[Tool]:
+    """The tools, acting on ``boards`` (the server closes them when done)."""
+    tools: list[Tool] = []
+    read = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+    write = ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                            open_world_hint=False)
+
+    def tool(annotations: ToolAnnotations, name: str | None = None
+             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a tool with a compact listing (:func:`compact_schema`)."""
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            made = Tool.from_function(fn, name=name, annotations=annotations,
+                                      description=" ".join((fn.__doc__ or "").split()))
+            # An argument the tool does not take is refused, naming it, rather than dropped:
+            # an agent's `labels` for `labels_add`, or a typo, must not vanish from a write
+            # that then reports success (docs/mcp.md: invalid_input).
+            made.fn_metadata.arg_model = strict_arguments(made.fn_metadata.arg_model)
+            made.parameters = {**compact_schema(made.parameters), "additionalProperties": False}
+            if made.fn_metadata.output_schema is not None:
+                made.fn_metadata.output_schema = compact_schema(made.fn_metadata.output_schema)
+                # The tools build their results as the typed shapes (ledgit.mcp.results), so
+                # the SDK need not validate each one against the model again (FuncMetadata: a
+                # schema with no model is advertised, not re-validated); clients still check
+                # results against the advertised schema (the SDK's client does, in the tests).
+                made.fn_metadata.output_model = None
+            tools.append(made)
+            return fn
+        return register
+
+    def target(task: str | None, root: str | None, values: dict[str, Any]
+               ) -> Board | CallToolResult:
+        """The board a call acts on, or the tool error for bad input or no board."""
+        try:
+            _check_text({**values, "task": task, "root": root})
+            return boards.board(root)
+        except LedgitError as exc:
+            return failure(exc, None, task)
+
+    def answer(board: Board, task: str | None, body: Callable[[Board], Any]
+               ) -> CallToolResult:
+        try:
+            return ok(body(board))
+        except LedgitError as exc:
+            return failure(exc, board, task)
+
+    def call(task: str | None, root: str | None, values: dict[str, Any],
+             body: Callable[[Board], Any]) -> CallToolResult:
+        board = target(task, root, values)
+        return board if isinstance(board, CallToolResult) else answer(board, task, body)
+
+    async def read_call(task: str | None, root: str | None, values: dict[str, Any],
+                        body: Callable[[Board], Any]) -> CallToolResult:
+        """A read tool's answer: on the event loop when it is one SQLite query
+        (:meth:`Boards.quiet`: no thread hop), else in a worker thread as the SDK runs a
+        sync tool (a refresh that re-checks changed files, a board without a watcher: the
+        stat scan of every file, a ``root`` naming a project, a board whose last read was
+        slow), so that slow work never blocks other requests."""
+        if not boards.by_stats(root):
+            return await anyio.to_thread.run_sync(functools.partial(call, task, root, values,
+                                                                    body))
+        board = target(task, root, values)
+        if isinstance(board, CallToolResult):
+            return board
+
+        def timed() -> CallToolResult:
+            started = time.perf_counter()
+            try:
+                return answer(board, task, body)
+            finally:
+                boards.took(board, time.perf_counter() - started)
+
+        if boards.quiet(board):
+            return timed()
+        return await anyio.to_thread.run_sync(timed)
+
+    def mutation(board: Board, task: str, by: str | None, expect: str | None,
+                 op: Callable[..., Any]) -> Written:
+        written, record, result, actor = write_task(task, by, expect, op, board)
+        return Written(id=record.id, op=result.op, status=record.fields["status"],
+                       revision=record.revision, actor=actor, meta=result.meta or {},
+                       written=written)
+
+    def rows_of(board: Board, rows: list[dict[str, Any]], fields: list[str] | None,
+                errors: list[tuple[str, str]], extra: tuple[str, ...] = ()) -> Rows:
+        keep = _fields(fields)
+        ttl = int(board.config.claim_ttl)
+        now = time.time()
+        views = []
+        for row in rows:
+            view = row_view(row, now, ttl)  # ROW_FIELDS, in order
+            out = view if keep is ROW_FIELDS else {k: view[k] for k in keep}
+            for k in extra:
+                out[k] = row.get(k)
+            views.append(out)
+        return Rows(tasks=views, count=len(views),
+                    errors=[{"path": p, "message": m} for p, m in errors])
+
+    @tool(read, "list")
+    async def list_tasks(status: StrList = None, owner: str | None = None,
+                   worker: str | None = None, label: StrList = None,
+                   outcome: str | None = None, ready: bool = False,
+                   include_archived: bool = False,
+                   sort: Literal["desc", "asc", "priority", "created"] = "desc",
+                   limit: Annotated[int, Field(ge=0, le=MAX_LIMIT)] = 20,
+                   fields: StrList = None, root: Root = None
+                   ) -> Annotated[CallToolResult, Rows]:
+        """Tasks matching every filter (archived hidden unless asked). fields: row keys to
+        return (default all: id title status priority owner worker claim labels depends_on
+        outcome next_action gate created last_modified path revision freshness)."""
+        def body(board: Board) -> Rows:
+            known_values("status", status, STATUSES)
+            known_values("outcome", [outcome] if outcome else None, OUTCOME_KINDS)
+            filters = filters_of(tuple(status or ()), owner, worker,
+                                 tuple(label or ()), include_archived, outcome)
+            with boards.index(board) as index:
+                found = index.rows(ready=ready, sort=sort, limit=limit, **filters)
+                errors = index.errors()
+            if ready:
+                found = [r for r in found if not is_negative(r)]
+            return rows_of(board, found, fields, errors)
+        return await read_call(None, root, {"owner": owner, "worker": worker, "label": label,
+                                 "status": status, "fields": fields}, body)
+
+    @tool(read)
+    async def search(text: str, search_fields: StrList = None, status: StrList = None,
+               include_archived: bool = False,
+               limit: Annotated[int, Field(ge=0, le=MAX_LIMIT)] = 20,
+               fields: StrList = None, root: Root = None
+               ) -> Annotated[CallToolResult, Rows]:
+        """Exact case-insensitive substring search, newest change first; rows add
+        `matches`. search_fields: some of title body response items next_action gate
+        waiting_on outcome (default title body response items)."""
+        def body(board: Board) -> Rows:
+            for name in search_fields or ():
+                if name not in SEARCH_COLUMNS:
+                    raise LedgitError(f"search_fields: unknown field {name!r}", USAGE)
+            known_values("status", status, STATUSES)
+            filters = filters_of(tuple(status or ()), None, None, (), include_archived,
+                                 None)
+            with boards.index(board) as index:
+                found = index.search(text, fields=search_fields or None, limit=limit,
+                                     **filters)
+                errors = index.errors()
+            return rows_of(board, found, fields, errors, ("matches",))
+        return await read_call(None, root, {"text": text, "search_fields": search_fields,
+                                 "fields": fields}, body)
+
+    @tool(read)
+    async def get(task: Task, body: bool = True, root: Root = None
+            ) -> Annotated[CallToolResult, Readout]:
+        """The full readout of one task: fields, revision, claim freshness, goal,
+        acceptance, locked/candidate items, artifacts, and `unknown` (what is missing,
+        contradictory or stale, with the reason)."""
+        def run(board: Board) -> Readout:
+            fields, text, path, revision = _one(boards, board, task)
+            readout = build_readout(fields, text, path=path, revision=revision,
+                                    now=now_timestamp(), ttl=int(board.config.claim_ttl))
+            if not body:
+                readout.pop("body", None)
+            return readout
+        return await read_call(task, root, {}, run)
+
+    @tool(read)
+    async def handoff(task: Task, root: Root = None) -> Annotated[CallToolResult, Readout]:
+        """Compact handoff packet: goal, acceptance, status, next action, gate, outcome and
+        locked items only."""
+        def run(board: Board) -> Readout:
+            fields, text, _path, revision = _one(boards, board, task)
+            return handoff_of(fields, text, revision)
+        return await read_call(task, root, {}, run)
+
+    @tool(write)
+    def create(title: str, goal: str | None = None, accept: StrList = None,
+               body: str | None = None, priority: Annotated[int | None, Field(ge=0, le=4)]
+               = None, depends_on: StrList = None, labels: StrList = None,
+               owner: str | None = None, worker: str | None = None, note: str | None = None,
+               by: By = None, root: Root = None) -> Annotated[CallToolResult, Created]:
+        """Create an open task; accept: acceptance criteria, one per line."""
+        def run(board: Board) -> Created:
+            fields, text = transitions.create_fields(
+                title=title, goal=goal, accept=accept or (), body=body, priority=priority,
+                depends=resolve_ids(board, depends_on or ()),
+                labels=split_list(labels or ()), owner=owner, worker=worker)
+            record = create_task(board, fields, text, actor_name(by, board.root_str), note=note)
+            return Created(id=record.id, revision=record.revision,
+                           path=board.rel(board.task_path(record.id)))
+        return call(None, root, {"title": title, "goal": goal, "accept": accept,
+                                 "body": body, "labels": labels, "owner": owner,
+                                 "worker": worker, "note": note, "by": by,
+                                 "depends_on": depends_on}, run)
+
+    @tool(write)
+    def claim(task: Task, action: Literal["claim", "heartbeat", "release"] = "claim",
+              note: str | None = None, take_over: bool = False, force: bool = False,
+              by: By = None, expect: Expect = None, root: Root = None
+              ) -> Annotated[CallToolResult, Written]:
+        """Claim a task (in_progress, a lease), renew it (heartbeat) or give it up
+        (release). take_over: a stale claim; force: dependencies not done."""
+        def run(board: Board) -> Written:
+            if action == "heartbeat":
+                return mutation(board, task, by, expect,
+                                lambda r, a, now, ttl: claims.heartbeat(r, by=a, now=now, ttl=ttl))
+            if action == "release":
+                return mutation(board, task, by, expect,
+                                lambda r, a, now, ttl: claims.release(r, by=a, now=now, ttl=ttl,
+                                                                   note=note))
+
+            def op(r: Any, a: str, now: str, ttl: int) -> Any:
+                deps = {d: status_of(board, d) for d in r.fields.get("depends_on", [])}
+                return claims.claim(r, by=a, now=now, ttl=ttl, note=note, take_over=take_over,
+                                 force=force, dependency_status=deps)
+            return mutation(board, task, by, expect, op)
+        return call(task, root, {"note": note, "by": by, "expect": expect}, run)
+
+    @tool(write)
+    def update(task: Task, expect: Expect = None, title: str | None = None,
+               priority: Annotated[int | None, Field(ge=0, le=4)] = None,
+               response: str | None = None, next_action: str | None = None,
+               gate: str | None = None, owner: str | None = None, worker: str | None = None,
+               labels_add: StrList = None, labels_remove: StrList = None,
+               depends_add: StrList = None, depends_remove: StrList = None,
+               commits: StrList = None, set: dict[str, str] | None = None,  # noqa: A002
+               note: str | None = None, by: By = None, root: Root = None
+               ) -> Annotated[CallToolResult, Written]:
+        """Edit fields (lifecycle changes: claim/complete). set: other fields, as the CLI's
+        --set FIELD=VALUE."""
+        def run(board: Board) -> Written:
+            sets = list((set or {}).items())
+            if not any(v is not None for v in (title, priority, response, next_action, gate,
+                                                owner, worker)) \
+                    and not (labels_add or labels_remove or depends_add or depends_remove
+                             or commits or sets):
+                raise LedgitError("update: nothing to change", USAGE)
+            add = resolve_ids(board, depends_add or ())
+            remove = [resolve_or_keep(board, t) for t in depends_remove or ()]
+            return mutation(board, task, by, expect, lambda r, a, now, ttl: transitions.update(
+                r, title=title, priority=priority, response=response, sets=sets,
+                add_commits=split_list(commits or ()), depends_add=add,
+                depends_remove=remove, labels_add=split_list(labels_add or ()),
+                labels_remove=split_list(labels_remove or ()), next_action=next_action,
+                gate=gate, owner=owner, worker=worker, note=note))
+        return call(task, root, {"title": title, "response": response, "set": list(
+            (set or {}).values()), "next_action": next_action, "gate": gate, "note": note,
+            "labels_add": labels_add, "commits": commits, "by": by, "expect": expect}, run)
+
+    @tool(write)
+    def complete(task: Task, response: str, outcome: str | None = None,
+                 reason: str | None = None, by: By = None, expect: Expect = None,
+                 root: Root = None) -> Annotated[CallToolResult, Written]:
+        """Mark done with an account of the work (response); outcome: optional terminal
+        kind (e.g. no_change) with reason."""
+        def run(board: Board) -> Written:
+            return mutation(board, task, by, expect, lambda r, a, now, ttl: transitions.complete(
+                r, by=a, response=response, now=now, ttl=ttl, outcome=outcome, reason=reason))
+        return call(task, root, {"response": response, "reason": reason, "by": by}, run)
+
+    @tool(write)
+    def item(task: Task, action: Literal["add", "accept"] = "add",
+             kind: Literal["fact", "decision", "question", "blocker", "rejected", "artifact",
+                           "next_step"] = "fact",
+             text: str | None = None, why: str | None = None, evidence: str | None = None,
+             lock: bool = False, items: StrList = None, trusted: bool = False,
+             by: By = None, expect: Expect = None, root: Root = None
+             ) -> Annotated[CallToolResult, Written]:
+        """add: a state item (candidate unless lock; meta.item is its id). accept: lock
+        candidate items (the owner, or trusted)."""
+        def run(board: Board) -> Written:
+            if action == "accept":
+                if not items:
+                    raise LedgitError("item accept: give items", USAGE)
+                return mutation(board, task, by, expect, lambda r, a, now, ttl: stateitems.accept(
+                    r, items=split_list(items), by=a, now=now, trusted=trusted))
+            if not text:
+                raise LedgitError("item add: give text", USAGE)
+            return mutation(board, task, by, expect, lambda r, a, now, ttl: stateitems.item_add(
+                r, kind=kind, text=text, by=a, now=now, why=why, evidence=evidence,
+                lock=lock, trusted=trusted))
+        return call(task, root, {"text": text, "why": why, "evidence": evidence,
+                                 "items": items, "by": by, "expect": expect}, run)
+
+    @tool(write)
+    def writeback(task: Task, evidence: str, set: dict[str, str] | None = None,  # noqa: A002
+                  artifacts: StrList = None, gate: str | None = None, trusted: bool = False,
+                  by: By = None, expect: Expect = None, root: Root = None
+                  ) -> Annotated[CallToolResult, Written]:
+        """A worker's report: changed fields (set), artifacts, verification evidence,
+        remaining gate. Lands as candidate items until the owner accepts."""
+        def run(board: Board) -> Written:
+            return mutation(board, task, by, expect, lambda r, a, now, ttl: stateitems.writeback(
+                r, by=a, now=now, evidence=evidence, sets=list((set or {}).items()),
+                artifacts=list(artifacts or ()), gate=gate, trusted=trusted))
+        return call(task, root, {"evidence": evidence, "artifacts": artifacts, "gate": gate,
+                                 "set": list((set or {}).values()), "by": by}, run)
+
+    return tools
+
+
+def strict_arguments(model: "type[ArgModelBase]") -> "type[ArgModelBase]":
+    """``model`` (the SDK's argument model of a tool) refusing unknown arguments: pydantic's
+    ``extra="forbid"``, so a call naming one fails validation with its name."""
+    strict: type[ArgModelBase] = type(model.__name__, (model,),
+                                      {"model_config": ConfigDict(extra="forbid")})
+    return strict
+
+
+def compact_schema(schema: Any) -> Any:
+    """A JSON Schema without what only costs an agent's context (and a validator's time):
+    ``title`` keywords, null defaults, ``additionalProperties: true`` (JSON Schema's
+    default), and ``anyOf [T, null]`` for an optional argument (advertised as T, not
+    required; null is still accepted). Property names are kept as they are."""
+    if isinstance(schema, list):
+        return [compact_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "default" and value is None:
+            continue
+        if key == "additionalProperties" and value is True:
+            continue  # JSON Schema's default; a validator checks every key for it
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: compact_schema(v) for name, v in value.items()}
+        elif key == "description" and isinstance(value, str):
+            out[key] = " ".join(value.split())
+        else:
+            out[key] = compact_schema(value)
+    options = out.get("anyOf")
+    if isinstance(options, list):
+        rest = [o for o in options if o != {"type": "null"}]
+        if len(rest) == 1 and len(rest) < len(options) and isinstance(rest[0], dict):
+            del out["anyOf"]
+            out = {**rest[0], **out}
+    return out
+
+
+def _fields(fields: list[str] | None) -> tuple[str, ...]:
+    if not fields:
+        return ROW_FIELDS
+    unknown = [f for f in fields if f not in ROW_FIELDS]
+    if unknown:
+        raise LedgitError(f"fields: unknown {', '.join(map(repr, unknown[:5]))} (one of "
+                          f"{', '.join(ROW_FIELDS)})", USAGE)
+    return ("id", *(f for f in ROW_FIELDS if f in fields and f != "id"))
+
+
+def _one(boards: Boards, board: Board, task: str) -> tuple[dict[str, Any], str, str, str]:
+    """(fields, body, path, revision) of one task, from the held index (which re-checks
+    the one file) or the file. A malformed file: exit 2."""
+    tid = board.resolve_id(task)
+    with boards.index(board) as index:
+        row = index.get(tid)
+    if row is None:
+        raise LedgitError(f"no task {tid}", NOT_FOUND)
+    if row.get("error"):
+        raise LedgitError(str(row["error"]), USAGE)
+    return dict(row["fields"]), str(row["body"]), str(row["path"]), str(row["revision"])
+
+
