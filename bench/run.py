@@ -1279,7 +1279,8 @@ def main(argv: list[str] | None = None) -> int:
         f"with close_reason as the response, hooked/in_progress -> in progress), assignee, "
         f"created/updated. Every contender gets the same shapes.",
         "ledgit boards: `ledgit init` + `ledgit install` through the CLI, then task files and "
-        "histories written with ledgit.core.record/ledgit.core.history (create; + claim; + complete for "
+        "histories written with ledgit.core.record/ledgit.core.history "
+        "(create; + claim; + complete for "
         "done tasks), committed, index warmed by one `ledgit list`.",
         "YYLO boards: config by one CLI call, then task files + genesis ledger events written "
         "with yylo-ledger's own library (bench/yylo_board.py), committed (cache/ and locks/ "

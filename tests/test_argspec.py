@@ -1,7 +1,8 @@
 """The click-free command-line parser (ledgit.cli.argspec) against click on the same spec table.
 
 For every task command, generated command lines must give the same keywords through
-:func:`ledgit.cli.argspec.parse` as through the click command that :mod:`ledgit.cli.main` builds from
+:func:`ledgit.cli.argspec.parse` as through the click command that :mod:`ledgit.cli.main` builds
+from
 the same spec — or ``parse`` must hand the line to click (None) exactly when click refuses it
 (usage error, bad value) or prints help.
 """

@@ -1,4 +1,5 @@
-"""ledgit.storage.board and ledgit.storage.config on real files (and real Git repositories where Git matters)."""
+"""ledgit.storage.board and ledgit.storage.config on real files (and real Git repositories where
+Git matters)."""
 
 from __future__ import annotations
 

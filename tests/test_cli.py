@@ -552,8 +552,9 @@ def test_every_lazy_command_resolves() -> None:
         assert isinstance(cli.cli.get_command(ctx, name), click.Command), name
 
 
-HEAVY = ("yaml", "jsonpatch", "pygit2", "filelock", "merge3", "ledgit.core.record", "ledgit.operations.transitions",
-         "ledgit.core.history", "ledgit.core.merge", "click", "ledgit.cli.main")
+HEAVY = ("yaml", "jsonpatch", "pygit2", "filelock", "merge3", "ledgit.core.record",
+         "ledgit.operations.transitions", "ledgit.core.history", "ledgit.core.merge", "click",
+         "ledgit.cli.main")
 
 
 def imported_by(root: Path, argv: list[str]) -> set[str]:

@@ -72,7 +72,8 @@ def test_run_git_failure_is_a_ledgit_error(repo: Path) -> None:
         repository.run_git(["rev-parse", "--verify", "no-such-branch"], repo)
     assert err.value.code == USAGE
     assert "rev-parse" in str(err.value)
-    assert repository.run_git(["rev-parse", "--verify", "nope"], repo, check=False).returncode == 128
+    assert (repository.run_git(["rev-parse", "--verify", "nope"], repo, check=False).returncode
+            == 128)
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -141,7 +142,8 @@ def test_git_path_is_per_worktree(layouts: dict[str, Path]) -> None:
     for where in (main, layouts["subdir"], linked, layouts["linked subdir"]):
         for name in ("ledgit", "ledgit/index.sqlite3", "hooks", "refs/heads", "refs/bisect",
                      "logs/HEAD", "config", "index", "info/exclude"):
-            assert repository.git_path(where, name) == rev_parse(where, "--git-path", name), (where, name)
+            expected = rev_parse(where, "--git-path", name)
+            assert repository.git_path(where, name) == expected, (where, name)
 
 
 def test_git_dir_and_common_dir_of_a_linked_worktree(layouts: dict[str, Path]) -> None:
@@ -158,7 +160,8 @@ def test_config_round_trip_is_shared_by_worktrees(layouts: dict[str, Path]) -> N
     git("config", "extensions.worktreeConfig", "true", cwd=main)
     driver = "ledgit merge-driver %O %A %B %P"
     repository.config_set(linked, "merge.ledgit.driver", driver)
-    repository.config_set(linked, "merge.ledgit.name", "-ledgit-")  # a value that looks like an option
+    # a value that looks like an option
+    repository.config_set(linked, "merge.ledgit.name", "-ledgit-")
     assert repository.config_get(main, "merge.ledgit.driver") == driver
     assert repository.config_get(main, "merge.ledgit.name") == "-ledgit-"
     assert git("config", "--file", str(main / ".git/config"), "merge.ledgit.driver",
@@ -219,7 +222,8 @@ def test_staged_files_on_an_unborn_branch(git_repo: Path, backend: str) -> None:
     assert repository.head_oid(git_repo) is None
     assert gitindex.staged_files(git_repo, ".ledgit/") == {
         path: path.encode() for path in sorted(ODD, key=os.fsencode)}
-    assert gitindex.staged_files(git_repo / ".ledgit", ".ledgit") == gitindex.staged_files(git_repo, ".ledgit/")
+    assert (gitindex.staged_files(git_repo / ".ledgit", ".ledgit")
+            == gitindex.staged_files(git_repo, ".ledgit/"))
 
 
 def test_staged_files_added_modified_deleted(repo: Path, backend: str) -> None:
@@ -248,7 +252,8 @@ def test_staged_files_reads_the_index_git_index_file_names(
     git("read-tree", "HEAD", cwd=repo, env=env)
     (repo / ".ledgit/tasks/T-9.md").write_text("only in the temporary index\n")
     git("add", ".ledgit/tasks/T-9.md", cwd=repo, env=env)
-    assert gitindex.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-1.md": b"in the main index\n"}
+    assert (gitindex.staged_files(repo, ".ledgit/")
+            == {".ledgit/tasks/T-1.md": b"in the main index\n"})
     monkeypatch.setenv("GIT_INDEX_FILE", str(temp_index))
     expected = {".ledgit/tasks/T-9.md": b"only in the temporary index\n"}
     assert gitindex.staged_files(repo, ".ledgit/") == expected
@@ -291,7 +296,8 @@ def test_submodules_under_the_prefix_are_ignored(repo: Path, tmp_path: Path, bac
     git("submodule", "add", "-q", str(other), ".ledgit/mod", cwd=repo)
     assert gitindex.staged_files(repo, ".ledgit/") == {}
     git("commit", "-q", "-m", "submodule", cwd=repo)
-    assert objects.tree_files(repo, "HEAD", ".ledgit/") == objects.tree_files(repo, "HEAD~1", ".ledgit/")
+    assert (objects.tree_files(repo, "HEAD", ".ledgit/")
+            == objects.tree_files(repo, "HEAD~1", ".ledgit/"))
     assert objects.blob_at(repo, "HEAD", ".ledgit/mod") is None
     git("rm", "-q", "--cached", ".ledgit/mod", cwd=repo)
     assert gitindex.staged_files(repo, ".ledgit/") == {}
@@ -326,7 +332,8 @@ def test_conflicts_after_a_real_merge(conflicted: Path, backend: str) -> None:
     assert gitindex.staged_files(repo, ".ledgit/") == {".ledgit/tasks/T-3.md": b"T-3 theirs\n"}
     assert gitindex.conflict_stages(repo, ".ledgit/tasks/T-1.md") == (b"T-1 v1\n", b"T-1 ours\n",
                                                                  b"T-1 theirs\n")
-    assert gitindex.conflict_stages(repo, ".ledgit/tasks/T-2.md") == (b"T-2 v1\n", b"T-2 ours\n", None)
+    assert (gitindex.conflict_stages(repo, ".ledgit/tasks/T-2.md")
+            == (b"T-2 v1\n", b"T-2 ours\n", None))
     assert gitindex.conflict_stages(repo, ODD[2]) == (None, b"added by us\n", b"added by them\n")
     assert gitindex.conflict_stages(repo, ".ledgit/tasks/T-3.md") == (None, None, None)
     assert repository.in_progress_operation(repo) == "merge"
@@ -373,7 +380,8 @@ def test_tree_files_and_blob_at(repo: Path, history: dict[str, str], backend: st
     assert at_c1[".ledgit/tasks/T-1.md"] == b"T-1 v2\n"
     assert {p: at_c1[p] for p in ODD} == {p: p.encode() for p in ODD}
     assert list(at_c1) == sorted(at_c1, key=os.fsencode)
-    assert objects.tree_files(repo, "HEAD", ".ledgit/history/") == {".ledgit/history/T-3.jsonl": b"{}\n"}
+    assert (objects.tree_files(repo, "HEAD", ".ledgit/history/")
+            == {".ledgit/history/T-3.jsonl": b"{}\n"})
     assert objects.tree_files(repo, "HEAD", "nowhere/") == {}
     assert objects.tree_files(repo, "HEAD", "README") == {"README": b"readme\n"}
     assert objects.blob_at(repo, history["c1"], ODD[1]) == ODD[1].encode()
@@ -396,7 +404,8 @@ def test_changed_paths(repo: Path, history: dict[str, str], backend: str) -> Non
     assert objects.changed_paths(repo, history["c2"], ".ledgit/") == [".ledgit/tasks/T-2.md"]
     assert objects.changed_paths(repo, history["c2"], ".ledgit/history") == []
     # a merge, against its first parent: only what the side branch brought in
-    assert objects.changed_paths(repo, history["merge"], ".ledgit/") == [".ledgit/history/T-3.jsonl"]
+    assert (objects.changed_paths(repo, history["merge"], ".ledgit/")
+            == [".ledgit/history/T-3.jsonl"])
     with pytest.raises(LedgitError, match="nope"):
         objects.changed_paths(repo, "nope", "")
 

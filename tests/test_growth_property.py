@@ -1,6 +1,8 @@
 """Acceptance of issue 12, "a history only grows": over random histories built in-process,
-the hook's staged check (:func:`ledgit.operations.precommit.check_staged`) and the gate's per-task check
-(:func:`ledgit.operations.gate.check_growth`, which both call) refuse every lossy child -- the last k
+the hook's staged check (:func:`ledgit.operations.precommit.check_staged`) and the gate's per-task
+check
+(:func:`ledgit.operations.gate.check_growth`, which both call) refuse every lossy child -- the last
+k
 events cut, one branch's events dropped, a middle event removed -- and refuse no lossless
 merge or rebase made by the merge policy (:func:`ledgit.core.merge.merge_histories`, what the
 driver writes). The end-to-end cases on real Git are in test_growth.py."""

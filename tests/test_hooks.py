@@ -229,7 +229,8 @@ def test_shims_say_so_when_ledgit_is_missing(tmp_path: Path) -> None:
 def test_fast_board_prefix_agrees_with_find_board(tmp_path: Path, git_env: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The pre-commit fast path finds the board without pathlib: the same answer as
-    ledgit.operations.gate's (ledgit.storage.board.find_board), or None where that one has none either."""
+    ledgit.operations.gate's (ledgit.storage.board.find_board), or None where that one has none
+    either."""
     repo = new_repo(tmp_path / "repo")
     git("init", "-q", str(repo / "nested"), cwd=repo)
     (repo / "sub" / ".ledgit" / "tasks").mkdir(parents=True)

@@ -199,8 +199,8 @@ def test_cli_import_change_in_ledgit_export(lg: CliRun, tmp_path: Path) -> None:
 
 def test_a_task_born_in_ledgit_exports_valid(lg: CliRun) -> None:
     board = Board(lg.root)
-    rec = create_task(board, {"title": "Native", "labels": ["a"]}, "## Goal\nDo it.\n\n## Acceptance\n"
-                       "- done\n", "ada")
+    rec = create_task(board, {"title": "Native", "labels": ["a"]},
+                      "## Goal\nDo it.\n\n## Acceptance\n- done\n", "ada")
     assert lg("item", "add", rec.id, "--kind", "fact", "--text", "It is big",
               "--by", "ada")[0] == 0
     code, out, err = lg("export", "stateframe", rec.id)

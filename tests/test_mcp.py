@@ -360,7 +360,8 @@ def test_root_names_another_board(env: Path, tmp_path: Path) -> None:
 
 def test_root_may_name_a_registered_project(env: Path, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """``root`` accepts an alias of ledgit.operations.projects (issue 17); a pinned one is read-only and
+    """``root`` accepts an alias of ledgit.operations.projects (issue 17); a pinned one is
+    read-only and
     an unregistered name is taken as a path (and fails as one)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

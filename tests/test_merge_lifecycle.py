@@ -58,7 +58,8 @@ def apply(record: Record, step: Step, now: str) -> Record:
         "park": lambda: transitions.park(record, by=by, reason="later", now=now, ttl=ttl),
         "drop": lambda: transitions.drop(record, by=by, reason="no", now=now, ttl=ttl),
         "reopen": lambda: transitions.reopen(record, by=by, now=now),
-        "update": lambda: transitions.update(record, priority=len(by) % 5, next_action=f"{by} next"),
+        "update": lambda: transitions.update(record, priority=len(by) % 5,
+                                             next_action=f"{by} next"),
     }
     try:
         change = calls[name]()

@@ -1,4 +1,5 @@
-"""Pure transitions of ledgit.operations.transitions and the readout of ledgit.core.readout (no disk, no click)."""
+"""Pure transitions of ledgit.operations (transitions, claims, stateitems) and the readout of
+ledgit.core.readout (no disk, no click)."""
 
 from __future__ import annotations
 
@@ -224,7 +225,8 @@ def test_wait_monitor_park_drop_archive_reopen() -> None:
     assert "claim" not in w.fields
     m = apply(transitions.monitor(w, by="x", signal="error rate", now=ts(), ttl=TTL))
     assert m.fields["status"] == "monitoring" and "waiting_on" not in m.fields
-    p = apply(transitions.park(m, by="x", reason="no budget", reuse="spike notes", now=ts(), ttl=TTL))
+    p = apply(transitions.park(m, by="x", reason="no budget", reuse="spike notes", now=ts(),
+                               ttl=TTL))
     assert p.fields["outcome"] == {"kind": "park", "reason": "no budget", "reuse": "spike notes"}
     d = apply(transitions.drop(p, by="x", reason="disproved", now=ts(), ttl=TTL))
     assert d.fields["status"] == "dropped" and d.fields["outcome"]["kind"] == "drop"
@@ -269,8 +271,9 @@ def test_is_ready_excludes_negative_outcomes() -> None:
 
 def test_update_fields_and_sets() -> None:
     r = new_task(labels=["a"])
-    ch = transitions.update(r, title="New", priority=1, sets=[("x.team", "core"), ("gate", "review")],
-                    add_commits=["0123abc"], labels_add=["b"], labels_remove=["a"],
+    ch = transitions.update(r, title="New", priority=1,
+                           sets=[("x.team", "core"), ("gate", "review")],
+                           add_commits=["0123abc"], labels_add=["b"], labels_remove=["a"],
                     depends_add=["T-y"])
     out = apply(ch)
     assert out.fields["title"] == "New" and out.fields["priority"] == 1

@@ -1,4 +1,5 @@
-"""ledgit.storage.watch: the in-process inotify watcher on real directories (no mocks). Linux only."""
+"""ledgit.storage.watch: the in-process inotify watcher on real directories (no mocks). Linux
+only."""
 
 from __future__ import annotations
 

@@ -53,7 +53,8 @@ class PageSource:
     def _current_rows(self, index: Index) -> list[dict[str, Any]]:
         """Every valid task's index row, in priority order (as ``index.rows(sort=
         "priority")``): the first time all of them, later only those whose revision moved
-        (:meth:`ledgit.storage.index.Index.revisions`, then one :meth:`~ledgit.storage.index.Index.get`
+        (:meth:`ledgit.storage.index.Index.revisions`, then one
+        :meth:`~ledgit.storage.index.Index.get`
         each) when few did."""
         if not self._rows:
             return index.rows(include_archived=True, sort="priority")

@@ -1,7 +1,8 @@
 """``ledgit check [ID...] [--fix]``: the validator on the working tree (DESIGN §6, §9).
 
 Without ``--fix`` it is ``ledgit verify`` (every task when no id is given). With ``--fix`` it
-first rolls interrupted writes forward (:meth:`ledgit.storage.board.Board.repair`, as ``ledgit doctor
+first rolls interrupted writes forward (:meth:`ledgit.storage.board.Board.repair`, as ``ledgit
+doctor
 --repair``) and records every hand edit (:meth:`ledgit.storage.board.Board.record_edit`, as ``ledgit
 record ID``: an ``edit`` event, or a genesis ``create`` event for a hand-made task file), then
 checks again. What cannot be fixed that way -- conflict markers, more than one head, a

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ledgit.core.errors import NOT_FOUND, LedgitError
 
-SOURCE = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+SOURCE = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
 
 
 def cli_reference() -> str:

@@ -1,7 +1,8 @@
 """The ``ledgit`` command line (DESIGN §9): click, over the command table of ledgit.cli.commands.
 
 The task commands are declared once, as :class:`ledgit.cli.argspec.Spec` values in
-:data:`ledgit.cli.commands.table.SPECS`, and implemented in :mod:`ledgit.cli.commands` without click;
+:data:`ledgit.cli.commands.table.SPECS`, and implemented in :mod:`ledgit.cli.commands` without
+click;
 this module turns each
 spec into a click command (help, ``--help``, usage errors) and finds every subcommand through
 :data:`COMMANDS`, a lazy table of ``name -> "module:attribute"`` so that other modules

@@ -1,4 +1,5 @@
-"""What an operation did (:class:`Change`): the value every transition of :mod:`ledgit.operations.transitions`
+"""What an operation did (:class:`Change`): the value every transition of
+:mod:`ledgit.operations.transitions`
 returns and the board's write path reads. Pure.
 
 This module alone has no ``from __future__ import annotations``, on purpose: typing.NamedTuple

@@ -1,4 +1,5 @@
-"""The lifecycle invariants of DESIGN §4, as one pure rule shared by :mod:`ledgit.core.record` (writes)
+"""The lifecycle invariants of DESIGN §4, as one pure rule shared by :mod:`ledgit.core.record`
+(writes)
 and :mod:`ledgit.core.readout` (reads). Standard library only, so a read does not import PyYAML."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Conflict markers left by a line merge: the one detector the validator (``Board.verify``),
-the CI gate and the pre-commit hook (``ledgit.operations.gate``) and the readout warnings share. Pure,
+the CI gate and the pre-commit hook (``ledgit.operations.gate``) and the readout warnings share.
+Pure,
 standard library only (the hook's import budget, DESIGN §10).
 
 A conflict marker line (git-merge(1) "HOW CONFLICTS ARE PRESENTED") is 7 or more of ``<``,

@@ -1,5 +1,6 @@
 """The `ledgit get` readout and the handoff packet (DESIGN §4-§5), plus the pure helpers they
-share with :mod:`ledgit.operations.transitions`: claim freshness, durations, the Goal/Acceptance body sections.
+share with :mod:`ledgit.operations.transitions`: claim freshness, durations, the Goal/Acceptance
+body sections.
 
 Pure, and light on purpose: it works on ``fields`` (the front matter as a dict) and ``body``,
 so ``get`` can answer from an index row without parsing YAML, and it imports only the

@@ -8,7 +8,8 @@ line ends; empty or ending with ``\\n``). Format: docs/format.md.
 
 The pieces: :mod:`ledgit.core.schema` (fields, coercion, validation), :mod:`ledgit.core.canonread`
 (the fast reader of ledgit's own files), :mod:`ledgit.core.frontmatter` (PyYAML, for any other
-file), :mod:`ledgit.core.render` (the writer), :mod:`ledgit.core.timestamps`, :mod:`ledgit.core.revision`
+file), :mod:`ledgit.core.render` (the writer), :mod:`ledgit.core.timestamps`,
+:mod:`ledgit.core.revision`
 (canonical JSON and hashing) and :mod:`ledgit.core.layoutloss` (hand edits).
 
 Import cost is a budget: the merge driver parses and renders records in a fresh process per

@@ -244,7 +244,8 @@ def _note(where: Path, why: str) -> None:
         print(f"ledgit: note: {where}: {why}; asking the git CLI instead", file=sys.stderr)
 
 
-# --- revisions of other repositories (ledgit.operations.projects) ----------------------------------------
+# --- revisions of other repositories (ledgit.operations.projects)
+# ----------------------------------------
 
 def resolve_commit(cwd: Path, rev: str) -> str:
     """The full commit id ``rev`` names in the repository at ``cwd``; LedgitError exit 2

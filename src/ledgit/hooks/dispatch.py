@@ -1,6 +1,7 @@
 """Hook entry points: ``ledgit hook NAME [ARGS...]`` (githooks(5), DESIGN §8).
 
-* ``pre-commit`` and ``pre-merge-commit``: validate what is staged (:mod:`ledgit.operations.precommit`)
+* ``pre-commit`` and ``pre-merge-commit``: validate what is staged
+(:mod:`ledgit.operations.precommit`)
   -- task files and histories read from the index (the one ``GIT_INDEX_FILE`` names: ``git
   commit -a`` and partial commits use a temporary index), cost O(staged tasks), never
   O(board). One line per problem on stderr; exit 1 stops the commit.

@@ -64,7 +64,8 @@ def merge_import(base: Record | None, ours: Record, theirs: Record
     imported; None when unknown), and the paths where the board's value was kept.
 
     :func:`ledgit.core.merge.merge_records` merges field by field; wherever it would settle a
-    difference by its rules (:func:`ledgit.operations.transitions.clashes`), and for overlapping body edits,
+    difference by its rules (:func:`ledgit.operations.transitions.clashes`), and for overlapping
+    body edits,
     the board's value stays: nothing local is overwritten. When the board's values do not
     fit the merged record's lifecycle, the board's record stays whole."""
     merged = merge_records(base, ours, theirs)

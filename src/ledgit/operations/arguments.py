@@ -55,7 +55,8 @@ def resolve_or_keep(board: Board, text: str) -> str:
 
 def resolve_dependencies(board: Board, texts: Iterable[str]) -> list[str]:
     """:func:`resolve_ids` for ``--depends``: ``ALIAS:ID`` names a task of a registered
-    board, resolved there to its full id (ledgit.operations.projects; exit 4 naming the alias when it is
+    board, resolved there to its full id (ledgit.operations.projects; exit 4 naming the alias when
+    it is
     not registered, cannot be read or holds no such task)."""
     found: list[str] = []
     for text in texts:
@@ -87,7 +88,8 @@ def actor_or_warn(by: str | None, root: Path | str) -> str:
 
 def dependency_statuses(board: Board, deps: list[str]) -> dict[str, str | None]:
     """Each dependency's status (None: not found or unreadable), for a claim's readiness;
-    ``ALIAS:ID`` read on its registered board (:func:`ledgit.operations.projects.dependency_statuses`)."""
+    ``ALIAS:ID`` read on its registered board
+    (:func:`ledgit.operations.projects.dependency_statuses`)."""
     if any(":" in d for d in deps):
 
         return projects.dependency_statuses(board, deps)

@@ -94,7 +94,8 @@ def claim(record: Record, *, by: str, now: str, ttl: int, note: str | None = Non
     f = copy_fields(record)
     status = f["status"]
     if status not in CLAIMABLE:
-        raise fail(f"{record.id}: cannot claim {with_article(status)} task (ledgit reopen {record.id} "
+        raise fail(f"{record.id}: cannot claim {with_article(status)} task "
+                   f"(ledgit reopen {record.id} "
                    f"first)")
     meta: dict[str, Any] = {}
     held = f.get("claim")

@@ -4,7 +4,8 @@
 commit of the range (git-rev-list(1) semantics): tasks a commit changes get the full checks,
 and at the start of the range every history is checked for what must never land anywhere --
 more than one head, or conflict markers. Files are read from the object database
-(:func:`ledgit.git.repository.tree_files`, pygit2), never from the working tree, so the gate sees exactly
+(:func:`ledgit.git.repository.tree_files`, pygit2), never from the working tree, so the gate sees
+exactly
 what was committed.
 
 The checks on one task (:func:`check_task`) are the validator's (:meth:`Board.verify`) applied
@@ -114,7 +115,8 @@ def _found_prefix(cwd: Path) -> str | None:
 
 def board_prefixes(cwd: Path, revs: Iterable[str] = ()) -> list[str]:
     """Every board to check (docs/git.md, "Every board is guarded"), sorted: the board found
-    from ``cwd`` (walking up, :func:`ledgit.storage.board.find_board`), every board Git tracks in the
+    from ``cwd`` (walking up, :func:`ledgit.storage.board.find_board`), every board Git tracks in
+    the
     index (what a commit would hold) and, for each of ``revs``, in that commit's tree -- the
     directories holding a ``.ledgit/`` with a ``config.yaml``, a task file or a history. In a
     bare repository only the ``revs`` are looked at. ``[""]`` when there is none.
@@ -376,7 +378,8 @@ def growth_between(reader: TreeReader, parent: str, commit: str, prefix: str,
                    ) -> tuple[int, list[Finding], list[str]]:
     """:func:`check_growth` for every task of board ``prefix`` whose files differ between
     commits ``parent`` and ``commit`` (``paths``: that difference when already known), read
-    through a :class:`ledgit.git.repository.TreeReader`. Returns (tasks checked, findings, notes)."""
+    through a :class:`ledgit.git.repository.TreeReader`. Returns (tasks checked, findings,
+    notes)."""
     changed = reader.diff_paths(parent, commit) if paths is None else paths
     tasks = sorted({t for t in (task_of(p, prefix) for p in changed) if t is not None})
     found: list[Finding] = []

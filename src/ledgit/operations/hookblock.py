@@ -38,7 +38,7 @@ def pre_commit_snippet() -> str:
     plus ``default_install_hook_types`` so that ``pre-commit install`` installs the post-*
     hooks too). ``repo`` is this ledgit's source checkout when it runs from one."""
     repo, rev = "<the URL of ledgit's Git repository>", "<a tag or commit of it>"
-    source = Path(__file__).resolve().parents[2]
+    source = Path(__file__).resolve().parents[3]
     if (source / ".pre-commit-hooks.yaml").is_file():
         head = repository.head_oid(source) if repository.toplevel(source) == source else None
         if head:

@@ -236,7 +236,8 @@ def _relative_hooks_dirs(cwd: Path) -> list[Path] | None:
     value = repository.config_get(cwd, "core.hooksPath")
     if not value or os.path.isabs(os.path.expanduser(value)):
         return None
-    return [Path(os.path.normpath(os.path.join(wt, value))) for wt in repository.list_worktrees(cwd)]
+    return [Path(os.path.normpath(os.path.join(wt, value)))
+            for wt in repository.list_worktrees(cwd)]
 
 
 def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> list[str]:
@@ -285,7 +286,8 @@ def _install(cwd: Path, top: Path, hooks: bool, command: str | None,
         for name in HOOKS:
             done.append(install_hook(hdir, name, command))
     if len(hdirs) > 1 or _relative_hooks_dirs(cwd) is not None:
-        done.append(f"hooks: core.hooksPath is relative ({repository.config_get(cwd, 'core.hooksPath')})"
+        done.append("hooks: core.hooksPath is relative "
+                    f"({repository.config_get(cwd, 'core.hooksPath')})"
                     f", so each worktree runs its own copy: installed in all {len(hdirs)}; a "
                     f"worktree added later has none until `ledgit install` runs in it (Git "
                     f"finds no post-checkout hook there either)")

@@ -131,7 +131,8 @@ def check_staged(prefix: str, staged: Mapping[str, bytes | None],
     for what is not staged). The ids checked are appended to ``tasks``, notes (an archived
     task removed) to ``notes``. A staged config must load too, a staged temp file of an
     interrupted write is refused (issue 13), and a staged history must keep every event of
-    HEAD's (:func:`ledgit.operations.gate.check_growth`). ``top``: the work tree, to tell a pair staged
+    HEAD's (:func:`ledgit.operations.gate.check_growth`). ``top``: the work tree, to tell a pair
+    staged
     by half (the other file changed but not staged) from a hand edit."""
     problems: list[Finding] = []
     temp_dir = f"{prefix}{LEDGIT_DIR}/{TASKS_DIR}/"

@@ -58,7 +58,8 @@ def write_task(task: str, by: str | None, expect: str | None,
 def _claim_ended(board: Board, record: Record, actor: str) -> list[str]:
     """``["completed by B at T; a merge ended A's claim"]`` when ``actor`` lost a claim to
     someone else's completion (or drop, park, archive) in a merge and has not heard of it
-    (:func:`ledgit.operations.transitions.claim_ended_by`); [] otherwise. Reads the history only for an ended
+    (:func:`ledgit.operations.transitions.claim_ended_by`); [] otherwise. Reads the history only
+    for an ended
     task the actor holds no claim on."""
     claim = record.fields.get("claim")
     if record.fields["status"] not in ("done", "dropped", "parked", "archived") or (

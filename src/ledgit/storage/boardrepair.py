@@ -1,6 +1,7 @@
 """Repairing a board (DESIGN §6, ``ledgit doctor [--repair]``): interrupted writes rolled
 forward, torn history lines cut, leftover temp files removed. What
-:meth:`ledgit.storage.board.Board.repair` and :meth:`~ledgit.storage.board.Board.pending_repairs` run."""
+:meth:`ledgit.storage.board.Board.repair` and :meth:`~ledgit.storage.board.Board.pending_repairs`
+run."""
 
 from __future__ import annotations
 

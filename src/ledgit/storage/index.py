@@ -336,7 +336,8 @@ class Index:
                                token, tokens, self._version, started, scan_ns), token
 
     def _watch_query(self, token: Any) -> tuple[str, list[str] | None] | None:
-        """The :attr:`watcher`'s answer for ``token`` (:meth:`ledgit.storage.watch.Watcher.changes`),
+        """The :attr:`watcher`'s answer for ``token``
+        (:meth:`ledgit.storage.watch.Watcher.changes`),
         or None without a watcher (a plain process: the stat scan)."""
         if self.watcher is None:
             return None

@@ -2,7 +2,8 @@
 
 A short CLI command opens the index, does one stat scan and exits. A process a user started
 on purpose and that answers many requests keeps the index open instead and watches the tasks
-and history directories in-process (:class:`ledgit.storage.watch.Watcher`, inotify): a read then costs
+and history directories in-process (:class:`ledgit.storage.watch.Watcher`, inotify): a read then
+costs
 a drain of the inotify queue and one SQLite query, and waiters (a page's live updates) are
 woken when a task file or a history changes. Where it cannot watch (not Linux, inotify limits,
 ``LEDGIT_WATCH=0``) every :meth:`LiveBoard.index` does the index's stat check, and a

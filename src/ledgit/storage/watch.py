@@ -2,7 +2,8 @@
 
 Git avoids stat-ing every tracked file with an fsmonitor (``core.fsmonitor``). A ledgit
 process that a user started on purpose and that lives on -- ``ledgit mcp``, the board server
-(:mod:`ledgit.storage.live`) -- does the same for ``.ledgit/tasks`` with a Linux inotify(7) watch held
+(:mod:`ledgit.storage.live`) -- does the same for ``.ledgit/tasks`` with a Linux inotify(7) watch
+held
 in its own process: the index then re-checks only the names reported as changed since the
 token of its last refresh instead of stat-ing every task file. There is no daemon and no
 socket: a short CLI command never watches and never leaves a process behind (DESIGN §1).

@@ -2,7 +2,8 @@
 
 Under the task's lock (:mod:`ledgit.storage.tasklock`): read the file (the truth, never the index),
 check ``--expect``, append the event(s) and fsync, replace the task file atomically
-(:func:`ledgit.storage.taskfiles.replace_task_file`), fsync the directory, then refresh the index row
+(:func:`ledgit.storage.taskfiles.replace_task_file`), fsync the directory, then refresh the index
+row
 (best effort). A crash between the append and the rename leaves the history one event ahead
 of the file; the next write to that task, or :meth:`ledgit.storage.board.Board.repair`, rolls it
 forward. No acknowledged write is lost. The functions here are what :class:`Board`'s

@@ -2,7 +2,8 @@
 
 Each command is a :class:`ledgit.cli.argspec.Spec` row in :data:`ledgit.cli.commands.table.SPECS`
 (its parameters and help, declared once) and a function that takes the parsed keywords,
-calls the board (writes), the index (reads) or the pure transitions in :mod:`ledgit.operations.transitions`,
+calls the board (writes), the index (reads) or the pure transitions in
+:mod:`ledgit.operations.transitions`,
 prints, and returns an exit code. :mod:`ledgit.cli.main` builds the click commands from the same
 table; ``python -m ledgit`` runs a row directly through :func:`ledgit.cli.argspec.parse` when the
 command line is a plain one, which keeps click (~20 ms) out of every read and write

@@ -13,7 +13,8 @@ from ledgit.storage.boardinit import init_board
 
 def init_cmd(path: str | None, id_prefix: str, as_json: bool) -> int:
     """``ledgit init``: create a board in ``path`` (default: the top of the Git work tree,
-    else the current directory; :func:`ledgit.storage.boardinit.init_board`, idempotent) with task ids
+    else the current directory; :func:`ledgit.storage.boardinit.init_board`, idempotent) with task
+    ids
     ``ID_PREFIX-...``; prints where (JSON: ``{root, dir}``). Returns 0."""
     if path is None:
         top = repository.toplevel(Path.cwd())

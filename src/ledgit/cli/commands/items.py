@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 def item_add_cmd(task: str, kind: str, text: str, why: str | None, evidence: str | None,
                  lock: bool, trusted: bool, by: str | None, expect: str | None,
                  as_json: bool) -> int:
-    """``ledgit item add``: a new state item on TASK (:func:`ledgit.operations.transitions.item_add`; candidate
+    """``ledgit item add``: a new state item on TASK
+    (:func:`ledgit.operations.transitions.item_add`; candidate
     unless ``lock``, which needs the owner or ``trusted``); prints its id. Returns 0."""
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
         return stateitems.item_add(r, kind=kind, text=text, by=actor, now=now, why=why,
@@ -50,7 +51,8 @@ def _item_mutation(task: str, by: str | None, expect: str | None, op: Op,
 
 def accept_cmd(task: str, items: tuple[str, ...], trusted: bool, by: str | None,
                expect: str | None, as_json: bool) -> int:
-    """``ledgit accept``: lock candidate ITEMS of TASK (:func:`ledgit.operations.transitions.accept`; the owner,
+    """``ledgit accept``: lock candidate ITEMS of TASK
+    (:func:`ledgit.operations.transitions.accept`; the owner,
     or ``trusted``); prints what was locked and deprecated. Returns 0."""
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
         return stateitems.accept(r, items=split_list(items), by=actor, now=now, trusted=trusted)
@@ -68,7 +70,8 @@ def accept_cmd(task: str, items: tuple[str, ...], trusted: bool, by: str | None,
 def revise_cmd(task: str, supersedes: tuple[str, ...], text: str, kind: str | None,
                why: str | None, evidence: str | None, trusted: bool, by: str | None,
                expect: str | None, as_json: bool) -> int:
-    """``ledgit revise``: a state revision (:func:`ledgit.operations.transitions.revise`): a new item that
+    """``ledgit revise``: a state revision (:func:`ledgit.operations.transitions.revise`): a new
+    item that
     supersedes ``supersedes`` (they become deprecated); prints its id. Returns 0."""
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
         return stateitems.revise(r, supersedes=split_list(supersedes), text=text, by=actor, now=now,
@@ -80,7 +83,8 @@ def revise_cmd(task: str, supersedes: tuple[str, ...], text: str, kind: str | No
 def writeback_cmd(task: str, sets: tuple[str, ...], artifacts: tuple[str, ...],
                   evidence: str | None, gate: str | None, trusted: bool, by: str | None,
                   expect: str | None, as_json: bool) -> int:
-    """``ledgit writeback``: a worker's writeback (:func:`ledgit.operations.transitions.writeback`): field
+    """``ledgit writeback``: a worker's writeback
+    (:func:`ledgit.operations.transitions.writeback`): field
     changes, artifacts, evidence and gate as candidate items until the owner accepts them
     (applied at once when ``trusted``). Returns 0."""
     assignments = [transitions.parse_assignment(s) for s in sets]

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 def claim_cmd(task: str, note: str | None, take_over: bool, force: bool, by: str | None,
               expect: str | None, as_json: bool) -> int:
-    """``ledgit claim``: TASK in_progress with a lease for the actor (:func:`ledgit.operations.transitions.claim`:
+    """``ledgit claim``: TASK in_progress with a lease for the actor
+    (:func:`ledgit.operations.transitions.claim`:
     its dependencies done unless ``force``; a stale claim only with ``take_over``)."""
     board = command_board()
 
@@ -41,7 +42,8 @@ def claim_cmd(task: str, note: str | None, take_over: bool, force: bool, by: str
 
 
 def heartbeat_cmd(task: str, by: str | None, expect: str | None, as_json: bool) -> int:
-    """``ledgit heartbeat``: renew the actor's claim on TASK (:func:`ledgit.operations.transitions.heartbeat`;
+    """``ledgit heartbeat``: renew the actor's claim on TASK
+    (:func:`ledgit.operations.transitions.heartbeat`;
     exit 6 if it is held by someone else or was lost)."""
     return mutate(task, by, expect,
                   lambda r, actor, now, ttl: claims.heartbeat(r, by=actor, now=now, ttl=ttl),
@@ -50,7 +52,8 @@ def heartbeat_cmd(task: str, by: str | None, expect: str | None, as_json: bool) 
 
 def release_cmd(task: str, note: str | None, by: str | None, expect: str | None,
                 as_json: bool) -> int:
-    """``ledgit release``: give up the actor's claim on TASK (:func:`ledgit.operations.transitions.release`;
+    """``ledgit release``: give up the actor's claim on TASK
+    (:func:`ledgit.operations.transitions.release`;
     in_progress goes back to open)."""
     return mutate(task, by, expect,
                   lambda r, actor, now, ttl: claims.release(r, by=actor, now=now, ttl=ttl,
@@ -61,7 +64,8 @@ def release_cmd(task: str, note: str | None, by: str | None, expect: str | None,
 def complete_cmd(task: str, response: str | None, outcome: str | None, reason: str | None,
                  by: str | None, expect: str | None, as_json: bool) -> int:
     """``ledgit complete``: TASK done with ``response``, the account of the work
-    (:func:`ledgit.operations.transitions.complete`; required), and optionally a terminal outcome."""
+    (:func:`ledgit.operations.transitions.complete`; required), and optionally a terminal
+    outcome."""
     return mutate(task, by, expect,
                   lambda r, actor, now, ttl: transitions.complete(
                       r, by=actor, response=response, now=now, ttl=ttl, outcome=outcome,
@@ -71,7 +75,8 @@ def complete_cmd(task: str, response: str | None, outcome: str | None, reason: s
 
 def wait_cmd(task: str, on: str | None, by: str | None, expect: str | None,
              as_json: bool) -> int:
-    """``ledgit wait``: TASK waiting on ``on`` (:func:`ledgit.operations.transitions.wait`; required); its claim
+    """``ledgit wait``: TASK waiting on ``on`` (:func:`ledgit.operations.transitions.wait`;
+    required); its claim
     is released."""
     return mutate(task, by, expect,
                   lambda r, actor, now, ttl: transitions.wait(r, by=actor, on=on, now=now, ttl=ttl),
@@ -80,17 +85,20 @@ def wait_cmd(task: str, on: str | None, by: str | None, expect: str | None,
 
 def monitor_cmd(task: str, signal: str | None, by: str | None, expect: str | None,
                 as_json: bool) -> int:
-    """``ledgit monitor``: TASK monitoring ``signal`` (:func:`ledgit.operations.transitions.monitor`;
+    """``ledgit monitor``: TASK monitoring ``signal``
+    (:func:`ledgit.operations.transitions.monitor`;
     required; manufactures no work)."""
     return mutate(task, by, expect,
-                  lambda r, actor, now, ttl: transitions.monitor(r, by=actor, signal=signal, now=now,
+                  lambda r, actor, now, ttl: transitions.monitor(
+                       r, by=actor, signal=signal, now=now,
                                                          ttl=ttl),
                   as_json)
 
 
 def park_cmd(task: str, reason: str | None, reuse: str | None, by: str | None,
              expect: str | None, as_json: bool) -> int:
-    """``ledgit park``: TASK parked with ``reason`` (:func:`ledgit.operations.transitions.park`; required) and
+    """``ledgit park``: TASK parked with ``reason`` (:func:`ledgit.operations.transitions.park`;
+    required) and
     what is worth reusing."""
     return mutate(task, by, expect,
                   lambda r, actor, now, ttl: transitions.park(r, by=actor, reason=reason, now=now,
@@ -100,7 +108,8 @@ def park_cmd(task: str, reason: str | None, reuse: str | None, by: str | None,
 
 def drop_cmd(task: str, reason: str | None, reuse: str | None, kind: str, by: str | None,
              expect: str | None, as_json: bool) -> int:
-    """``ledgit drop``: TASK dropped with ``reason`` (:func:`ledgit.operations.transitions.drop`; required) as
+    """``ledgit drop``: TASK dropped with ``reason`` (:func:`ledgit.operations.transitions.drop`;
+    required) as
     an outcome of ``kind`` (drop, no_change, ...): a first-class negative result."""
     return mutate(task, by, expect,
                   lambda r, actor, now, ttl: transitions.drop(r, by=actor, reason=reason, now=now,
@@ -110,7 +119,8 @@ def drop_cmd(task: str, reason: str | None, reuse: str | None, kind: str, by: st
 
 def archive_cmd(task: str, note: str | None, by: str | None, expect: str | None,
                 as_json: bool) -> int:
-    """``ledgit archive``: TASK archived (:func:`ledgit.operations.transitions.archive`; clears claim,
+    """``ledgit archive``: TASK archived (:func:`ledgit.operations.transitions.archive`; clears
+    claim,
     waiting_on and next_action; hidden from list)."""
     return mutate(task, by, expect,
                   lambda r, actor, now, ttl: transitions.archive(r, by=actor, now=now, ttl=ttl,
@@ -120,7 +130,8 @@ def archive_cmd(task: str, note: str | None, by: str | None, expect: str | None,
 
 def reopen_cmd(task: str, note: str | None, by: str | None, expect: str | None,
                as_json: bool) -> int:
-    """``ledgit reopen``: TASK open again (:func:`ledgit.operations.transitions.reopen`; its earlier outcome is
+    """``ledgit reopen``: TASK open again (:func:`ledgit.operations.transitions.reopen`; its
+    earlier outcome is
     kept as a candidate item)."""
     return mutate(task, by, expect,
                   lambda r, actor, now, ttl: transitions.reopen(r, by=actor, now=now, note=note),

@@ -1,5 +1,6 @@
 """``ledgit project add|list|remove``: the other boards this board may reach
-(:mod:`ledgit.operations.projects`; docs/projects.md): registrations by alias, in the board's versioned
+(:mod:`ledgit.operations.projects`; docs/projects.md): registrations by alias, in the board's
+versioned
 ``.ledgit/projects.yaml`` or the user's config.
 """
 

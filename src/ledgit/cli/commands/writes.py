@@ -1,7 +1,8 @@
 """The writes of one task as the commands print them, and the writes that are not a status
 change: ``create``, ``update`` and ``revert``.
 
-:func:`write_task` applies a pure transition of :mod:`ledgit.operations.transitions` through the board's write
+:func:`write_task` applies a pure transition of :mod:`ledgit.operations.transitions` through the
+board's write
 path (lock, read the truth, check ``--expect``, write the file and its history event);
 :func:`mutate` does that and prints the command's line or JSON. :mod:`ledgit.cli.commands.lifecycle`
 and :mod:`ledgit.cli.commands.items` are written with them, and ``ledgit mcp`` calls
@@ -102,7 +103,8 @@ def create_cmd(title: str, body: str | None, body_file: str | None, goal: str | 
                accept: tuple[str, ...], priority: int | None, depends: tuple[str, ...],
                labels: tuple[str, ...], owner: str | None, worker: str | None,
                note: str | None, by: str | None, as_json: bool) -> int:
-    """``ledgit create``: a new task titled ``title`` (:func:`ledgit.operations.transitions.create_fields`),
+    """``ledgit create``: a new task titled ``title``
+    (:func:`ledgit.operations.transitions.create_fields`),
     its genesis event written; prints its id (JSON: ``{id, revision, path}``). Returns 0;
     LedgitError exit 2 for invalid fields, 4 for an unknown dependency."""
     board = command_board()
@@ -128,7 +130,8 @@ def update_cmd(task: str, title: str | None, priority: int | None, response: str
                no_label: tuple[str, ...], next_action: str | None, gate: str | None,
                owner: str | None, worker: str | None, note: str | None, by: str | None,
                expect: str | None, as_json: bool) -> int:
-    """``ledgit update``: edit fields of TASK (:func:`ledgit.operations.transitions.update`; the status has its
+    """``ledgit update``: edit fields of TASK (:func:`ledgit.operations.transitions.update`; the
+    status has its
     own commands). Prints the mutation line. Returns 0; LedgitError exit 2 with nothing to
     change or an invalid value, 3 for a stale ``expect``, 4 for an unknown id."""
     if not any((title is not None, priority is not None, response is not None, sets,
@@ -153,7 +156,8 @@ def update_cmd(task: str, title: str | None, priority: int | None, response: str
 def revert_cmd(task: str, event: str, by: str | None, expect: str | None,
                as_json: bool) -> int:
     """``ledgit revert``: undo EVENT of TASK with a new ``revert`` event (like git revert;
-    :func:`ledgit.operations.transitions.revert`, with :func:`event_states`). Prints what was restored.
+    :func:`ledgit.operations.transitions.revert`, with :func:`event_states`). Prints what was
+    restored.
     Returns 0; LedgitError as :func:`event_states`, 2 for a genesis or merge event, 1 when
     a later event changed the same value again."""
     board = command_board()
