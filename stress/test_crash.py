@@ -44,6 +44,7 @@ from stresskit import (
 
 from ledgit.core.record import parse_record
 from ledgit.storage.board import Board
+from ledgit.storage.boardcheck import verify_board
 
 WRITER = Path(__file__).with_name("stress_writer.py")
 POINTS = ("history-append", "tmp-write", "before-rename", "after-rename", "index-txn")
@@ -158,7 +159,7 @@ def _check_board(root: Path, env: dict[str, str], log: CrashLog, *, must: bool) 
     """The board verifies as it is, or after ``ledgit doctor --repair``; nothing is left
     behind; the index answers and agrees with the files. With ``must`` false an unverified
     board is left for the next write to roll forward."""
-    problems = Board(root).verify()
+    problems = verify_board(Board(root))
     left = leftovers(root)
     if not problems and not left:
         log.verified_as_is += 1

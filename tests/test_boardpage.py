@@ -425,7 +425,7 @@ def test_the_page_is_a_face_nothing_imports() -> None:
                         (path, name)
                 else:
                     assert not name.startswith("ledgit.boardpage"), (path, name)
-    assert "ledgit.boardpage.cli:board_cmd" in Path(src / "cli.py").read_text()
+    assert "ledgit.boardpage.cli:board_cmd" in Path(src / "cli" / "main.py").read_text()
 
 
 def test_other_commands_do_not_import_the_page_libraries(lg: CliRun) -> None:

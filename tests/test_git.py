@@ -264,8 +264,8 @@ def test_staged_files_reads_the_index_git_index_file_names(
 
 def test_staged_files_in_a_commit_hook_sees_the_commit_index(repo: Path) -> None:
     """`git commit -a` runs pre-commit with GIT_INDEX_FILE=.git/index.lock: a real hook."""
-    script = ("import sys, pathlib; from ledgit import git\n"
-              "got = git.staged_files(pathlib.Path.cwd(), '.ledgit/')\n"
+    script = ("import sys, pathlib; from ledgit.git.gitindex import staged_files\n"
+              "got = staged_files(pathlib.Path.cwd(), '.ledgit/')\n"
               "pathlib.Path('.git/seen').write_text(repr(sorted(got.items())))\n")
     hook = repo / ".git/hooks/pre-commit"
     hook.write_text(f"#!/bin/sh\nexec '{sys.executable}' -c \"{script}\"\n")

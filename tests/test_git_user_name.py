@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ledgit.git import repository
+
 CASES = [
     ("[user]\n\tname = Ada Lovelace\n", None),
     ("[User]\n  NAME=ada\n[user]\nname = second\n", None),
@@ -46,7 +48,7 @@ def test_user_name_matches_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     if global_ is not None:
         (home / ".gitconfig").write_text(global_, encoding="utf-8")
     expected = _git_says(repo, dict(os.environ))
-    assert repo.user_name(repo) == expected
+    assert repository.user_name(repo) == expected
     # without GIT_CONFIG_NOSYSTEM
     monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
     assert repo.user_name(repo) == _git_says(repo, dict(os.environ))

@@ -124,7 +124,8 @@ def test_index_refresh_is_bounded_in_time(tmp_path: Path, git_env: Path) -> None
     repo = new_repo(tmp_path / "repo")
     script = ("import time, sys\n"
               "from pathlib import Path\n"
-              "from ledgit import index, hooks\n"
+              "from ledgit.storage import index\n"
+              "from ledgit.hooks import refresh as hooks\n"
               "index.Index.refresh = lambda self: time.sleep(30)\n"
               "sys.exit(hooks.refresh_index(Path(sys.argv[1]), budget=0.5))\n")
     started = time.monotonic()

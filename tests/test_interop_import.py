@@ -218,7 +218,7 @@ def test_a_first_import_moves_whole_directories_in(lg: CliRun, tmp_path: Path) -
     assert stat.S_IMODE(tasks.stat().st_mode) == 0o750  # the directory's mode is kept
     assert _staging_left(lg.root) == []
     assert sorted(os.listdir(tasks)) == sorted(f"{o['id']}.md" for o in objs)
-    assert lg.board().verify() == []
+    assert verify_board(lg.board()) == []
 
 
 def test_an_import_into_a_board_with_tasks_moves_file_by_file(lg: CliRun,

@@ -213,7 +213,7 @@ def test_a_task_born_in_ledgit_exports_valid(lg: CliRun) -> None:
 
 
 def test_an_output_it_cannot_write_is_one_line(lg: CliRun, tmp_path: Path) -> None:
-    rec = Board(lg.root).create({"title": "Out"}, "", "ada")
+    rec = create_task(Board(lg.root), {"title": "Out"}, "", "ada")
     code, out, err = lg("export", "stateframe", rec.id, "-o", str(tmp_path / "nodir" / "x.json"))
     assert code == 2, err
     assert err.strip() == (f"ledgit: export stateframe -o {tmp_path / 'nodir' / 'x.json'}: no "

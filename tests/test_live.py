@@ -15,7 +15,7 @@ from ledgit.operations.changes import finish
 from ledgit.storage import live
 from ledgit.storage.board import Board
 from ledgit.storage.boardinit import init_board
-from ledgit.storage.writepath import create_task
+from ledgit.storage.writepath import create_task, mutate_task
 
 INOTIFY = sys.platform.startswith("linux") and os.path.isdir("/proc/sys/fs/inotify")
 
@@ -95,7 +95,7 @@ def test_wait_changed_wakes_every_waiter_on_a_task_write(held: live.LiveBoard) -
                for _ in range(4)]
     for t in waiters:
         t.start()
-    other_board(held).create({"title": "alpha"}, "", "w")
+    create_task(other_board(held), {"title": "alpha"}, "", "w")
     for t in waiters:
         t.join(30)
     assert results == [True] * 4
@@ -172,13 +172,13 @@ def _written(path: Path, text: str) -> Path:
 
 def test_a_change_between_reads_is_not_missed_with_since(held: live.LiveBoard) -> None:
     since = held.generation
-    other_board(held).create({"title": "alpha"}, "", "w")
+    create_task(other_board(held), {"title": "alpha"}, "", "w")
     time.sleep(0.3)
     assert held.wait_changed(0.01, since) is True  # it happened before the wait began
 
 
 def test_each_thread_gets_its_own_index(held: live.LiveBoard) -> None:
-    a = other_board(held).create({"title": "alpha"}, "", "w")
+    a = create_task(other_board(held), {"title": "alpha"}, "", "w")
     seen: list[dict[str, str]] = []
     t = threading.Thread(target=lambda: seen.append(titles(held)))
     t.start()
@@ -249,7 +249,7 @@ def test_two_live_boards_on_one_board_stat_no_file_per_read(
             assert len(titles(one)) == 20
             assert len(titles(two)) == 20
         assert scans == []
-        other_board(one).mutate(
+        mutate_task(other_board(one),
             ids[4], lambda r: finish(r, {**r.fields, "title": "new"}, "update"), "w")
         assert titles(one)[ids[4]] == "new"
         assert titles(two)[ids[4]] == "new"

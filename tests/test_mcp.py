@@ -242,7 +242,7 @@ def test_quiet_means_no_change_reported_since_the_last_read(
         held = boards.live(board)
         assert held is not None and held.watching
         since = held.generation
-        Board(env).create({"title": "another"}, "", "ann")
+        create_task(Board(env), {"title": "another"}, "", "ann")
         assert held.wait_changed(10, since)
         assert not boards.quiet(board)
         assert boards.quiet(board)

@@ -24,6 +24,7 @@ from ledgit.core.history import event_id, event_line, parse_events
 from ledgit.core.record import Record
 from ledgit.storage import parallel
 from ledgit.storage.board import Board
+from ledgit.storage.boardcheck import verify_board
 from ledgit.storage.boardinit import init_board
 from ledgit.storage.index import Index
 from ledgit.storage.writepath import create_task, mutate_task
@@ -235,4 +236,4 @@ def test_board_verify_in_workers_reports_what_the_serial_check_does(tmp_path: Pa
     tasks = [t for t, *_ in everything]
     assert tasks[-1] == "T-orphanorph" and tasks[:-1] == sorted(tasks[:-1])  # orphans last
     assert [t for t, *_ in some][:1] == [ids[3]]  # the order asked for
-    assert [[p.task, p.line, p.rule, p.message] for p in Board(root).verify()] == everything
+    assert [[p.task, p.line, p.rule, p.message] for p in verify_board(Board(root))] == everything

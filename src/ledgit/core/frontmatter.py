@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ledgit.core.errors import LedgitError, located
+from ledgit.core.errors import USAGE, LedgitError, located
 
 
 class _FieldError(Exception):
@@ -252,3 +252,59 @@ def line_of_field(root: yaml.Node, fieldname: str) -> int | None:
             break
         node = nxt
     return line
+
+
+def settings_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """(mapping, {key: line}) of a small settings file (``.ledgit/config.yaml``,
+    ``projects.yaml``): no implicit typing (every scalar a string), no tags, anchors or
+    duplicate keys. Raises LedgitError exit 2 naming ``path:line``."""
+    loader = _LOADER(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise LedgitError(located(f"invalid YAML: {exc.problem or exc.context}", path,
+                                  mark.line + 1 if mark is not None else None), USAGE) from None
+    finally:
+        loader.dispose()
+    if node is None:
+        return {}, {}
+    if not isinstance(node, yaml.MappingNode):
+        raise LedgitError(located("the config must be a mapping of setting: value", path, 1),
+                          USAGE)
+    raw: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    for knode, vnode in node.value:
+        key = _plain_value(knode, path, "")
+        if key in raw:
+            raise LedgitError(located("duplicate key", path, knode.start_mark.line + 1, key),
+                              USAGE)
+        lines[key] = knode.start_mark.line + 1
+        raw[key] = _plain_value(vnode, path, key, set())
+    return raw, lines
+
+
+def _plain_value(node: Any, path: str, where: str, seen: set[int] | None = None) -> Any:
+    """Strings, lists and mappings of a YAML node; tags and aliases refused."""
+
+    line = node.start_mark.line + 1
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        raise LedgitError(located("YAML anchors and aliases are not allowed", path, line,
+                                  where or None), USAGE)
+    seen.add(id(node))
+    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:str":
+        return node.value
+    if isinstance(node, yaml.SequenceNode) and node.tag == "tag:yaml.org,2002:seq":
+        return [_plain_value(child, path, where, seen) for child in node.value]
+    if isinstance(node, yaml.MappingNode) and node.tag == "tag:yaml.org,2002:map":
+        out: dict[str, Any] = {}
+        for knode, vnode in node.value:
+            key = _plain_value(knode, path, where)
+            if not isinstance(key, str) or key in out:
+                raise LedgitError(located("keys must be unique plain strings", path,
+                                          knode.start_mark.line + 1, where or None), USAGE)
+            out[key] = _plain_value(vnode, path, f"{where}.{key}" if where else key, seen)
+        return out
+    raise LedgitError(located(f"YAML tag {node.tag!r} is not allowed", path, line,
+                              where or None), USAGE)

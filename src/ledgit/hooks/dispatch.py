@@ -8,7 +8,7 @@
 * ``post-checkout`` (including ``git worktree add``, git-worktree(1)), ``post-merge``,
   ``post-rewrite`` (``rebase``, ``commit --amend``): refresh this worktree's private index.
   These hooks cannot change the outcome of the command, so they are bounded in time
-  (:data:`INDEX_BUDGET` seconds; SQLite's journal keeps an interrupted refresh consistent)
+  (:data:`ledgit.hooks.refresh.INDEX_BUDGET` seconds; SQLite's journal keeps an interrupted refresh consistent)
   and always exit 0. ``index`` is the same refresh under the name the pre-commit framework's
   ``ledgit-index`` hook uses.
 
@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ledgit.core.errors import OK, USAGE, LedgitError
+from ledgit.core.errors import USAGE, LedgitError
 from ledgit.git import gitindex, repository
-from ledgit.storage.locate import LEDGIT_DIR, git_dir_for
+from ledgit.storage.locate import git_dir_for
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -35,7 +34,6 @@ PRE_COMMIT = "pre-commit"
 PRE_MERGE_COMMIT = "pre-merge-commit"  # git merge's own commit: the pre-commit checks
 INDEX_HOOKS = ("post-checkout", "post-merge", "post-rewrite", "index")
 NAMES = (PRE_COMMIT, PRE_MERGE_COMMIT, *INDEX_HOOKS)
-INDEX_BUDGET = 5.0  # seconds a post-* hook may spend refreshing the index
 
 
 def _say(line: str) -> None:
@@ -76,52 +74,14 @@ def _pre_commit(cwd: str, name: str) -> int:
     return precommit.pre_commit(Path(cwd))
 
 
-def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
-    """Refresh this worktree's index within ``budget`` seconds; always 0.
-
-    Past the budget the process ends at once (the refresh is one SQLite transaction, so the
-    index stays consistent) and the next read finishes the work.
-    """
-    def give_up() -> None:
-        _say(f"ledgit: index refresh took over {budget:g}s; the next read finishes it")
-        sys.stderr.flush()
-        os._exit(0)
-
-    timer = threading.Timer(budget, give_up)
-    timer.daemon = True
-    timer.start()
-    try:
-        # the board, its index and the gate: 4.0 ms (-X importtime) pre-commit never needs
-        from ledgit.operations.gate import board_prefixes  # lazy: 4.0 ms with the lines around it
-        from ledgit.storage.board import Board, find_board  # lazy: 4.0 ms with the next two
-        from ledgit.storage.index import Index  # lazy: 4.0 ms with the two above
-
-        # Every board of the work tree, each with its own index (docs/git.md, "Every board
-        # is guarded"): the one found from cwd and those the index tracks.
-        top = repository.toplevel(cwd)
-        boards = [Board(top / p) for p in board_prefixes(cwd)
-                  if (top / p / LEDGIT_DIR).is_dir()] if top is not None else []
-        if not boards:
-            try:
-                boards = [find_board(cwd)]  # LEDGIT_ROOT may pin one outside the work tree
-            except LedgitError:
-                boards = []
-        for board in boards:  # none: no board on this branch, nothing to index
-            with Index.open(board) as index:
-                index.refresh()
-    except Exception as exc:  # noqa: BLE001 - a post-* hook must never fail the command
-        _say(f"ledgit: index refresh skipped: {exc}")
-    finally:
-        timer.cancel()
-    return OK
-
-
 def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
     """Dispatch ``ledgit hook NAME ARGS``; ``args`` are the hook's own (ignored)."""
     del args  # post-checkout's refs and flag, post-rewrite's command: not needed
     if name in (PRE_COMMIT, PRE_MERGE_COMMIT):
         return _pre_commit(os.getcwd() if cwd is None else str(cwd), name)
     if name in INDEX_HOOKS:
+        # lazy: the board, its index and the gate, 4.0 ms (-X importtime) pre-commit skips
+        from ledgit.hooks.refresh import refresh_index
 
         return refresh_index(Path(os.getcwd()) if cwd is None else cwd)
     raise LedgitError(f"unknown hook {name!r} (one of {', '.join(NAMES)})", USAGE)

@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError, located
+from ledgit.core.frontmatter import settings_mapping
 from ledgit.git import objects, repository
 from ledgit.storage.board import Board
-from ledgit.storage.config import read_yaml_mapping
 from ledgit.storage.locate import LEDGIT_DIR
 
 FILE_NAME = "projects.yaml"
@@ -127,7 +127,7 @@ def read_file(path: Path) -> ProjectsFile:
         raise LedgitError(located("not valid UTF-8", str(path)), USAGE) from None
     except OSError as exc:
         raise LedgitError(f"{path}: cannot read: {exc.strerror or exc}", USAGE) from None
-    raw, lines = read_yaml_mapping(text, str(path))
+    raw, lines = settings_mapping(text, str(path))
 
     def fail(key: str, message: str) -> LedgitError:
         line = lines.get(key.split(".")[0])

@@ -17,10 +17,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-import yaml
-
 from ledgit.core.errors import USAGE, LedgitError, located
-from ledgit.core.frontmatter import _LOADER
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -152,7 +149,10 @@ def _read_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]
                   and (rest == "" or rest[:1] in (" ", "\t")))
         parsed = _simple_value(value) if simple else None
         if parsed is None or key in raw:
-            return _yaml_mapping(text, path)
+            # lazy: PyYAML, 10.5 ms (-X importtime) that a flat config (and the hooks) skip
+            from ledgit.core import frontmatter
+
+            return frontmatter.settings_mapping(text, path)
         raw[key] = parsed
         lines[key] = n
     return raw, lines
@@ -173,62 +173,6 @@ def _simple_value(text: str) -> str | None:
             and ": " not in text and not text.endswith(":"):
         return text
     return None
-
-
-def _yaml_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]:
-
-    # the composer without implicit typing
-
-    loader = _LOADER(text)
-    try:
-        node = loader.get_single_node()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise LedgitError(located(f"invalid YAML: {exc.problem or exc.context}", path,
-                                  mark.line + 1 if mark is not None else None), USAGE) from None
-    finally:
-        loader.dispose()
-    if node is None:
-        return {}, {}
-    if not isinstance(node, yaml.MappingNode):
-        raise LedgitError(located("the config must be a mapping of setting: value", path, 1),
-                          USAGE)
-    raw: dict[str, Any] = {}
-    lines: dict[str, int] = {}
-    for knode, vnode in node.value:
-        key = _plain(knode, path, "")
-        if key in raw:
-            raise LedgitError(located("duplicate key", path, knode.start_mark.line + 1, key),
-                              USAGE)
-        lines[key] = knode.start_mark.line + 1
-        raw[key] = _plain(vnode, path, key, set())
-    return raw, lines
-
-
-def _plain(node: Any, path: str, where: str, seen: set[int] | None = None) -> Any:
-    """Strings, lists and mappings of a YAML node; tags and aliases refused."""
-
-    line = node.start_mark.line + 1
-    seen = set() if seen is None else seen
-    if id(node) in seen:
-        raise LedgitError(located("YAML anchors and aliases are not allowed", path, line,
-                                  where or None), USAGE)
-    seen.add(id(node))
-    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:str":
-        return node.value
-    if isinstance(node, yaml.SequenceNode) and node.tag == "tag:yaml.org,2002:seq":
-        return [_plain(child, path, where, seen) for child in node.value]
-    if isinstance(node, yaml.MappingNode) and node.tag == "tag:yaml.org,2002:map":
-        out: dict[str, Any] = {}
-        for knode, vnode in node.value:
-            key = _plain(knode, path, where)
-            if not isinstance(key, str) or key in out:
-                raise LedgitError(located("keys must be unique plain strings", path,
-                                          knode.start_mark.line + 1, where or None), USAGE)
-            out[key] = _plain(vnode, path, f"{where}.{key}" if where else key, seen)
-        return out
-    raise LedgitError(located(f"YAML tag {node.tag!r} is not allowed", path, line,
-                              where or None), USAGE)
 
 
 def _coerce(raw: dict[str, Any], lines: dict[str, int], path: str) -> BoardConfig:
@@ -263,10 +207,3 @@ def _coerce(raw: dict[str, Any], lines: dict[str, int], path: str) -> BoardConfi
                 raise fail(key, "claim_ttl must be at least one second")
             kwargs[key] = seconds
     return BoardConfig(**kwargs)
-
-
-def read_yaml_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]:
-    """(mapping, {key: line}) of a small settings file with the config's YAML rules: no
-    implicit typing (every scalar a string), no tags, anchors or duplicate keys. Raises
-    LedgitError exit 2 naming ``path:line``. Used by :mod:`ledgit.operations.projects`."""
-    return _yaml_mapping(text, path)
