@@ -1,4 +1,4 @@
-"""repo.user_name is git's own answer for user.name, whatever the config files hold
+"""repository.user_name is git's own answer for user.name, whatever the config files hold
 (DESIGN §9)."""
 
 from __future__ import annotations
@@ -51,4 +51,4 @@ def test_user_name_matches_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert repository.user_name(repo) == expected
     # without GIT_CONFIG_NOSYSTEM
     monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
-    assert repo.user_name(repo) == _git_says(repo, dict(os.environ))
+    assert repository.user_name(repo) == _git_says(repo, dict(os.environ))

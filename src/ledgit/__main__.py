@@ -19,7 +19,7 @@ import os
 import sys
 
 from ledgit import __version__
-from ledgit.core.errors import LedgitError
+from ledgit.core.errors import LedgitError, print_traceback
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -110,7 +110,7 @@ def _pre_commit(args: list[str]) -> int:
         return run_hook("pre-commit", args)
     except LedgitError as exc:
         if debug:
-            _print_traceback()
+            print_traceback()
         print(f"ledgit: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
@@ -118,18 +118,11 @@ def _pre_commit(args: list[str]) -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - the one place that reports bugs on this path
         if debug:
-            _print_traceback()
+            print_traceback()
         message = " ".join(str(exc).split())
         print(f"ledgit: internal error: {type(exc).__name__}: {message} "
               f"(set LEDGIT_DEBUG=1 for a traceback)", file=sys.stderr)
         return 70
-
-
-def _print_traceback() -> None:
-    """The traceback of the exception being handled, on stderr (``LEDGIT_DEBUG=1``)."""
-    import traceback  # lazy: 1.9 ms (-X importtime) that a run without LEDGIT_DEBUG skips
-
-    traceback.print_exc()
 
 
 if __name__ == "__main__":

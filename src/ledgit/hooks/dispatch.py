@@ -8,9 +8,9 @@
 * ``post-checkout`` (including ``git worktree add``, git-worktree(1)), ``post-merge``,
   ``post-rewrite`` (``rebase``, ``commit --amend``): refresh this worktree's private index.
   These hooks cannot change the outcome of the command, so they are bounded in time
-  (:data:`ledgit.hooks.refresh.INDEX_BUDGET` seconds; SQLite's journal keeps an interrupted refresh consistent)
-  and always exit 0. ``index`` is the same refresh under the name the pre-commit framework's
-  ``ledgit-index`` hook uses.
+  (:data:`ledgit.hooks.refresh.INDEX_BUDGET` seconds; SQLite's journal keeps an
+  interrupted refresh consistent) and always exit 0 (:mod:`ledgit.hooks.refresh`). ``index``
+  is the same refresh under the name the pre-commit framework's ``ledgit-index`` hook uses.
 
 No hook fires for ``reset --hard``, ``stash`` or ``cherry-pick``: every read checks the index's
 freshness by itself, so these hooks only warm it.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ledgit.core.errors import print_traceback
 from ledgit.core.merge import describe_provenance, merge_records
 from ledgit.core.record import parse_record
 from ledgit.core.render import render_record
@@ -195,9 +196,7 @@ def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size:
                                  marker_size, path)
     except Exception as exc:  # noqa: BLE001 - any failure falls back to a marked line merge
         if os.environ.get("LEDGIT_DEBUG") == "1":
-            import traceback  # lazy: 2.0 ms (-X importtime), only with LEDGIT_DEBUG=1
-
-            traceback.print_exc()
+            print_traceback()
         out, _ = line_merge(base, ours, theirs, marker_size)
         _write(ours_path, out)
         print(f"ledgit merge-driver: {path}: {exc}; fell back to a line merge "

@@ -27,7 +27,7 @@ from ledgit.interop.bulkimport import import_records
 from ledgit.interop.stateframe import export_text, load_stateframe
 from ledgit.interop.summary import Progress, print_summary
 from ledgit.interop.yylo import load_yylo
-from ledgit.operations.arguments import actor_or_warn
+from ledgit.storage.actor import actor_or_warn
 from ledgit.storage.board import find_board
 from ledgit.storage.oserrors import os_refusal
 

@@ -5,18 +5,13 @@ actor (``--by``).
 
 from __future__ import annotations
 
-import os
-import sys
-from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from ledgit.core.errors import LedgitError
 from ledgit.operations import projects
-from ledgit.storage.actor import ACTOR_ENV, actor_name
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from pathlib import Path
 
     from ledgit.storage.board import Board
 
@@ -71,19 +66,6 @@ def resolve_dependencies(board: Board, texts: Iterable[str]) -> list[str]:
             if full not in found:
                 found.append(full)
     return found
-
-
-def actor_or_warn(by: str | None, root: Path | str) -> str:
-    """:func:`ledgit.storage.actor.actor_name`, plus one stderr warning when no ``--by``,
-    ``$LEDGIT_ACTOR`` or Git ``user.name`` names the actor and it falls back to ``unknown``.
-    Each writing command calls it once."""
-    actor = actor_name(by, root)
-    if actor == "unknown" and not (by or "").strip() \
-            and not os.environ.get(ACTOR_ENV, "").strip():
-        with suppress(OSError, ValueError):  # a closed or full stderr: the write goes on
-            sys.stderr.write("ledgit: warning: no --by, $LEDGIT_ACTOR or git user.name: "
-                             "writing as 'unknown'\n")
-    return actor
 
 
 def dependency_statuses(board: Board, deps: list[str]) -> dict[str, str | None]:

@@ -29,18 +29,14 @@ set, so a cycle across boards is reported, never followed forever.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError, located
-from ledgit.core.frontmatter import settings_mapping
-from ledgit.git import objects, repository
 from ledgit.storage.board import Board
 from ledgit.storage.locate import LEDGIT_DIR
 
@@ -50,8 +46,7 @@ _FILE_KEYS = ("name", "allow", "projects")
 _ENTRY_KEYS = ("path", "ref")
 
 
-@dataclass(frozen=True)
-class Registration:
+class Registration(NamedTuple):
     """One alias: ``path`` as written, relative to ``base`` unless absolute; ``ref`` a Git
     revision to read the other board at (None: its working tree); ``source`` "board" (team,
     versioned) or "user" (per-user config)."""
@@ -68,8 +63,7 @@ class Registration:
         return Path(os.path.normpath(self.base / self.path))
 
 
-@dataclass(frozen=True)
-class ProjectsFile:
+class ProjectsFile(NamedTuple):
     """A parsed projects.yaml: ``name`` (None: default), ``allow`` (None: anyone), and
     ``projects`` alias -> {"path": str, "ref"?: str}."""
 
@@ -78,8 +72,7 @@ class ProjectsFile:
     projects: dict[str, dict[str, str]]
 
 
-@dataclass(frozen=True)
-class ExternalStatus:
+class ExternalStatus(NamedTuple):
     """What one ``ALIAS:ID`` dependency says now: ``status`` (None = UNKNOWN, then
     ``reason`` says why), ``task`` (the full id when found), ``source`` (where it was read:
     "working tree of PATH" or "REF at COMMIT of PATH")."""
@@ -127,6 +120,9 @@ def read_file(path: Path) -> ProjectsFile:
         raise LedgitError(located("not valid UTF-8", str(path)), USAGE) from None
     except OSError as exc:
         raise LedgitError(f"{path}: cannot read: {exc.strerror or exc}", USAGE) from None
+    # lazy: PyYAML, 10.5 ms (-X importtime) of every get, list and update (bench/results)
+    from ledgit.core.frontmatter import settings_mapping
+
     raw, lines = settings_mapping(text, str(path))
 
     def fail(key: str, message: str) -> LedgitError:
@@ -308,7 +304,10 @@ def open_registration(board: Board, reg: Registration) -> Board:
                           f"{_where(reg)})", NOT_FOUND)
     other = Board(root)
     if reg.ref:
-        other = _snapshot(reg, root)
+        # lazy: Git and hashlib, 6 ms (-X importtime) of every read; only ref: registrations
+        from ledgit.operations.projectsnapshot import snapshot
+
+        other = snapshot(reg.alias, reg.ref, root)
     allow = read_file(board_file(other)).allow
     if allow is not None:
         name = board_name(board)
@@ -329,52 +328,6 @@ def source_of(reg: Registration, other: Board) -> str:
         commit = os.path.basename(other.root_str).rpartition("-")[2]
         return f"{reg.ref} at {commit[:12]} of {reg.location}"
     return f"working tree of {reg.location}"
-
-
-def _snapshot(reg: Registration, root: Path) -> Board:
-    """The other board's ``.ledgit/`` at ``reg.ref`` (the commit it names now), unpacked once
-    per commit into the user's cache; exit 4 when the ref does not resolve there."""
-
-    assert reg.ref is not None
-    try:
-        commit = objects.resolve_commit(root, reg.ref)
-        top = repository.toplevel(root)
-    except LedgitError as exc:
-        raise LedgitError(f"project {reg.alias!r}: ref {reg.ref!r} does not resolve in {root} "
-                          f"({exc.message})", NOT_FOUND) from None
-    if top is None:
-        raise LedgitError(f"project {reg.alias!r}: {root} is not in a Git repository, so ref "
-                          f"{reg.ref!r} cannot be read", NOT_FOUND)
-    prefix = os.path.relpath(root, top)
-    prefix = "" if prefix == "." else prefix.replace(os.sep, "/") + "/"
-    cache = Path(os.environ.get("XDG_CACHE_HOME")
-                 or os.path.join(os.path.expanduser("~"), ".cache")) / "ledgit" / "projects"
-    key = hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:16]
-    snap = cache / f"{key}-{commit}"
-    if not (snap / LEDGIT_DIR).is_dir():
-        files = objects.tree_files(root, commit, f"{prefix}{LEDGIT_DIR}")
-        if not files:
-            raise LedgitError(f"project {reg.alias!r}: no ledgit board at {reg.ref} "
-                              f"({commit[:12]}) of {root}", NOT_FOUND)
-        tmp = cache / f".{key}-{commit}.{os.getpid()}"
-        try:
-            for rel, data in files.items():
-                dest = tmp / rel[len(prefix):]
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_bytes(data)
-            (tmp / LEDGIT_DIR / "tasks").mkdir(parents=True, exist_ok=True)
-            os.replace(tmp, snap)
-        except OSError as exc:
-            if not (snap / LEDGIT_DIR).is_dir():
-                raise LedgitError(f"project {reg.alias!r}: cannot unpack {reg.ref} into "
-                                  f"{cache}: {exc.strerror or exc}", USAGE) from None
-    board = Board(snap)
-    board.read_only = (f"project {reg.alias!r} is read at ref {reg.ref}: it cannot be written "
-                       f"through the alias (cd {root} to change it)")
-    return board
-
-
-# --------------------------------------------------------------------------- dependencies
 
 
 def external_status(board: Board, dep: str,

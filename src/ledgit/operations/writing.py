@@ -14,7 +14,7 @@ from ledgit.core.history import HistoryError, parse_events
 from ledgit.core.readout import now_timestamp
 from ledgit.core.record import Record
 from ledgit.operations import claims
-from ledgit.operations.arguments import actor_or_warn
+from ledgit.storage.actor import actor_or_warn
 from ledgit.storage.board import Board
 from ledgit.storage.writepath import mutate_task
 

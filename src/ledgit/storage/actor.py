@@ -1,18 +1,15 @@
 """Who is writing (DESIGN §9): the actor every event names, from ``--by``, ``LEDGIT_ACTOR`` or
-Git's ``user.name``. Standard library only at the top: Git is asked only when neither of
-the first two names the actor."""
+Git's ``user.name`` (asked only when neither of the first two names the actor)."""
 
 from __future__ import annotations
 
 import os
+import sys
+from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ledgit.core.errors import USAGE, LedgitError
 from ledgit.git import repository
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 ACTOR_ENV = "LEDGIT_ACTOR"
 
@@ -40,3 +37,16 @@ def checked_actor(actor: str) -> str:
             c in actor for c in "\n\r\x00\u2028\u2029\x85"):
         raise LedgitError(f"invalid actor name {actor!r} (one non-empty line)", USAGE)
     return actor.strip()
+
+
+def actor_or_warn(by: str | None, root: Path | str) -> str:
+    """:func:`actor_name`, plus one stderr warning when no ``--by``,
+    ``$LEDGIT_ACTOR`` or Git ``user.name`` names the actor and it falls back to ``unknown``.
+    Each writing command calls it once."""
+    actor = actor_name(by, root)
+    if actor == "unknown" and not (by or "").strip() \
+            and not os.environ.get(ACTOR_ENV, "").strip():
+        with suppress(OSError, ValueError):  # a closed or full stderr: the write goes on
+            sys.stderr.write("ledgit: warning: no --by, $LEDGIT_ACTOR or git user.name: "
+                             "writing as 'unknown'\n")
+    return actor

@@ -12,13 +12,12 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import traceback
 from typing import TYPE_CHECKING, Any
 
 from ledgit.cli.argspec import ARG, Spec, find, parse
 from ledgit.cli.commands.output import PipeClosed, err, silence_stdout, stdout_failed
 from ledgit.cli.commands.table import FAST
-from ledgit.core.errors import OK, USAGE, LedgitError, os_failure
+from ledgit.core.errors import OK, USAGE, LedgitError, os_failure, print_traceback
 from ledgit.operations import projects
 from ledgit.storage.board import find_board
 
@@ -110,7 +109,7 @@ def guarded(call: Callable[[], int]) -> int:
         return code
     except LedgitError as exc:
         if debug:
-            _print_traceback()
+            print_traceback()
         err(f"ledgit: {exc}")
         return exc.code
     except KeyboardInterrupt:
@@ -125,23 +124,17 @@ def guarded(call: Callable[[], int]) -> int:
         if failure is None:
             return _internal(exc, debug)
         if debug:
-            _print_traceback()
+            print_traceback()
         err(f"ledgit: {failure}")
         return failure.code
     except Exception as exc:  # noqa: BLE001 - the one place that reports bugs
         return _internal(exc, debug)
 
 
-def _print_traceback() -> None:
-    """The traceback of the exception being handled, on stderr (``LEDGIT_DEBUG=1``)."""
-
-    traceback.print_exc()
-
-
 def _internal(exc: BaseException, debug: bool) -> int:
     """One ``internal error`` line (a traceback too when ``debug``); returns 70."""
     if debug:
-        _print_traceback()
+        print_traceback()
     message = " ".join(str(exc).split())
     err(f"ledgit: internal error: {type(exc).__name__}: {message} "
         f"(set LEDGIT_DEBUG=1 for a traceback)")

@@ -22,13 +22,9 @@ from ledgit.core.history import HistoryError, replay
 from ledgit.core.historycheck import parse_checked
 from ledgit.core.record import MAX_RECORD_BYTES, body_nul_line, record_from_state, size_problem
 from ledgit.operations import transitions
-from ledgit.operations.arguments import (
-    actor_or_warn,
-    resolve_dependencies,
-    resolve_or_keep,
-    split_list,
-)
+from ledgit.operations.arguments import resolve_dependencies, resolve_or_keep, split_list
 from ledgit.operations.writing import write_task
+from ledgit.storage.actor import actor_or_warn
 from ledgit.storage.writepath import create_task, damaged_history
 
 if TYPE_CHECKING:
