@@ -552,7 +552,9 @@ def test_every_lazy_command_resolves() -> None:
         assert isinstance(cli.cli.get_command(ctx, name), click.Command), name
 
 
-HEAVY = ("yaml", "jsonpatch", "pygit2", "filelock", "merge3", "ledgit.core.record",
+# (ledgit.core.record is imported by the board at its top since issue 23: 6 ms that the
+# read figures in bench/results carry; the YAML reader, the history and the rest stay out.)
+HEAVY = ("yaml", "jsonpatch", "pygit2", "filelock", "merge3",
          "ledgit.operations.transitions", "ledgit.core.history", "ledgit.core.merge", "click",
          "ledgit.cli.main")
 
