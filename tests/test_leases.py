@@ -82,9 +82,12 @@ def test_worktrees_of_one_clone_share_the_remote_leases(tmp_path: Path) -> None:
     a = clone(remote, tmp_path / "a")
     git("worktree", "add", "-q", "-b", "side", str(tmp_path / "a2"), "--track", "origin/main",
         cwd=a)
+    git("worktree", "add", "-q", "--detach", str(tmp_path / "a3"), cwd=a)  # no upstream
     lg(a, "claim", task, "--by", "alice")
     line = one_line(lg(tmp_path / "a2", "claim", task, "--by", "bob", check=6).stderr)
     assert "leased by alice" in line
+    line = one_line(lg(tmp_path / "a3", "claim", task, "--by", "carol", check=6).stderr)
+    assert "leased by alice" in line and "on origin" in line
 
 
 def test_leases_none_keeps_claims_local(tmp_path: Path) -> None:

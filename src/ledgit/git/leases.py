@@ -4,8 +4,9 @@ A lease is a ref ``refs/ledgit/leases/<ID>`` on a remote, pointing at a commit o
 tree whose message holds the lease record (:mod:`ledgit.operations.leases` reads and writes
 it). Git's push is the compare-and-swap: ``git push --force-with-lease=REF:OLD`` moves REF
 only while it still holds OLD (``REF:`` with nothing after the colon: only while REF does not
-exist), and receive-pack checks the old value again under the ref's lock (git-push(1), "--force-with-lease";
-checked on Git 2.39). No ``+`` refspec is ever pushed: it would override the lease.
+exist), and receive-pack checks the old value again under the ref's lock (git-push(1),
+"--force-with-lease"; checked on Git 2.39). No ``+`` refspec is ever pushed: it would
+override the lease.
 
 What a clone last saw of the remote's leases is mirrored locally under
 ``refs/ledgit/remote-leases/<REMOTE>/<ID>`` (shared by every worktree of the clone): one
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ledgit.git.repository import no_git_env, run_git
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
     from pathlib import Path
 
 LEASES_NS = "refs/ledgit/leases/"
@@ -72,6 +73,12 @@ def _env() -> dict[str, str]:
     # never stop for a password or a host-key question: a lease is asked for unattended
     return {**no_git_env(), "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "",
             "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
+
+
+def only_remote(cwd: Path | str) -> str | None:
+    """The repository's one remote (``git remote``), None when it has none or several."""
+    names = os.fsdecode(run_git(["remote"], cwd, check=False).stdout).split()
+    return names[0] if len(names) == 1 else None
 
 
 def upstream_remote(cwd: Path | str) -> str | None:
@@ -190,13 +197,9 @@ def set_mirror(cwd: Path | str, remote: str, task: str, oid: str | None) -> None
     run_git(args, cwd, check=False)
 
 
-def missing_remote(cwd: Path | str, remote: str) -> bool:
-    """True when the repository has no remote named ``remote`` (``git remote get-url``)."""
-    return run_git(["remote", "get-url", remote], cwd, check=False).returncode != 0
-
-
-__all__: Sequence[str] = [
+__all__ = [
     "EMPTY_TREE", "LEASES_NS", "MIRROR_NS", "MirrorEntry", "PushOutcome", "fetch_leases",
-    "lease_ref", "make_lease_commit", "mirror_ref", "missing_remote", "push_deletes",
+    "lease_ref", "make_lease_commit", "mirror_ref", "only_remote",
+    "push_deletes",
     "push_lease", "read_mirror", "set_mirror", "upstream_remote",
 ]

@@ -178,12 +178,15 @@ def end_known(lease: Lease, history_text: str | None) -> bool:
 
 
 def site_of(board: Board) -> Site | None:
-    """Where ``board``'s leases live, None for local claims only: ``leases: none``, a board
-    outside Git, or no setting and no upstream remote for the current branch."""
+    """Where ``board``'s leases live, None for local claims only. ``leases: NAME`` names the
+    remote; without the setting it is the current branch's upstream remote, else the
+    repository's only remote (a worktree on a local branch, a detached HEAD mid-rebase);
+    None with ``leases: none``, outside Git, or with no upstream and several remotes."""
     setting = board.config.leases
     if setting == "none" or board.git_dir_str is None:
         return None
-    remote = setting or gitleases.upstream_remote(board.root_str)
+    remote = (setting or gitleases.upstream_remote(board.root_str)
+              or gitleases.only_remote(board.root_str))
     if not remote:
         return None
     return Site(board.root_str, remote, board.private_str)
