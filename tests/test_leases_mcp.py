@@ -4,7 +4,6 @@ list tool marks or leaves out leased tasks (issue 24 items 1 and 3, docs/leases.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import anyio
@@ -48,4 +47,3 @@ def test_mcp_claim_and_heartbeat_hold_the_remote_lease(tmp_path: Path,
 
     anyio.run(run)
     assert json.loads(lease_record(remote, task).splitlines()[-1])["by"] == "bob"
-    time.sleep(0)
