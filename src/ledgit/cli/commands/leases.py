@@ -26,7 +26,8 @@ def lease_list_cmd(expired: bool, as_json: bool) -> int:
     """``ledgit lease list``: every lease on the remote, fetched now (one round trip): task,
     state (held / ended), holder, expiry; ``expired``: only those that ran out. JSON:
     ``{remote, leases: [{task, state, by, at, expires, live, op, took_over_from}]}``.
-    Returns 0; exit 69 when the remote cannot be reached, 2 without a lease remote."""
+    Returns 0 (an unreachable remote: one warning, the leases as last seen); exit 2 without
+    a lease remote."""
     site = _site()
     found = leases.remote_leases(site, window=0, warn=leases.warn_stderr)
     now = time.time()
