@@ -237,3 +237,16 @@ def test_the_loser_of_a_local_takeover_is_told_who_and_how(tmp_path: Path) -> No
     line = one_line(lg(root, "heartbeat", task, "--by", "alice", check=6).stderr)
     assert "alice's claim was taken over by bob" in line
     assert "claim it first" not in line
+
+
+def test_the_default_lease_remote_is_the_upstream_among_several(tmp_path: Path) -> None:
+    remote, seed, (t1, t2) = make_remote(tmp_path, tasks=2)
+    other = tmp_path / "other.git"
+    git("init", "-q", "--bare", str(other), cwd=tmp_path)
+    a = clone(remote, tmp_path / "a")
+    git("remote", "add", "other", str(other), cwd=a)
+    lg(a, "claim", t1, "--by", "alice")  # main tracks origin/main: origin holds it
+    assert set(lease_refs(remote)) == {t1} and lease_refs(other) == {}
+    git("checkout", "-q", "--detach", cwd=a)  # no upstream, two remotes: a local claim
+    lg(a, "claim", t2, "--by", "alice")
+    assert set(lease_refs(remote)) == {t1} and lease_refs(other) == {}

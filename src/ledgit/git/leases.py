@@ -75,10 +75,9 @@ def _env() -> dict[str, str]:
             "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
 
 
-def only_remote(cwd: Path | str) -> str | None:
-    """The repository's one remote (``git remote``), None when it has none or several."""
-    names = os.fsdecode(run_git(["remote"], cwd, check=False).stdout).split()
-    return names[0] if len(names) == 1 else None
+def remote_names(cwd: Path | str) -> list[str]:
+    """The repository's remotes (``git remote``)."""
+    return os.fsdecode(run_git(["remote"], cwd, check=False).stdout).split()
 
 
 def upstream_remote(cwd: Path | str) -> str | None:
@@ -199,7 +198,7 @@ def set_mirror(cwd: Path | str, remote: str, task: str, oid: str | None) -> None
 
 __all__ = [
     "EMPTY_TREE", "LEASES_NS", "MIRROR_NS", "MirrorEntry", "PushOutcome", "fetch_leases",
-    "lease_ref", "make_lease_commit", "mirror_ref", "only_remote",
+    "lease_ref", "make_lease_commit", "mirror_ref", "remote_names",
     "push_deletes",
     "push_lease", "read_mirror", "set_mirror", "upstream_remote",
 ]

@@ -179,14 +179,20 @@ def end_known(lease: Lease, history_text: str | None) -> bool:
 
 def site_of(board: Board) -> Site | None:
     """Where ``board``'s leases live, None for local claims only. ``leases: NAME`` names the
-    remote; without the setting it is the current branch's upstream remote, else the
-    repository's only remote (a worktree on a local branch, a detached HEAD mid-rebase);
-    None with ``leases: none``, outside Git, or with no upstream and several remotes."""
+    remote; without the setting it is the repository's only remote (any branch, a detached
+    HEAD mid-rebase), or with several the current branch's upstream remote; None with
+    ``leases: none``, outside Git, without a remote, or with several and no upstream."""
     setting = board.config.leases
     if setting == "none" or board.git_dir_str is None:
         return None
-    remote = (setting or gitleases.upstream_remote(board.root_str)
-              or gitleases.only_remote(board.root_str))
+    remote = setting
+    if not remote:  # one `git remote` in the common cases (no remote, one remote)
+        names = gitleases.remote_names(board.root_str)
+        if len(names) == 1:
+            remote = names[0]
+        elif names:
+            upstream = gitleases.upstream_remote(board.root_str)
+            remote = upstream if upstream in names else None
     if not remote:
         return None
     return Site(board.root_str, remote, board.private_str)

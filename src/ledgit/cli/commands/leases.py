@@ -16,8 +16,8 @@ def _site() -> leases.Site:
     board = command_board()
     site = leases.site_of(board)
     if site is None:
-        raise LedgitError("this board has no lease remote (leases: none, or the current "
-                          "branch has no upstream; set leases: REMOTE in "
+        raise LedgitError("this board has no lease remote (leases: none, no remote, or "
+                          "several and no upstream; set leases: REMOTE in "
                           ".ledgit/config.yaml)", USAGE)
     return site
 
