@@ -42,8 +42,8 @@ _PLAIN_REST = _PLAIN_FIRST | frozenset(": ")  # ... and goes on with these
 class BoardConfig:
     """Versioned board settings (immutable). ``id_prefix``: the id prefix; ``claim_ttl``:
     seconds; ``leases``: the remote that holds claim leases (None: the repository's remote, or
-    with several the current branch's upstream; ``"none"``: local claims only; docs/leases.md); ``x``: extensions (not
-    part of equality)."""
+    with several the current branch's upstream; ``"none"``: local claims only; docs/leases.md);
+    ``x``: extensions (not part of equality)."""
 
     __slots__ = ("id_prefix", "claim_ttl", "leases", "x")
 
