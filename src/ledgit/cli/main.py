@@ -64,6 +64,7 @@ COMMANDS: dict[str, str] = {
     "check": "ledgit.cli.check:check_cmd",
     "verify": "ledgit.cli.gitcli:verify_cmd",  # cli.verify_cmd + the CI gate options
     "cache": "ledgit.cli.main:cache_group",
+    "lease": "ledgit.cli.main:lease_group",
     "project": "ledgit.cli.main:project_group",
     "demo": "ledgit.cli.demo:demo_cmd",
     "board": "ledgit.boardpage.cli:board_cmd",
@@ -88,7 +89,8 @@ SECTION: dict[str, str] = {
     "monitor": "Tasks", "park": "Tasks", "drop": "Tasks", "archive": "Tasks",
     "reopen": "Tasks", "history": "Tasks",
     "claim": "Agent state", "heartbeat": "Agent state", "release": "Agent state",
-    "item": "Agent state", "accept": "Agent state", "revise": "Agent state",
+    "item": "Agent state", "lease": "Agent state", "accept": "Agent state",
+    "revise": "Agent state",
     "writeback": "Agent state", "handoff": "Agent state",
     "install": "Git integration", "uninstall": "Git integration", "verify": "Git integration",
     "resolve": "Git integration", "doctor": "Git integration",
@@ -135,6 +137,9 @@ EXAMPLES: dict[str, str] = {
     "cache": "ledgit cache rebuild",
     "cache rebuild": "ledgit cache rebuild",
     "cache status": "ledgit cache status --json",
+    "lease": "ledgit lease list",
+    "lease list": "ledgit lease list --expired --json",
+    "lease prune": "ledgit lease prune",
     "demo": "ledgit demo --keep",
     "import": "ledgit import beads .beads/issues.jsonl",
     "import beads": "ledgit import beads .beads/issues.jsonl",
@@ -425,6 +430,7 @@ record_cmd = _command("record")
 revert_cmd = _command("revert")
 verify_cmd = _command("verify")
 cache_group = _group("cache")
+lease_group = _group("lease")
 project_group = _group("project")
 
 

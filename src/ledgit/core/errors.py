@@ -12,6 +12,7 @@ STALE = 3  # stale revision (--expect)
 NOT_FOUND = 4  # not found / ambiguous
 BUSY = 5  # lock timeout
 CLAIM = 6  # claim held or lost
+REMOTE = 69  # EX_UNAVAILABLE (sysexits.h): the lease remote is unreachable or refuses leases
 IO_ERROR = 74  # EX_IOERR (sysexits.h): no space, quota or an I/O error; the write was undone
 
 

@@ -14,11 +14,11 @@ from mcp.types import CallToolResult, TextContent
 from pydantic_core import to_json
 from typing_extensions import TypedDict
 
-from ledgit.core.errors import CLAIM, NOT_FOUND, STALE, USAGE, LedgitError
+from ledgit.core.errors import CLAIM, NOT_FOUND, REMOTE, STALE, USAGE, LedgitError
 from ledgit.storage.board import Board
 
 KINDS = {USAGE: "invalid_input", STALE: "stale_revision", NOT_FOUND: "not_found",
-         CLAIM: "claim_held", 5: "busy", 1: "check_failed"}
+         CLAIM: "claim_held", 5: "busy", 1: "check_failed", REMOTE: "remote_unavailable"}
 
 
 # --------------------------------------------------------------------------- shapes

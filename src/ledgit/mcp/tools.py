@@ -30,6 +30,7 @@ from ledgit.mcp.boards import Boards
 from ledgit.mcp.results import Created, Readout, Rows, Written, failure, ok
 from ledgit.operations import claims, stateitems, transitions
 from ledgit.operations.arguments import resolve_ids, resolve_or_keep, split_list, status_of
+from ledgit.operations.leases import add_leases, board_leases, unleased
 from ledgit.operations.rows import ROW_KEYS, filters_of, is_negative, row_view
 from ledgit.operations.writing import write_task
 from ledgit.storage.actor import actor_name
@@ -152,14 +153,17 @@ def build_tools(boards: Boards) -> list[Tool]:
         return await anyio.to_thread.run_sync(timed)
 
     def mutation(board: Board, task: str, by: str | None, expect: str | None,
-                 op: Callable[..., Any]) -> Written:
-        written, record, result, actor = write_task(task, by, expect, op, board)
+                 op: Callable[..., Any], *, take_over: bool = False,
+                 offline: bool = False) -> Written:
+        written, record, result, actor = write_task(task, by, expect, op, board,
+                                                    take_over=take_over, offline=offline)
         return Written(id=record.id, op=result.op, status=record.fields["status"],
                        revision=record.revision, actor=actor, meta=result.meta or {},
                        written=written)
 
     def rows_of(board: Board, rows: list[dict[str, Any]], fields: list[str] | None,
-                errors: list[tuple[str, str]], extra: tuple[str, ...] = ()) -> Rows:
+                errors: list[tuple[str, str]], extra: tuple[str, ...] = (),
+                leases: dict[str, Any] | None = None) -> Rows:
         keep = _fields(fields)
         ttl = int(board.config.claim_ttl)
         now = time.time()
@@ -170,6 +174,8 @@ def build_tools(boards: Boards) -> list[Tool]:
             for k in extra:
                 out[k] = row.get(k)
             views.append(out)
+        if keep is ROW_FIELDS:
+            add_leases(views, leases, now)  # docs/leases.md: `lease` on boards with leases
         return Rows(tasks=views, count=len(views),
                     errors=[{"path": p, "message": m} for p, m in errors])
 
@@ -190,12 +196,16 @@ def build_tools(boards: Boards) -> list[Tool]:
             known_values("outcome", [outcome] if outcome else None, OUTCOME_KINDS)
             filters = filters_of(tuple(status or ()), owner, worker,
                                  tuple(label or ()), include_archived, outcome)
+            leases = board_leases(board)
             with boards.index(board) as index:
-                found = index.rows(ready=ready, sort=sort, limit=limit, **filters)
+                found = index.rows(ready=ready, sort=sort,
+                                   limit=None if ready and leases else limit, **filters)
                 errors = index.errors()
             if ready:
                 found = [r for r in found if not is_negative(r)]
-            return rows_of(board, found, fields, errors)
+                if leases:  # leased on the remote: not ready (docs/leases.md)
+                    found = unleased(found, leases)[:limit]
+            return rows_of(board, found, fields, errors, leases=leases)
         return await read_call(None, root, {"owner": owner, "worker": worker, "label": label,
                                  "status": status, "fields": fields}, body)
 
@@ -270,14 +280,17 @@ def build_tools(boards: Boards) -> list[Tool]:
     @tool(write)
     def claim(task: Task, action: Literal["claim", "heartbeat", "release"] = "claim",
               note: str | None = None, take_over: bool = False, force: bool = False,
-              by: By = None, expect: Expect = None, root: Root = None
+              offline: bool = False, by: By = None, expect: Expect = None, root: Root = None
               ) -> Annotated[CallToolResult, Written]:
         """Claim a task (in_progress, a lease), renew it (heartbeat) or give it up
-        (release). take_over: a stale claim; force: dependencies not done."""
+        (release). take_over: a stale claim or an expired remote lease; force: dependencies
+        not done; offline: no remote lease (docs/leases.md)."""
         def run(board: Board) -> Written:
             if action == "heartbeat":
                 return mutation(board, task, by, expect,
-                                lambda r, a, now, ttl: claims.heartbeat(r, by=a, now=now, ttl=ttl))
+                                lambda r, a, now, ttl: claims.heartbeat(r, by=a, now=now,
+                                                                        ttl=ttl),
+                                offline=offline)
             if action == "release":
                 return mutation(board, task, by, expect,
                                 lambda r, a, now, ttl: claims.release(r, by=a, now=now, ttl=ttl,
@@ -287,7 +300,7 @@ def build_tools(boards: Boards) -> list[Tool]:
                 deps = {d: status_of(board, d) for d in r.fields.get("depends_on", [])}
                 return claims.claim(r, by=a, now=now, ttl=ttl, note=note, take_over=take_over,
                                  force=force, dependency_status=deps)
-            return mutation(board, task, by, expect, op)
+            return mutation(board, task, by, expect, op, take_over=take_over, offline=offline)
         return call(task, root, {"note": note, "by": by, "expect": expect}, run)
 
     @tool(write)

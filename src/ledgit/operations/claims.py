@@ -156,7 +156,8 @@ def heartbeat(record: Record, *, by: str, now: str, ttl: int) -> Change:
         raise fail(f"{record.id}: claim lost to {winner} (contested in a merge)", CLAIM)
     held = record.fields.get("claim")
     if not held:
-        raise fail(f"{record.id}: no claim to renew (claim it first)", CLAIM)
+        raise fail(f"{record.id}: no claim to renew: nobody holds one (status "
+                   f"{record.fields['status']})", CLAIM)
     if held["by"] != by:
         fr = claim_freshness(record, now, ttl)
         # The record does not say whether `by` held it before (taken over) or never did:

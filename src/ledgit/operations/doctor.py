@@ -27,6 +27,7 @@ from ledgit.operations.hookblock import (
     uses_pre_commit_framework,
 )
 from ledgit.operations.install import DRIVER, attributes_file, install, preflight, work_tree_top
+from ledgit.operations.leases import doctor_lines
 from ledgit.storage.board import Board
 from ledgit.storage.boardcheck import verify_board
 from ledgit.storage.boardinit import BOARD_IGNORE
@@ -220,6 +221,9 @@ def doctor(cwd: Path, *, fix: bool = False, repair: bool = False) -> tuple[int, 
         lines.append(f"gap: {gap}")
     if not gaps:
         lines.append(f"ok: {len(worktrees)} worktree(s) checked, nothing missing")
+    top = repository.toplevel(cwd) or cwd
+    if (top / board_rel / ".ledgit").is_dir():  # expired remote leases (docs/leases.md)
+        lines += doctor_lines(Board(top / board_rel))
     return (1 if gaps else 0), lines
 
 

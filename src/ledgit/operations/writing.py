@@ -9,11 +9,13 @@ import sys
 from collections.abc import Callable
 
 from ledgit.core.change import Change
-from ledgit.core.errors import LedgitError
+from ledgit.core.claimloss import claim_loss
+from ledgit.core.errors import CLAIM, LedgitError
 from ledgit.core.history import HistoryError, parse_events
 from ledgit.core.readout import now_timestamp
 from ledgit.core.record import Record
 from ledgit.operations import claims
+from ledgit.operations.leasestep import LeaseStep
 from ledgit.storage.actor import actor_or_warn
 from ledgit.storage.board import Board
 from ledgit.storage.writepath import mutate_task
@@ -24,18 +26,24 @@ Op = Callable[[Record, str, str, int], Change]
 
 
 def write_task(task: str, by: str | None, expect: str | None,
-               op: Op, board: Board) -> tuple[bool, Record, Change, str]:
+               op: Op, board: Board, *, take_over: bool = False,
+               offline: bool = False) -> tuple[bool, Record, Change, str]:
     """Apply ``op(record, actor, now, ttl)`` to one task through the board's write path
     (lock, read the truth, check --expect, write); returns (written?, record now on disk,
     change, actor). A change that alters nothing writes nothing (written = False).
     ``board``: the board to write. Raises what ``op`` raises (prefixed, for a claim that a
-    merge ended, with who ended it), exit 3 for a stale ``expect``, 4 for an unknown id."""
+    merge ended, with who ended it), exit 3 for a stale ``expect``, 4 for an unknown id.
+    A claim, heartbeat, release or lifecycle end also takes, renews or ends the task's
+    lease on the board's remote first (:class:`ledgit.operations.leasestep.LeaseStep`;
+    ``take_over``, ``offline``: ``claim --take-over``, ``--offline``): exit 6 or 69 there
+    writes nothing."""
     tid = board.resolve_id(task)
     actor = actor_or_warn(by, board.root_str)
     ttl = int(board.config.claim_ttl)
     done: list[tuple[Record, Change]] = []
 
     ended: list[str] = []
+    lease = LeaseStep(board, take_over=take_over, offline=offline)
 
     def change(record: Record) -> Change:
         ended[:] = _claim_ended(board, record, actor)
@@ -44,15 +52,35 @@ def write_task(task: str, by: str | None, expect: str | None,
         except LedgitError as exc:
             if ended:  # the loser of a claim learns who ended it (docs/merge.md)
                 raise LedgitError(f"{record.id}: {ended[0]}; {exc.message}", exc.code) from None
+            lost = _claim_lost(board, record, actor) if exc.code == CLAIM else None
+            if lost:  # ... and so does the loser of a takeover or an end (issue 24)
+                raise LedgitError(f"{record.id}: {lost}; {exc.message}", exc.code) from None
             raise
+        lease.apply(record, result, actor, ttl)
         done.append((record, result))
         return result
 
-    record = mutate_task(board, tid, change, actor, expect=expect)
+    try:
+        record = mutate_task(board, tid, change, actor, expect=expect)
+    except BaseException:
+        lease.undo()
+        raise
     if ended:
         sys.stderr.write(f"ledgit: note: {tid}: {ended[0]}\n")
     before, result = done[-1]
     return record.revision != before.revision, record, result, actor
+
+
+def _claim_lost(board: Board, record: Record, actor: str) -> str | None:
+    """``"alice's claim was taken over by bob at T"`` (or completed, dropped...) when someone
+    else ended ``actor``'s last claim (:func:`ledgit.core.claimloss.claim_loss`); None
+    otherwise."""
+    try:
+        how = claim_loss(parse_events(board.read_history_text(record.id) or "", record.id),
+                         actor)
+    except HistoryError:
+        return None
+    return f"{actor}'s claim was {how}" if how else None
 
 
 def _claim_ended(board: Board, record: Record, actor: str) -> list[str]:

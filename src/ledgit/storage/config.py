@@ -5,6 +5,7 @@ scalar is a string, coerced here)::
 
     id_prefix: T        # new ids are T-<10 base32 chars>
     claim_ttl: 30m      # a claim older than this is stale: 90s, 30m, 2h, 1d or seconds
+    leases: origin      # the remote holding claim leases (docs/leases.md); none: local only
 
 Unknown settings are refused (a typo must not be silently ignored); extensions go under ``x:``.
 The common flat file is read by a tiny line parser so that reads do not pay for importing
@@ -37,18 +38,22 @@ _PLAIN_REST = _PLAIN_FIRST | frozenset(": ")  # ... and goes on with these
 
 class BoardConfig:
     """Versioned board settings (immutable). ``id_prefix``: the id prefix; ``claim_ttl``:
-    seconds; ``x``: extensions (not part of equality)."""
+    seconds; ``leases``: the remote that holds claim leases (None: the repository's remote, or
+    with several the current branch's upstream; ``"none"``: local claims only; docs/leases.md);
+    ``x``: extensions (not part of equality)."""
 
-    __slots__ = ("id_prefix", "claim_ttl", "x")
+    __slots__ = ("id_prefix", "claim_ttl", "leases", "x")
 
     id_prefix: str
     claim_ttl: int
+    leases: str | None
     x: dict[str, Any]
 
     def __init__(self, id_prefix: str = DEFAULT_PREFIX, claim_ttl: int = DEFAULT_CLAIM_TTL,
-                 x: dict[str, Any] | None = None) -> None:
+                 x: dict[str, Any] | None = None, leases: str | None = None) -> None:
         object.__setattr__(self, "id_prefix", id_prefix)
         object.__setattr__(self, "claim_ttl", claim_ttl)
+        object.__setattr__(self, "leases", leases)
         object.__setattr__(self, "x", {} if x is None else x)
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -57,20 +62,32 @@ class BoardConfig:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BoardConfig):
             return NotImplemented
-        return (self.id_prefix, self.claim_ttl) == (other.id_prefix, other.claim_ttl)
+        return ((self.id_prefix, self.claim_ttl, self.leases)
+                == (other.id_prefix, other.claim_ttl, other.leases))
 
     def __hash__(self) -> int:
-        return hash((self.id_prefix, self.claim_ttl))
+        return hash((self.id_prefix, self.claim_ttl, self.leases))
 
     def __repr__(self) -> str:
         return (f"BoardConfig(id_prefix={self.id_prefix!r}, claim_ttl={self.claim_ttl!r}, "
-                f"x={self.x!r})")
+                f"leases={self.leases!r}, x={self.x!r})")
 
 
 def valid_prefix(text: str) -> bool:
     """True for an id prefix: an ASCII letter, then up to 15 ASCII letters or digits."""
     return (1 <= len(text) <= 16 and text[0] in _ASCII_LETTERS
             and all(c in _ASCII_LETTERS or c in _DIGITS for c in text))
+
+
+def valid_remote_name(text: str) -> bool:
+    """True for what ``leases:`` may name: ``none``, or a Git remote name (git-check-ref-format
+    rules for one path of components: no space, control character, ``..``, ``~^:?*[\\``,
+    no leading ``-`` or ``.``, no trailing ``/``, ``.`` or ``.lock``)."""
+    if not text or text.startswith(("-", ".", "/")) or text.endswith(("/", ".", ".lock")):
+        return False
+    if ".." in text or "//" in text or "@{" in text:
+        return False
+    return all(" " < c != "\x7f" and c not in "~^:?*[\\" for c in text)
 
 
 def parse_duration(text: str) -> int:
@@ -186,9 +203,9 @@ def _coerce(raw: dict[str, Any], lines: dict[str, int], path: str) -> BoardConfi
                 raise fail(key, "x must be a mapping")
             kwargs["x"] = value or {}
             continue
-        if key not in ("id_prefix", "claim_ttl"):
-            raise fail(key, "unknown setting (known: id_prefix, claim_ttl; put extensions "
-                            "under 'x:')")
+        if key not in ("id_prefix", "claim_ttl", "leases"):
+            raise fail(key, "unknown setting (known: id_prefix, claim_ttl, leases; put "
+                            "extensions under 'x:')")
         if not isinstance(value, str):
             raise fail(key, "expected a single value")
         if value.strip() == "":
@@ -197,6 +214,11 @@ def _coerce(raw: dict[str, Any], lines: dict[str, int], path: str) -> BoardConfi
             if not valid_prefix(value.strip()):
                 raise fail(key, f"invalid id prefix {value!r} (a letter, then up to 15 "
                                 f"letters or digits)")
+            kwargs[key] = value.strip()
+        elif key == "leases":
+            if not valid_remote_name(value.strip()):
+                raise fail(key, f"invalid remote name {value!r} (a Git remote's name, or "
+                                f"none for local claims only)")
             kwargs[key] = value.strip()
         else:
             try:

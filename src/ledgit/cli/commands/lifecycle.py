@@ -20,11 +20,12 @@ if TYPE_CHECKING:
     from ledgit.core.record import Record
 
 
-def claim_cmd(task: str, note: str | None, take_over: bool, force: bool, by: str | None,
-              expect: str | None, as_json: bool) -> int:
+def claim_cmd(task: str, note: str | None, take_over: bool, force: bool, offline: bool,
+              by: str | None, expect: str | None, as_json: bool) -> int:
     """``ledgit claim``: TASK in_progress with a lease for the actor
-    (:func:`ledgit.operations.transitions.claim`:
-    its dependencies done unless ``force``; a stale claim only with ``take_over``)."""
+    (:func:`ledgit.operations.claims.claim`: its dependencies done unless ``force``; a stale
+    claim or an expired remote lease only with ``take_over``; ``offline``: no remote lease,
+    docs/leases.md)."""
     board = command_board()
 
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
@@ -38,16 +39,17 @@ def claim_cmd(task: str, note: str | None, take_over: bool, force: bool, by: str
         return (f"{rec.id}: claimed by {rec.fields['claim']['by']}{extra} "
                 f"(rev {rec.revision[:12]})")
 
-    return mutate(task, by, expect, op, as_json, show)
+    return mutate(task, by, expect, op, as_json, show, take_over=take_over, offline=offline)
 
 
-def heartbeat_cmd(task: str, by: str | None, expect: str | None, as_json: bool) -> int:
+def heartbeat_cmd(task: str, offline: bool, by: str | None, expect: str | None,
+                  as_json: bool) -> int:
     """``ledgit heartbeat``: renew the actor's claim on TASK
-    (:func:`ledgit.operations.transitions.heartbeat`;
-    exit 6 if it is held by someone else or was lost)."""
+    (:func:`ledgit.operations.claims.heartbeat`) and its remote lease unless ``offline``; exit
+    6 if it is held by someone else or was lost, naming who ended it and how."""
     return mutate(task, by, expect,
                   lambda r, actor, now, ttl: claims.heartbeat(r, by=actor, now=now, ttl=ttl),
-                  as_json)
+                  as_json, offline=offline)
 
 
 def release_cmd(task: str, note: str | None, by: str | None, expect: str | None,

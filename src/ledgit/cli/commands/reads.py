@@ -28,6 +28,13 @@ from ledgit.core.readout import (
     render_readout,
 )
 from ledgit.operations import projects
+from ledgit.operations.leases import (
+    blocks_ready,
+    board_leases,
+    confirmation,
+    site_of,
+    unleased,
+)
 from ledgit.operations.rows import filters_of, is_negative, row_view
 from ledgit.storage.board import find_board
 from ledgit.storage.index import Index
@@ -50,12 +57,23 @@ def get_cmd(task: str, no_body: bool, as_json: bool) -> int:
     external = [d for d in fields.get("depends_on") or [] if ":" in d]
     if external:
         _add_external(readout, board, str(fields.get("id")), external)
+    claim = fields.get("claim")
+    site = site_of(board) if claim else None
+    if site is not None and claim:  # docs/leases.md: a claim the remote lease confirms?
+        readout["lease"] = confirmation(site, str(fields["id"]), str(claim.get("by")),
+                                        time.time())
     if as_json:
         out_json(readout)
     else:
         text = render_readout(readout, body=not no_body)
         if external:
             text = _render_external(readout) + text
+        if "lease" in readout:
+            head, sep, rest = text.partition("\nnext_action:")
+            lease = readout["lease"]
+            line = ("lease:         " + ("" if lease["state"] == "confirmed"
+                                         else "UNCONFIRMED: ") + lease["reason"])
+            text = f"{head}\n{line}{sep}{rest}" if sep else text + line + "\n"
         out(text, nl=False)
     return OK
 
@@ -139,7 +157,10 @@ def list_cmd(status: tuple[str, ...], owner: str | None, worker: str | None,
         if ready:
             rows = [r for r in rows if not is_negative(r)]
         errors = index.errors()
-    print_rows(rows, as_json, board, errors)
+    leases = board_leases(board)
+    if ready and leases:
+        rows = unleased(rows, leases)
+    print_rows(rows, as_json, board, errors, leases)
     return OK
 
 
@@ -172,27 +193,36 @@ def ready_cmd(owner: str | None, worker: str | None, label: tuple[str, ...],
         return _across_projects("ready", as_json, owner=owner, worker=worker, label=label,
                                 limit=limit)
     board = command_board()
-    rows, errors = ready_rows(board, owner, worker, label, limit)
+    leases = board_leases(board)
+    rows, errors = ready_rows(board, owner, worker, label, limit, leases)
     why = None
     if not rows and not as_json:
         with Index.open(board) as index:
-            why = why_nothing_ready(index, filters_of((), owner, worker, label, False, None))
-    print_rows(rows, as_json, board, errors)
+            why = why_nothing_ready(index, filters_of((), owner, worker, label, False, None),
+                                    leases)
+    print_rows(rows, as_json, board, errors, leases)
     if why is not None:
         err(f"ledgit ready: {why}")
     return OK
 
 
 def ready_rows(board: Board, owner: str | None, worker: str | None, label: tuple[str, ...],
-               limit: int | None) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+               limit: int | None, leases: dict[str, Any] | None = None
+               ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """The ready rows of ``board`` (and the index's errors): a task that depends on another
-    board's task (``ALIAS:ID``) is ready only once that task is done there."""
+    board's task (``ALIAS:ID``) is ready only once that task is done there; one a remote
+    lease holds (``leases``, :func:`board_leases`) is left out."""
     with Index.open(board) as index:
         filters = filters_of((), owner, worker, label, False, None)
-        rows = [r for r in index.rows(ready=True, sort="priority", limit=limit, **filters)
+        rows = [r for r in index.rows(ready=True, sort="priority",
+                                      limit=None if leases else limit, **filters)
                 if not is_negative(r)]
+        if leases:
+            rows = unleased(rows, leases)[:limit]
         pending = [r for r in index.rows(pending_external=True, sort="priority", **filters)
                    if not is_negative(r)]
+        if leases:
+            pending = unleased(pending, leases)
         errors = index.errors()
     if pending:
 
@@ -254,10 +284,12 @@ def _across_projects(what: str, as_json: bool, **kw: Any) -> int:
     return OK
 
 
-def why_nothing_ready(index: Index, filters: dict[str, Any]) -> str:
+def why_nothing_ready(index: Index, filters: dict[str, Any],
+                      leases: dict[str, Any] | None = None) -> str:
     """Why ``ready`` offers nothing, in one line with the next step: how many tasks are open
     and what keeps each from being ready (a dependency not done, named with its status; a
-    drop/no_change outcome; a claim), or, with none open, what the tasks are doing."""
+    drop/no_change outcome; a claim; a lease on the remote, from ``leases``), or, with none
+    open, what the tasks are doing."""
     scope = " with these filters" if set(filters) - {"include_archived"} else ""
     status_of = {r["id"]: r.get("status") for r in index.rows(include_archived=True)}
     rows = index.rows(sort="priority", **dict(filters, include_archived=False))
@@ -277,8 +309,12 @@ def why_nothing_ready(index: Index, filters: dict[str, Any]) -> str:
         return (f"nothing is ready: no open task{scope} ({doing}; ledgit list shows them; "
                 f"make one: ledgit create TITLE)")
     blocked: list[str] = []
-    negative = claimed = 0
+    negative = claimed = leased = 0
+    now = time.time()
     for r in open_rows:
+        if leases and r["id"] in leases and blocks_ready(leases[r["id"]], r, now):
+            leased += 1
+            continue
         waiting = [d for d in r.get("depends_on") or [] if status_of.get(d) != "done"]
         if waiting:
             blocked.append(f"{r['id']} waits for " + ", ".join(
@@ -296,6 +332,8 @@ def why_nothing_ready(index: Index, filters: dict[str, Any]) -> str:
                      "again)")
     if claimed:
         parts.append(f"{claimed} claimed while open (ledgit check shows why)")
+    if leased:
+        parts.append(f"{leased} leased or ended on the remote (ledgit lease list shows them)")
     return f"nothing is ready: {len(open_rows)} open{scope}, " + ", ".join(parts)
 
 

@@ -9,11 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 from ledgit.cli.commands.output import err, out, out_json
 from ledgit.core.markers import has_markers
+from ledgit.operations.leases import END_OPS, add_leases
 from ledgit.operations.rows import row_view
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
 
+    from ledgit.operations.leases import Lease
     from ledgit.storage.board import Board
+
 
 def row_line(v: dict[str, Any]) -> str:
     """The text line of one :func:`row_view` (list, search, ready): id, status, priority,
@@ -21,7 +25,20 @@ def row_line(v: dict[str, Any]) -> str:
     prio = "-" if v["priority"] is None else str(v["priority"])
     claim = f"  [{v['claim'].get('by')} {v['freshness']['state']}]" if v["claim"] else ""
     outcome = f"  ({v['outcome']['kind']})" if v.get("outcome") else ""
-    return f"{v['id']}  {v['status']:<11}  P{prio}  {v['title']}{claim}{outcome}\n"
+    return f"{v['id']}  {v['status']:<11}  P{prio}  {v['title']}{claim}{outcome}" \
+           f"{lease_text(v.get('lease'), v['status'])}\n"
+
+
+def lease_text(view: Mapping[str, Any] | None, status: str) -> str:
+    """``  {leased by bob until T}`` (or ``{completed by bob on the remote}``) for a live
+    remote lease in a row (:func:`ledgit.operations.leases.lease_view`); empty otherwise."""
+    if not view or not view.get("live"):
+        return ""
+    if view["state"] == "ended":
+        if status not in ("open", "in_progress"):
+            return ""  # the end is known here
+        return f"  {{{END_OPS.get(view['op'], view['op'])} by {view['by']} on the remote}}"
+    return f"  {{leased by {view['by']} until {view['expires']}}}"
 
 
 def warn_markers(task_id: Any, body: Any, path: Any) -> None:
@@ -36,13 +53,16 @@ def warn_markers(task_id: Any, body: Any, path: Any) -> None:
 
 
 def print_rows(rows: list[dict[str, Any]], as_json: bool, board: Board,
-               errors: list[tuple[str, str]]) -> None:
+               errors: list[tuple[str, str]], leases: Mapping[str, Lease] | None = None
+               ) -> None:
     """Print index ``rows`` of ``board``: one :func:`row_line` each, or JSON ``{tasks,
     count, errors}`` (docs/cli.md); a warning on stderr for each (path, message) in
-    ``errors`` (files the index skipped) and for each body holding conflict markers."""
+    ``errors`` (files the index skipped) and for each body holding conflict markers.
+    ``leases``: the remote's leases by task (rows then carry ``lease``: docs/leases.md)."""
     ttl = int(board.config.claim_ttl)
     now = time.time()
     views = [row_view(r, now, ttl) for r in rows]
+    add_leases(views, leases, now)
     for r in rows:
         warn_markers(r.get("id"), r.get("body"), r.get("path"))
     for path, message in errors:

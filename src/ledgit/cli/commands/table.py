@@ -122,12 +122,19 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               TASK,
               Param(VALUE, "--note",
                     help="What you are about to do (kept verbatim in the claim)."),
-              Param(FLAG, "--take-over", help="Take a stale claim from its holder."),
+              Param(FLAG, "--take-over",
+                    help="Take a stale claim, or an expired remote lease, from its holder."),
               Param(FLAG, "--force", help="Claim even though dependencies are not done."),
+              Param(FLAG, "--offline",
+                    help="Claim locally without the remote lease (unconfirmed until a "
+                         "heartbeat takes it)."),
               *MUTATION),
         _spec("heartbeat", "lifecycle:heartbeat_cmd",
               "Renew your claim on TASK. Exit 6 if it is held by someone else or was lost.",
-              TASK, *MUTATION),
+              TASK,
+              Param(FLAG, "--offline", help="Renew the local claim only, not the remote "
+                                            "lease."),
+              *MUTATION),
         _spec("release", "lifecycle:release_cmd",
               "Give up your claim on TASK (in_progress goes back to open).",
               TASK, Param(VALUE, "--note", help="Why (kept in the event)."), *MUTATION),
@@ -272,6 +279,14 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               "Remove the registration ALIAS (team, or --user: yours).",
               Param(ARG, "alias"),
               Param(FLAG, "--user", help="Remove it from your user config."), JSON),
+        _spec("lease list", "leases:lease_list_cmd",
+              "The claim leases on the board's remote (docs/leases.md): holder, expiry, "
+              "end markers; fetched now.",
+              Param(FLAG, "--expired", help="Only leases that ran out."), JSON),
+        _spec("lease prune", "leases:lease_prune_cmd",
+              "Delete the leases that ran out from the remote, each by compare-and-swap on "
+              "its expired value.",
+              JSON),
         _spec("cache rebuild", "cache:cache_rebuild_cmd",
               "Rebuild the index from the task files.", JSON),
         _spec("cache status", "cache:cache_status_cmd",
@@ -285,6 +300,7 @@ SPECS = _specs()
 GROUPS = {
     "item": "State items: facts, decisions, questions, blockers, rejected options, artifacts.",
     "cache": "The per-worktree index (derived; safe to delete).",
+    "lease": "Claim leases on the board's remote (docs/leases.md).",
     "project": "Other boards this board reaches: --project ALIAS on task commands, ALIAS:ID deps.",
 }
 # What ``python -m ledgit`` runs without click: every spec except ``verify``, whose command

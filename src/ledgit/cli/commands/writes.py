@@ -41,11 +41,13 @@ MIN_EVENT_PREFIX = 4  # hex digits, as Git's shortest abbreviation (core.abbrev 
 
 
 def mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,
-           show: Callable[[Record, Change], str] | None = None) -> int:
+           show: Callable[[Record, Change], str] | None = None, *, take_over: bool = False,
+           offline: bool = False) -> int:
     """Write one task with ``op`` (:func:`write_task`) and print the result: ``show``'s
     line, or the common mutation line / JSON shape ``{id, op, status, revision, actor, meta,
-    written}`` (docs/cli.md). Returns 0."""
-    written, record, result, actor = write_task(task, by, expect, op, command_board())
+    written}`` (docs/cli.md). ``take_over``, ``offline``: see :func:`write_task`. Returns 0."""
+    written, record, result, actor = write_task(task, by, expect, op, command_board(),
+                                                take_over=take_over, offline=offline)
     if as_json:
         out_json({"id": record.id, "op": result.op, "status": record.fields["status"],
                   "revision": record.revision, "actor": actor, "meta": result.meta or {},

@@ -1,0 +1,594 @@
+"""Remote leases: the policy (DESIGN §4 "Remote leases", docs/leases.md).
+
+A board with a shared remote (``leases:`` in ``.ledgit/config.yaml``; default: the remote of
+the current branch's upstream; ``none``: local claims only) keeps one lease per claimed task on
+that remote, written by compare-and-swap (:mod:`ledgit.git.leases`), so that two clones cannot
+both hold a task: the ref has one value at a time and every change is a CAS on the value the
+writer last saw.
+
+The record (the lease commit's message: a subject line, a blank line, canonical JSON)::
+
+    {"v": 1, "task", "state": "held"|"ended", "by", "at", "renewed", "expires", "ttl",
+     "revision", "op"?, "took_over_from"?, "nonce"}
+
+``held``: ``by`` holds the task since ``at``, last renewed at ``renewed``, until ``expires``
+(``renewed + ttl``, by the writer's clock). ``ended``: ``by`` ended the task with ``op``
+(complete, drop, park, archive, wait, monitor) at ``at``; ``revision`` is the task's revision
+*before* that event, so a clone knows the end once its history holds an event from that
+revision with that op and actor (:func:`end_known`). An end marker keeps a clone that has not
+pulled from claiming the task again; it runs out after :data:`ENDED_KEEP`.
+
+Clock skew: expiry compares the writer's clock (``expires``) with the reader's. A takeover
+waits :func:`skew_allowance` past ``expires`` (a tenth of the TTL, at most 30 s); clocks of
+the agents must agree within that. Whatever the clocks say, the remote holds one value at a
+time, so two leases are never live on the remote at once, and a holder whose lease was taken
+over learns it at its next heartbeat (the CAS on its value fails).
+
+Errors: a refusal because of someone else's lease is LedgitError exit 6 (:data:`CLAIM`) naming
+the holder and when the lease runs out; an unreachable remote, or one refusing the
+``refs/ledgit/`` namespace, is exit :data:`ledgit.core.errors.REMOTE` (69) with git's reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ledgit.core.errors import BUSY, CLAIM, REMOTE, LedgitError
+from ledgit.core.readout import epoch_seconds, format_duration
+from ledgit.git import leases as gitleases
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+
+    from ledgit.storage.board import Board
+
+VERSION = 1
+CACHE_WINDOW = 10.0  # seconds: list/ready reuse a fetch of the leases this recent
+ENDED_KEEP = 86400  # seconds an end marker stays on the remote (then it may be pruned)
+MAX_SKEW = 30  # seconds: the most a takeover waits past `expires`
+ATTEMPTS = 5  # CAS rounds before giving up with exit 5 (the ref kept changing)
+# Ops that end a claim on the remote with an end marker, and how the loser is told.
+END_OPS = {"complete": "completed", "drop": "dropped", "park": "parked",
+           "archive": "archived", "wait": "put on wait", "monitor": "put on monitoring"}
+LEASE_OPS = ("claim", "heartbeat", "release", *END_OPS)
+
+
+class Site(NamedTuple):
+    """Where a board's leases live: the Git work tree to run git in, the remote's name, the
+    worktree's private dir (the fetch stamp of the cache window)."""
+
+    cwd: str
+    remote: str
+    private: str
+
+
+class Lease(NamedTuple):
+    """One lease record (see the module doc); ``oid``: the commit holding it on the remote
+    ("" before it is pushed)."""
+
+    task: str
+    state: str
+    by: str
+    at: str
+    renewed: str
+    expires: str
+    ttl: int
+    revision: str
+    op: str = ""
+    took_over_from: str = ""
+    nonce: str = ""
+    oid: str = ""
+
+    def expires_at(self) -> float:
+        """``expires`` in epoch seconds."""
+        return epoch_seconds(self.expires)
+
+    def live(self, now: float) -> bool:
+        """Whether the lease has not run out at ``now`` (epoch seconds, the reader's clock)."""
+        return now <= self.expires_at()
+
+    def how(self) -> str:
+        """``completed by bob at T`` for an end marker, ``leased by bob since T`` else."""
+        if self.state == "ended":
+            return f"{END_OPS.get(self.op, self.op)} by {self.by} at {self.at}"
+        return f"leased by {self.by} since {self.at}"
+
+
+def stamp(epoch: float) -> str:
+    """RFC 3339 UTC with microseconds (ledgit's canonical form) of ``epoch`` seconds."""
+    seconds, micro = divmod(int(round(epoch * 1_000_000)), 1_000_000)
+    t = time.gmtime(seconds)
+    return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
+            f"{t.tm_sec:02d}.{micro:06d}Z")
+
+
+def skew_allowance(ttl: int) -> float:
+    """Seconds a takeover waits past a lease's ``expires``: a tenth of ``ttl``, at most
+    :data:`MAX_SKEW` (the clock-skew bound between agents, docs/leases.md)."""
+    return min(MAX_SKEW, ttl / 10)
+
+
+# --------------------------------------------------------------------------- the record
+
+
+def render(lease: Lease) -> str:
+    """The commit message of ``lease``: a subject for ``git log``, then canonical JSON."""
+    data: dict[str, Any] = {"v": VERSION, "task": lease.task, "state": lease.state,
+                            "by": lease.by, "at": lease.at, "renewed": lease.renewed,
+                            "expires": lease.expires, "ttl": lease.ttl,
+                            "revision": lease.revision, "nonce": lease.nonce}
+    if lease.op:
+        data["op"] = lease.op
+    if lease.took_over_from:
+        data["took_over_from"] = lease.took_over_from
+    body = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    subject = (f"ledgit lease {lease.task}: {lease.how()}").replace("\n", " ")
+    return f"{subject}\n\n{body}\n"
+
+
+def parse(task: str, oid: str, message: str) -> Lease | None:
+    """The lease in a lease commit's ``message``; None when it is not one this version
+    reads (another tool's ref, a damaged or newer record)."""
+    for line in reversed(message.splitlines()):
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+            except ValueError:
+                return None
+            break
+    else:
+        return None
+    try:
+        if data["v"] != VERSION or data["task"] != task or data["state"] not in ("held",
+                                                                                 "ended"):
+            return None
+        lease = Lease(task, data["state"], str(data["by"]), str(data["at"]),
+                      str(data["renewed"]), str(data["expires"]), int(data["ttl"]),
+                      str(data["revision"]), str(data.get("op", "")),
+                      str(data.get("took_over_from", "")), str(data.get("nonce", "")), oid)
+        lease.expires_at()
+    except (KeyError, TypeError, ValueError):
+        return None
+    return lease
+
+
+def end_known(lease: Lease, history_text: str | None) -> bool:
+    """Whether the task's local history (JSON lines) holds the end an ``ended`` lease
+    records: an event by ``lease.by`` with op ``lease.op`` from revision ``lease.revision``."""
+    if not history_text or lease.revision not in history_text:
+        return False
+    for line in history_text.splitlines():
+        if lease.revision in line:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if (event.get("before") == lease.revision and event.get("op") == lease.op
+                    and event.get("actor") == lease.by):
+                return True
+    return False
+
+
+# --------------------------------------------------------------------------- where
+
+
+def site_of(board: Board) -> Site | None:
+    """Where ``board``'s leases live, None for local claims only. ``leases: NAME`` names the
+    remote; without the setting it is the repository's only remote (any branch, a detached
+    HEAD mid-rebase), or with several the current branch's upstream remote; None with
+    ``leases: none``, outside Git, without a remote, or with several and no upstream."""
+    setting = board.config.leases
+    if setting == "none" or board.git_dir_str is None:
+        return None
+    remote = setting
+    if not remote:  # one `git remote` in the common cases (no remote, one remote)
+        names = gitleases.remote_names(board.root_str)
+        if len(names) == 1:
+            remote = names[0]
+        elif names:
+            upstream = gitleases.upstream_remote(board.root_str)
+            remote = upstream if upstream in names else None
+    if not remote:
+        return None
+    return Site(board.root_str, remote, board.private_str)
+
+
+def _remote_error(site: Site, task: str, why: str, tail: str) -> LedgitError:
+    return LedgitError(f"{task}: lease remote {site.remote}: {why}; {tail}", REMOTE)
+
+
+class _Remote:
+    """One task's lease as this command sees it: the mirror's value first (a hint), then the
+    remote's (fetched at most once per refusal). ``oid``: the commit the ref held when last
+    seen (None: no ref), the value every CAS expects."""
+
+    def __init__(self, site: Site, task: str) -> None:
+        self.site, self.task = site, task
+        self.fresh = False
+        self._see(gitleases.read_mirror(site.cwd, site.remote).get(task))
+
+    def _see(self, entry: gitleases.MirrorEntry | None) -> None:
+        self.oid = entry.oid if entry is not None else None
+        self.current = None if entry is None else parse(self.task, entry.oid, entry.message)
+        self.unreadable = entry is not None and self.current is None
+
+    def refresh(self, tail: str) -> None:
+        """Fetch the remote's leases (one round trip) and read this task's."""
+        problem = gitleases.fetch_leases(self.site.cwd, self.site.remote)
+        if problem is not None:
+            raise _remote_error(self.site, self.task, f"cannot read leases: {problem}", tail)
+        _touch(self.site)
+        self._see(gitleases.read_mirror(self.site.cwd, self.site.remote).get(self.task))
+        self.fresh = True
+
+    def push(self, lease: Lease | None, tail: str) -> Lease | None | bool:
+        """CAS the ref from the value last seen to ``lease`` (None: delete). Returns the
+        lease written (or None for a delete) on success, False when the ref had moved (the
+        caller decides again on the refreshed value)."""
+        site = self.site
+        new_oid = None
+        if lease is not None:
+            new_oid = gitleases.make_lease_commit(site.cwd, render(lease))
+        outcome = gitleases.push_lease(site.cwd, site.remote, self.task, new_oid, self.oid)
+        if outcome.ok:
+            gitleases.set_mirror(site.cwd, site.remote, self.task, new_oid)
+            return lease._replace(oid=new_oid or "") if lease is not None else None
+        if not outcome.reached:
+            raise _remote_error(site, self.task, f"unreachable ({outcome.detail})", tail)
+        expected = self.oid
+        self.refresh(tail)
+        if self.oid == expected and not _lost_race(outcome):
+            raise _remote_error(site, self.task, f"refuses refs/ledgit/leases/ "
+                                f"({outcome.detail})", tail)
+        return False
+
+
+def _lost_race(outcome: gitleases.PushOutcome) -> bool:
+    """A refusal that says the ref moved or was locked by a concurrent push (then the caller
+    retries), as opposed to a remote refusing the namespace (a hook, permissions)."""
+    text = f"{outcome.reason} {outcome.detail}"
+    return outcome.reason in ("stale info", "fetch first", "non-fast-forward") or any(
+        w in text for w in ("lock", "failed to update ref", "already exists"))
+
+
+def _touch(site: Site) -> None:
+    """Stamp this worktree's last fetch of the leases (the cache window of list/ready)."""
+    path = _stamp_path(site)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8"):
+            pass
+    except OSError:
+        pass  # a cache stamp: without it the next read fetches again
+
+
+def _stamp_path(site: Site) -> str:
+    return os.path.join(site.private, f"leases-fetched-{site.remote.replace('/', '%')}")
+
+
+# --------------------------------------------------------------------------- the CAS rounds
+
+
+def _held(task: str, by: str, ttl: int, revision: str, now: float, *, at: str | None = None,
+          took_over_from: str = "") -> Lease:
+    moment = stamp(now)
+    return Lease(task, "held", by, at or moment, moment, stamp(now + ttl), ttl, revision,
+                 took_over_from=took_over_from, nonce=secrets.token_hex(6))
+
+
+def _until(lease: Lease, now: float) -> str:
+    left = lease.expires_at() - now
+    when = f"in {format_duration(left)}" if left >= 0 else f"{format_duration(-left)} ago"
+    return f"{lease.expires} ({when})"
+
+
+def _where(site: Site) -> str:
+    return f"on {site.remote}"
+
+
+def acquire(site: Site, task: str, by: str, ttl: int, revision: str, *, take_over: bool,
+            known: Callable[[Lease], bool]) -> tuple[Lease, Lease | None, str | None]:
+    """Take ``task``'s lease for ``by`` (``claim``): create it where there is none, renew
+    ``by``'s own, replace an end marker this clone knows (``known``) or that ran out, take an
+    expired lease of someone else only with ``take_over`` (a CAS on the expired value).
+    Returns (the lease written, the one it replaced or None, the replaced commit or None),
+    for :func:`restore`. Raises exit 6 naming the holder and when its lease runs out, 69
+    for an unreachable or refusing remote, 5 when the ref kept changing."""
+    tail = "nothing written (claim --offline claims locally, unconfirmed)"
+    seen = _Remote(site, task)
+    for _ in range(ATTEMPTS):
+        now = time.time()
+        cur = seen.current
+        new: Lease | None = None
+        refusal: str | None = None
+        if seen.unreadable:
+            refusal = (f"{task}: the lease ref {_where(site)} holds a record this ledgit "
+                       f"cannot read (see: ledgit lease list)")
+        elif cur is None:
+            new = _held(task, by, ttl, revision, now)
+        elif cur.state == "held" and cur.by == by:
+            new = _held(task, by, ttl, revision, now, at=cur.at,
+                        took_over_from=cur.took_over_from)
+        elif cur.state == "held":
+            if now <= cur.expires_at() + skew_allowance(cur.ttl):
+                if cur.live(now):
+                    refusal = (f"{task}: {cur.how()} {_where(site)}; the lease runs out at "
+                               f"{_until(cur, now)}")
+                else:
+                    refusal = (f"{task}: {cur.how()} {_where(site)}; the lease ran out at "
+                               f"{_until(cur, now)}: a takeover waits "
+                               f"{format_duration(skew_allowance(cur.ttl))} more for clock "
+                               f"skew")
+            elif not take_over:
+                refusal = (f"{task}: {cur.how()} {_where(site)}; the lease ran out at "
+                           f"{_until(cur, now)}: take it over with claim --take-over")
+            else:
+                new = _held(task, by, ttl, revision, now, took_over_from=cur.by)
+        elif known(cur) or now > cur.expires_at():
+            new = _held(task, by, ttl, revision, now)
+        else:
+            refusal = f"{task}: {cur.how()} {_where(site)} (pull to see it)"
+        if refusal is not None:
+            if not seen.fresh:
+                seen.refresh(tail)
+                continue
+            raise LedgitError(f"{refusal}; nothing written", CLAIM)
+        assert new is not None
+        before, before_oid = cur, seen.oid
+        written = seen.push(new, tail)
+        if isinstance(written, Lease):
+            return written, before, before_oid
+    raise LedgitError(f"{task}: the lease {_where(site)} kept changing under "
+                      f"{ATTEMPTS} attempts; try again", BUSY)
+
+
+def renew(site: Site, task: str, by: str, ttl: int, revision: str) -> Lease:
+    """Renew ``by``'s lease (``heartbeat``) by CAS on the value it holds; a lease that is
+    gone (ran out and was pruned, or the claim was made ``--offline``) is taken anew. Raises
+    exit 6 telling the loser who ended its lease and how (taken over, completed, ...), 69
+    for an unreachable or refusing remote."""
+    tail = "the lease was not renewed"
+    seen = _Remote(site, task)
+    for _ in range(ATTEMPTS):
+        now = time.time()
+        cur = seen.current
+        if cur is not None and cur.state == "held" and cur.by == by:
+            new = _held(task, by, ttl, revision, now, at=cur.at,
+                        took_over_from=cur.took_over_from)
+        elif cur is None and not seen.unreadable and seen.fresh:
+            new = _held(task, by, ttl, revision, now)
+        elif not seen.fresh:
+            seen.refresh(tail)
+            continue
+        else:
+            raise LedgitError(lost_message(site, task, by, cur, now), CLAIM)
+        written = seen.push(new, tail)
+        if isinstance(written, Lease):
+            return written
+    raise LedgitError(f"{task}: the lease {_where(site)} kept changing under "
+                      f"{ATTEMPTS} attempts; try again", BUSY)
+
+
+def lost_message(site: Site, task: str, by: str, cur: Lease | None, now: float) -> str:
+    """What the loser of a lease is told: who ended it and how."""
+    if cur is None:
+        return f"{task}: {by} holds no lease {_where(site)}"
+    if cur.state == "ended":
+        return (f"{task}: {cur.how()} {_where(site)}; {by}'s claim is over (pull to see "
+                f"it)")
+    if cur.took_over_from == by:
+        return (f"{task}: {by}'s lease was taken over by {cur.by} at {cur.at} {_where(site)} "
+                f"(it had run out); the new lease runs out at {_until(cur, now)}")
+    return (f"{task}: {cur.how()} {_where(site)}, not by {by}; the lease runs out at "
+            f"{_until(cur, now)}")
+
+
+def finish(site: Site, task: str, by: str, op: str, revision: str, ttl: int, *,
+           known: Callable[[Lease], bool]) -> tuple[Lease | None, Lease | None, str | None]:
+    """End ``task``'s lease for ``op``: ``release`` deletes it; the other lifecycle ends
+    (:data:`END_OPS`) leave an end marker (kept :data:`ENDED_KEEP`). Allowed over ``by``'s
+    own lease, no lease, or an end marker this clone knows or that ran out; refused (exit 6)
+    over someone else's lease, even expired (as a local claim: take it over first), or an
+    end this clone has not pulled. Returns (what was
+    written, what it replaced, the replaced commit) for :func:`restore`. An unreachable or
+    refusing remote: exit 69."""
+    tail = "nothing written"
+    seen = _Remote(site, task)
+    for _ in range(ATTEMPTS):
+        now = time.time()
+        cur = seen.current
+        refusal: str | None = None
+        if seen.unreadable:
+            refusal = (f"{task}: the lease ref {_where(site)} holds a record this ledgit "
+                       f"cannot read (see: ledgit lease list)")
+        elif cur is None and op == "release":
+            if seen.fresh:
+                return None, None, None
+        elif cur is None or (cur.state == "held" and cur.by == by):
+            pass
+        elif cur.state == "held":
+            refusal = lost_message(site, task, by, cur, now)
+            if not cur.live(now) and cur.took_over_from != by:
+                refusal += "; take it over first: claim --take-over"
+        elif not (known(cur) or now > cur.expires_at()):
+            refusal = f"{task}: {cur.how()} {_where(site)} (pull to see it)"
+        if refusal is not None or (cur is None and op == "release"):
+            if not seen.fresh:
+                seen.refresh(tail)
+                continue
+            raise LedgitError(f"{refusal}; {tail}", CLAIM)
+        if op == "release":
+            new = None
+        else:
+            moment = stamp(now)
+            new = Lease(task, "ended", by, moment, moment, stamp(now + ENDED_KEEP),
+                        ENDED_KEEP, revision, op=op, nonce=secrets.token_hex(6))
+        before, before_oid = cur, seen.oid
+        written = seen.push(new, tail)
+        if written is not False:
+            return (written if isinstance(written, Lease) else None), before, before_oid
+    raise LedgitError(f"{task}: the lease {_where(site)} kept changing under "
+                      f"{ATTEMPTS} attempts; try again", BUSY)
+
+
+def restore(site: Site, task: str, written: Lease | None, before_oid: str | None) -> None:
+    """Undo a lease write whose local write then failed: put ``before_oid`` back (None:
+    delete) by CAS on what was written. Best effort: a failure leaves a lease that runs
+    out by itself."""
+    current = written.oid if written is not None else None
+    outcome = gitleases.push_lease(site.cwd, site.remote, task, before_oid, current)
+    if outcome.ok:
+        gitleases.set_mirror(site.cwd, site.remote, task, before_oid)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def remote_leases(site: Site, *, window: float = CACHE_WINDOW,
+                  warn: Callable[[str], None] | None = None) -> dict[str, Lease]:
+    """Every lease on ``site``'s remote (task -> lease; unreadable records left out): from
+    this clone's mirror, refreshed by one fetch when the last one of this worktree is older
+    than ``window`` seconds (0: always). An unreachable remote leaves the mirror as it was
+    and ``warn`` is called with one line saying so."""
+    path = _stamp_path(site)
+    try:
+        age = time.time() - os.stat(path).st_mtime
+    except OSError:
+        age = float("inf")
+    if age > window or window <= 0:
+        problem = gitleases.fetch_leases(site.cwd, site.remote)
+        if problem is None:
+            _touch(site)
+        elif warn is not None:
+            last = "never" if age == float("inf") else f"{format_duration(age)} ago"
+            warn(f"ledgit: warning: leases on {site.remote} not refreshed ({problem}); "
+                 f"shown as last seen ({last})")
+    found: dict[str, Lease] = {}
+    for task, entry in gitleases.read_mirror(site.cwd, site.remote).items():
+        lease = parse(task, entry.oid, entry.message)
+        if lease is not None:
+            found[task] = lease
+    return found
+
+
+def warn_stderr(line: str) -> None:
+    """Write one warning line on stderr (the ``warn`` of :func:`remote_leases`)."""
+    sys.stderr.write(line + "\n")
+
+
+def lease_view(lease: Lease, now: float) -> dict[str, Any]:
+    """A lease in the JSON shape of list/ready rows and ``lease list`` (docs/leases.md):
+    ``{state, by, at, expires, live, op, took_over_from}``."""
+    return {"state": lease.state, "by": lease.by, "at": lease.at, "expires": lease.expires,
+            "live": lease.live(now), "op": lease.op or None,
+            "took_over_from": lease.took_over_from or None}
+
+
+def blocks_ready(lease: Lease, row: Mapping[str, Any], now: float) -> bool:
+    """Whether ``lease`` keeps the task of index ``row`` off ``ready``: a live lease, or an end
+    marker newer than the row's last change (an end this clone has not pulled)."""
+    if lease.state == "held":
+        return lease.live(now)
+    if not lease.live(now):
+        return False
+    last = row.get("last_modified")
+    return not isinstance(last, str) or epoch_seconds(last) < epoch_seconds(lease.at)
+
+
+def expired(leases: Iterable[Lease], now: float) -> list[Lease]:
+    """The leases that ran out (end markers included) at ``now``, by task id."""
+    return sorted((x for x in leases if not x.live(now)), key=lambda x: x.task)
+
+
+def prune(site: Site) -> tuple[list[str], list[str]]:
+    """Delete every expired lease on ``site``'s remote, each by CAS on its expired value (one
+    fetch, one push). Returns (tasks pruned, tasks whose lease moved meanwhile and was kept).
+    Raises exit 69 when the remote cannot be reached."""
+    problem = gitleases.fetch_leases(site.cwd, site.remote)
+    if problem is not None:
+        raise LedgitError(f"lease remote {site.remote}: cannot read leases: {problem}", REMOTE)
+    _touch(site)
+    now = time.time()
+    leases = remote_leases(site, window=float("inf"))
+    old = {x.task: x.oid for x in expired(leases.values(), now)}
+    outcomes = gitleases.push_deletes(site.cwd, site.remote, old)
+    done, kept = [], []
+    for task, outcome in outcomes.items():
+        if outcome.ok:
+            gitleases.set_mirror(site.cwd, site.remote, task, None)
+            done.append(task)
+        elif not outcome.reached:
+            raise LedgitError(f"lease remote {site.remote}: unreachable ({outcome.detail})",
+                              REMOTE)
+        else:
+            kept.append(task)
+    return done, kept
+
+
+def confirmation(site: Site, task: str, by: str, now: float) -> dict[str, Any]:
+    """Whether the remote lease confirms ``by``'s claim on ``task``, as this clone last saw
+    the remote (its mirror; no network): ``{remote, state: confirmed|unconfirmed, expires,
+    reason}``. Unconfirmed: a claim made ``--offline``, or one whose lease ran out or was
+    taken (``ledgit heartbeat`` takes or renews it, or says who holds it)."""
+    entry = gitleases.read_mirror(site.cwd, site.remote).get(task)
+    lease = None if entry is None else parse(task, entry.oid, entry.message)
+    if lease is not None and lease.state == "held" and lease.by == by and lease.live(now):
+        return {"remote": site.remote, "state": "confirmed", "expires": lease.expires,
+                "reason": f"lease on {site.remote} until {lease.expires}"}
+    if lease is None:
+        why = f"no lease on {site.remote} as last seen"
+    elif lease.state == "held" and lease.by == by:
+        why = f"the lease on {site.remote} ran out at {lease.expires}"
+    else:
+        why = f"{lease.how()} on {site.remote} as last seen"
+    return {"remote": site.remote, "state": "unconfirmed", "expires": None,
+            "reason": f"{why} (ledgit heartbeat {task} takes the lease or says who holds it)"}
+
+
+def doctor_lines(board: Board) -> list[str]:
+    """``ledgit doctor``'s lines on the board's remote leases: one ``lease:`` line per lease
+    that ran out (``ledgit lease prune`` removes them) and one when the remote could not be
+    read; none for a board without leases. At most one fetch (:func:`remote_leases`)."""
+    site = site_of(board)
+    if site is None:
+        return []
+    lines: list[str] = []
+    found = remote_leases(site, warn=lambda line: lines.append(
+        "lease: " + line.removeprefix("ledgit: warning: ")))
+    now = time.time()
+    for lease in expired(found.values(), now):
+        lines.append(f"lease: {lease.task} on {site.remote}: {lease.how()}, ran out at "
+                     f"{lease.expires} (ledgit lease prune removes it)")
+    return lines
+
+
+def board_leases(board: Board) -> dict[str, Lease] | None:
+    """The leases on ``board``'s remote (task -> lease; at most one fetch, none within
+    :data:`CACHE_WINDOW` of the last), None when the board keeps no remote leases. An
+    unreachable remote: one warning line, the leases as last seen."""
+    site = site_of(board)
+    return None if site is None else remote_leases(site, warn=warn_stderr)
+
+
+def unleased(rows: list[dict[str, Any]], leases: Mapping[str, Lease]) -> list[dict[str, Any]]:
+    """Index ``rows`` without the tasks a remote lease keeps off ``ready``
+    (:func:`blocks_ready`)."""
+    now = time.time()
+    return [r for r in rows if r["id"] not in leases or not blocks_ready(leases[r["id"]], r,
+                                                                          now)]
+
+
+def add_leases(views: list[dict[str, Any]], leases: Mapping[str, Lease] | None,
+               now: float) -> None:
+    """Give each row view its remote ``lease`` ({state, by, at, expires, live, op,
+    took_over_from}, or None) when the board keeps leases (``leases`` not None)."""
+    if leases is None:
+        return
+    for view in views:
+        lease = leases.get(view["id"])
+        view["lease"] = lease_view(lease, now) if lease is not None else None
