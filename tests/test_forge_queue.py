@@ -51,6 +51,9 @@ def run_queue(tmp_path: Path, n: int) -> None:
     assert not wanted - events_at(forge.bare, final)
     assert git("rev-list", "--count", f"{start}..{final}", "--merges", cwd=forge.bare) \
         == str(n - 1)  # one driver merge per entry after the first, made by the bot
+    print(f"queue: {n} entries on the same tasks, {conflicting} a plain merge would have "
+          f"thrown out, {n - 1} driver merges, {n} fast-forwards, {len(wanted)} events, "
+          f"0 lost, {n + 1} gates green")
 
 
 def test_a_queue_of_entries_touching_the_same_tasks_needs_no_person(
