@@ -76,6 +76,7 @@ COMMANDS: dict[str, str] = {
     "resolve": "ledgit.cli.gitcli:resolve_cmd",
     "hook": "ledgit.cli.gitcli:hook_cmd",
     "merge-driver": "ledgit.cli.gitcli:merge_driver_cmd",
+    "forge": "ledgit.cli.main:forge_group",
     "help": "ledgit.cli.main:help_cmd",
     "mcp": "ledgit.cli.main:mcp_cmd",
 }
@@ -93,7 +94,7 @@ SECTION: dict[str, str] = {
     "revise": "Agent state",
     "writeback": "Agent state", "handoff": "Agent state",
     "install": "Git integration", "uninstall": "Git integration", "verify": "Git integration",
-    "resolve": "Git integration", "doctor": "Git integration",
+    "resolve": "Git integration", "doctor": "Git integration", "forge": "Git integration",
     "import": "Import / export", "export": "Import / export",
     "check": "Maintenance", "record": "Maintenance", "cache": "Maintenance",
     "demo": "Maintenance", "help": "Maintenance",
@@ -162,6 +163,9 @@ EXAMPLES: dict[str, str] = {
     "mcp": "ledgit mcp --http --port 8765",
     "revert": "ledgit revert T-k3v 3f9c0a1b",
     "board": "ledgit board --serve",
+    "forge": "ledgit forge update feature-x --base main",
+    "forge update": "ledgit forge update --all --base main --conflicting",
+    "forge install-workflow": "ledgit forge install-workflow",
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -432,6 +436,7 @@ verify_cmd = _command("verify")
 cache_group = _group("cache")
 lease_group = _group("lease")
 project_group = _group("project")
+forge_group = _group("forge")
 
 
 __all__ = ["COMMANDS", "LazyGroup", "by_option", "cli", "click_command", "click_param",

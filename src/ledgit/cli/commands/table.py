@@ -58,7 +58,7 @@ PROJECT = Param(VALUE, "--project", metavar="ALIAS",
                 help="Act on the registered board ALIAS (see: ledgit project list).")
 PROJECTS = Param(FLAG, "--projects", help="This board and every registered one; each row "
                                           "names its board.")
-_NO_PROJECT = ("init", "project")  # commands that do not take --project
+_NO_PROJECT = ("init", "project", "forge")  # commands that do not take --project
 
 
 def _spec(name: str, run: str, help: str, *params: Param) -> Spec:
@@ -287,6 +287,30 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               "Delete the leases that ran out from the remote, each by compare-and-swap on "
               "its expired value.",
               JSON),
+        _spec("forge update", "forge:forge_update_cmd",
+              "Bring pull request BRANCHes up to date with --base by ledgit's merge driver, "
+              "in a temporary worktree, and push each with a lease on its old tip (a forge "
+              "never runs the driver). Exit 1 when something besides task files conflicts "
+              "(left untouched, files named).",
+              Param(ARG, "branches", nargs=-1),
+              Param(VALUE, "--base", required=True, metavar="BRANCH",
+                    help="The branch they merge into, as named on the remote."),
+              Param(VALUE, "--remote", default="origin", show_default=True, metavar="NAME",
+                    help="The forge's remote."),
+              Param(FLAG, "--rebase", help="Rebase onto the base instead of merging it."),
+              Param(FLAG, "--all", "update_every",
+                    help="Every branch of the remote that is behind the base."),
+              Param(FLAG, "--conflicting",
+                    help="Only branches whose plain line merge with the base would "
+                         "conflict (what a forge cannot merge)."),
+              JSON),
+        _spec("forge install-workflow", "forge:forge_install_workflow_cmd",
+              "Write the GitHub workflow that runs forge update on pull requests "
+              "(.github/workflows/ledgit-forge.yml).",
+              Param(VALUE, "--base", default="main", show_default=True, metavar="BRANCH",
+                    help="The base branch whose pushes start it."),
+              Param(FLAG, "--force", help="Overwrite a different file there."),
+              JSON),
         _spec("cache rebuild", "cache:cache_rebuild_cmd",
               "Rebuild the index from the task files.", JSON),
         _spec("cache status", "cache:cache_status_cmd",
@@ -302,6 +326,7 @@ GROUPS = {
     "cache": "The per-worktree index (derived; safe to delete).",
     "lease": "Claim leases on the board's remote (docs/leases.md).",
     "project": "Other boards this board reaches: --project ALIAS on task commands, ALIAS:ID deps.",
+    "forge": "Pull requests on a forge: merged with ledgit's driver by a bot (docs/git.md).",
 }
 # What ``python -m ledgit`` runs without click: every spec except ``verify``, whose command
 # line belongs to ledgit.cli.gitcli (it adds the CI gate's --rev/--range/--format).
