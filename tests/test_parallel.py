@@ -214,7 +214,7 @@ def test_board_verify_in_workers_reports_what_the_serial_check_does(tmp_path: Pa
             return real_fork()
         os.fork = counting_fork
         def run(**kw):
-            return [[p.task, p.line, p.rule, p.message] for p in verify_board(b, **kw)]
+            return [[p.task, p.line, p.rule, p.message] for p in boardcheck.verify_board(b, **kw)]
         boardcheck.PARALLEL_SLICE = 10**9
         serial = run(), run(trust_index=False), run(ids=sys.argv[2:])
         assert not forks
