@@ -1,16 +1,14 @@
-"""``ledgit restore-events REV [TASK...]``: bring back into the work tree every event a
-commit held that the checked-out histories lack (DESIGN §12; docs/git.md, "Every path that
-moves a ref").
+"""``ledgit restore-events REV [TASK...]``: bring back into the work tree every event a commit held
+that the checked-out histories lack (DESIGN §12; docs/git.md, "Every path that moves a ref").
 
-The way back where a history lost events on a path no hook could refuse (hooks bypassed, a
-clone without ``ledgit install``, a forge), or where the ref guard refused a move the person
-still wants: the commit that had the events is still in the reflog (``ORIG_HEAD``,
-``feature@{1}``, the old tip the refusal names). Per task: the union of both histories with one
-merge event joining their heads (:func:`ledgit.core.historymerge.merge_histories`, as the
-merge driver
-does), and the task file rewritten from the merged head. A task whose files are gone comes
-back as ``REV`` had it. A task file holding an unrecorded hand edit is left alone (record it
-first). Nothing is staged: the lines say what to ``git add``.
+The way back where a history lost events on a path no hook could refuse (hooks bypassed, a clone
+without ``ledgit install``, a forge), or where the ref guard refused a move the person still
+wants: the commit that had the events is still in the reflog (``ORIG_HEAD``, ``feature@{1}``,
+the old tip the refusal names). Per task: the union of both histories with one merge event
+joining their heads (:func:`ledgit.core.historymerge.merge_histories`, as the merge driver
+does), and the task file rewritten from the merged head. A task whose files are gone comes back
+as ``REV`` had it. A task file holding an unrecorded hand edit is left alone (record it first).
+Nothing is staged: the lines say what to ``git add``.
 """
 
 from __future__ import annotations
