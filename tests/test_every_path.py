@@ -348,3 +348,48 @@ def test_the_workflow_checks_a_forced_push_tip_to_tip(tmp_path: Path, git_env: P
     assert bad.stdout.startswith(f"::error file=.ledgit/history/{tid}.jsonl,title=ledgit "
                                  f"growth::")
     assert run_step(old).returncode == 0
+
+
+def test_a_write_during_a_checkout_lands_whole_on_the_branch_checked_out(
+        tmp_path: Path, git_env: Path) -> None:
+    """The issue's race: ``git checkout`` rewrites the work tree while a write runs -- here
+    held mid-way by a smudge filter on a file Git writes after the task's history and before
+    its task file (Git writes in index order; it runs filters while it holds index.lock), so
+    the history is the new branch's and the task file the old one's. The write waits, then
+    lands on the branch checked out, file and history together; the other branch's history is
+    not touched, and no hand edit is recorded."""
+    repo, tid, _ = _diverged(tmp_path)
+    (repo / ".gitattributes").write_text(
+        (repo / ".gitattributes").read_text() + ".ledgit/slow.txt filter=slow\n")
+    (repo / ".ledgit" / "slow.txt").write_text("main\n")
+    commit_all(repo, "main: a slow file")
+    main_hist = git("show", f"HEAD:.ledgit/history/{tid}.jsonl", cwd=repo)
+    git("checkout", "-q", "feature", cwd=repo)
+    git("merge", "-q", "--no-edit", "main", cwd=repo)  # the driver: both sides' events
+    (repo / ".ledgit" / "slow.txt").write_text("feature\n")
+    commit_all(repo, "feature: the slow file changed")
+    git("checkout", "-q", "main", cwd=repo)
+    git("config", "filter.slow.smudge", "sleep 3; cat", cwd=repo)
+    git("config", "filter.slow.clean", "cat", cwd=repo)
+    checkout = subprocess.Popen(["git", "checkout", "-q", "feature"], cwd=repo,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lock = repo / ".git" / "index.lock"
+        deadline = time.monotonic() + 20
+        while not lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert lock.exists(), "git checkout never took index.lock"
+        write = subprocess.run([PY, "-m", "ledgit", "update", tid, "--label", "raced", "--by",
+                                "racer"], cwd=repo, text=True, capture_output=True,
+                               check=False)
+    finally:
+        _, err = checkout.communicate(timeout=120)
+    assert checkout.returncode == 0, err
+    assert write.returncode == 0, write.stderr
+    assert "hand edit" not in write.stderr
+    assert git("symbolic-ref", "HEAD", cwd=repo) == "refs/heads/feature"
+    assert "raced" in history_file(repo, tid).read_text()
+    ledgit(repo, "verify", tid)  # file and history agree: one branch's pair, whole
+    assert git("show", f"main:.ledgit/history/{tid}.jsonl", cwd=repo) == main_hist
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "the raced write", cwd=repo)  # the hooks pass it
