@@ -280,7 +280,8 @@ def test_the_workflow_runs_the_gate_on_pull_requests_and_merge_groups(tmp_path: 
                                                                       git_env: Path) -> None:
     flow = yaml.safe_load((PROJECT / ".github" / "workflows" / "ledgit.yml").read_text())
     triggers = flow[True] if True in flow else flow["on"]  # YAML 1.1 reads `on` as true
-    assert set(triggers) == {"pull_request", "merge_group"}
+    assert set(triggers) == {"pull_request", "merge_group", "push"}
+    assert flow["jobs"]["gate"]["if"] == "github.event_name != 'push'"  # push: issue 25's job
     steps = flow["jobs"]["gate"]["steps"]
     assert steps[0]["uses"].startswith("actions/checkout@")
     assert steps[0]["with"]["fetch-depth"] == 0

@@ -77,8 +77,8 @@ def run(args: list[str]) -> int:
         from ledgit.hooks.mergedriver import main as merge_driver  # lazy: 0.3 ms (-X importtime)
 
         return merge_driver(list(args[1:]))
-    if args[:2] == ["hook", "pre-commit"]:
-        return _pre_commit(list(args[2:]))
+    if args[:2] in (["hook", "pre-commit"], ["hook", "reference-transaction"]):
+        return _pre_commit(list(args[2:]), args[1])
     # (the command table and the board, which the three above do without)
     # A table command is a short process: its cyclic garbage is reclaimed by its exit, so
     # the cyclic collector is off while it runs (as Mercurial's util.nogc does around its
@@ -99,7 +99,7 @@ def run(args: list[str]) -> int:
     return click_run(args)
 
 
-def _pre_commit(args: list[str]) -> int:
+def _pre_commit(args: list[str], name: str = "pre-commit") -> int:
     """``ledgit hook pre-commit`` without click (= gitcli.hook_cmd under cli.run): a
     LedgitError is its one line and its code, anything else an internal error (70)."""
     debug = os.environ.get("LEDGIT_DEBUG", "") not in ("", "0")
@@ -107,7 +107,7 @@ def _pre_commit(args: list[str]) -> int:
         # (inside the try: a failing import is one line too)
         from ledgit.hooks.dispatch import run_hook  # lazy: 18 ms (-X importtime) the commands skip
 
-        return run_hook("pre-commit", args)
+        return run_hook(name, args)
     except LedgitError as exc:
         if debug:
             print_traceback()

@@ -13,13 +13,17 @@ from pathlib import Path
 import click
 
 from ledgit.cli.main import verify_cmd as worktree_verify
-from ledgit.core.errors import OK, USAGE, LedgitError
+from ledgit.core.errors import NOT_FOUND, OK, USAGE, LedgitError
+from ledgit.git.objects import resolve_commit
+from ledgit.git.repository import discover
 from ledgit.hooks.dispatch import run_hook
 from ledgit.hooks.mergedriver import main as merge_driver_main
 from ledgit.operations.doctor import doctor
-from ledgit.operations.gate import Finding, github_line, render_report, run_gate
+from ledgit.operations.gate import Finding, GateReport, github_line, render_report, run_gate
 from ledgit.operations.install import install, uninstall
+from ledgit.operations.refguard import ALLOW_ENV, allowed, check_ref_update
 from ledgit.operations.resolve import resolve
+from ledgit.operations.restore import restore_events
 from ledgit.storage.board import find_board
 from ledgit.storage.boardcheck import verify_board
 
@@ -69,6 +73,21 @@ def resolve_cmd(paths: tuple[str, ...]) -> int:
     return code
 
 
+@click.command("restore-events")
+@click.argument("rev")
+@click.argument("tasks", nargs=-1)
+def restore_events_cmd(rev: str, tasks: tuple[str, ...]) -> int:
+    """Bring back the events commit REV held that the work tree's histories lack.
+
+    The way back after a rebase, amend, reset or squash lost events: REV is the commit that
+    had them (the reflog keeps it: ORIG_HEAD, BRANCH@{1}, the old tip a refusal names).
+    Each history becomes the union of both with a merge event; stage the files it names.
+    """
+    code, lines = restore_events(_cwd(), rev, list(tasks))
+    _print(lines)
+    return code
+
+
 @click.command("hook", context_settings={"ignore_unknown_options": True})
 @click.argument("name")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
@@ -90,17 +109,28 @@ def merge_driver_cmd(args: tuple[str, ...]) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (same as --format json).")
 @click.option("--rev", metavar="REV", help="Check every task at commit REV (from Git objects).")
 @click.option("--range", "spec", metavar="A..B", help="Check every commit of A..B (CI gate).")
+@click.option("--ref-update", "ref_update", nargs=2, metavar="OLD NEW",
+              help="Check a ref moved from OLD to NEW keeps every event of OLD (forced push).")
+@click.option("--allow-rewrite", is_flag=True,
+              help="With --ref-update: report lost events as notes, exit 0 (on purpose).")
+@click.option("--allow-shallow", is_flag=True,
+              help="With --rev/--range: a commit whose parents were not fetched is a note.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default=None,
               help="Output: text, json, or GitHub annotations (::error file=...).")
 @click.pass_context
 def verify_cmd(ctx: click.Context, tasks: tuple[str, ...], check_all: bool, as_json: bool,
-               rev: str | None, spec: str | None, fmt: str | None) -> int:
+               rev: str | None, spec: str | None, ref_update: tuple[str, str] | None,
+               allow_rewrite: bool, allow_shallow: bool, fmt: str | None) -> int:
     """Check records and history continuity; exit 1 with one line per problem.
 
     With --rev or --range the tasks are read from Git objects (the CI gate), and the check
     also fails when .gitattributes names the ledgit driver but this clone lacks its config.
     """
     fmt = "json" if as_json and fmt is None else (fmt or "text")
+    if ref_update:
+        if rev is not None or spec is not None or tasks or check_all:
+            raise LedgitError("--ref-update OLD NEW takes no --rev, --range or task ids", USAGE)
+        return _verify_ref_update(ref_update, allow_rewrite or allowed(), fmt)
     if rev is None and spec is None:
         if fmt == "github":
             return _verify_worktree_github(tasks)
@@ -109,7 +139,7 @@ def verify_cmd(ctx: click.Context, tasks: tuple[str, ...], check_all: bool, as_j
         return int(result or 0)
     if tasks or check_all:
         raise LedgitError("--rev/--range check every task; give no task ids or --all", USAGE)
-    report = run_gate(_cwd(), rev=rev, spec=spec)
+    report = run_gate(_cwd(), rev=rev, spec=spec, allow_shallow=allow_shallow)
     text = render_report(report, fmt)
     if text:
         click.echo(text)
@@ -120,6 +150,42 @@ def verify_cmd(ctx: click.Context, tasks: tuple[str, ...], check_all: bool, as_j
         verdict = "ok" if report.ok else f"{len(report.findings)} problem(s)"
         click.echo(f"ledgit verify: {what}: {verdict}", err=True)
     return 0 if report.ok else 1
+
+
+def _verify_ref_update(ends: tuple[str, str], allow: bool, fmt: str) -> int:
+    """``verify --ref-update OLD NEW``: the events of OLD's tip that NEW lacks (an archived
+    task's files may go). ``allow``: a deliberate rewrite, reported as notes."""
+    cwd = _cwd()
+    old, new = (e if set(e) == {"0"} else _commit(cwd, e) for e in ends)
+    found, notes = check_ref_update(str(git_top(cwd)), old, new, "OLD")
+    if allow:
+        notes += [f"allowed by --allow-rewrite/{ALLOW_ENV}: {f}" for f in found]
+        found = []
+    report = GateReport([new], 0, found, notes)
+    text = render_report(report, fmt)
+    if text:
+        click.echo(text)
+    if fmt == "text":
+        for note in notes:
+            click.echo(f"ledgit verify: note: {note}", err=True)
+        verdict = "ok" if not found else f"{len(found)} event(s) lost"
+        click.echo(f"ledgit verify: ref update {old[:12]}..{new[:12]}: {verdict}", err=True)
+    return 0 if not found else 1
+
+
+def _commit(cwd: Path, rev: str) -> str:
+    try:
+        return resolve_commit(cwd, rev)
+    except LedgitError as exc:
+        raise LedgitError(f"--ref-update: {rev}: not a commit", NOT_FOUND) from exc
+
+
+def git_top(cwd: Path) -> Path:
+    """Where the ref guard asks Git: the work tree top, or the git directory when bare."""
+    found = discover(cwd)
+    if found is None:
+        raise LedgitError(f"{cwd}: not a Git repository", USAGE)
+    return found.toplevel or found.git_dir
 
 
 def _verify_worktree_github(tasks: tuple[str, ...]) -> int:

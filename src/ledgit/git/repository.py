@@ -354,9 +354,10 @@ def operation_pending(git_dir: str) -> bool:
     """Whether a merge, cherry-pick, revert or rebase is stopped in the worktree whose git dir
     is ``git_dir`` (the state files git-status(1) reads), from the file system alone: the next
     commit then takes from more than HEAD. REBASE_HEAD alone is no sign: Git leaves it behind
-    when a rebase ends."""
+    when a rebase ends. SQUASH_MSG: ``git merge --squash`` is waiting for its commit."""
     return any(os.path.exists(os.path.join(git_dir, name)) for name in (
-        "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply"))
+        "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply",
+        "SQUASH_MSG"))
 
 
 def merging_heads() -> list[str]:

@@ -11,6 +11,10 @@
   (:data:`ledgit.hooks.refresh.INDEX_BUDGET` seconds; SQLite's journal keeps an
   interrupted refresh consistent) and always exit 0 (:mod:`ledgit.hooks.refresh`). ``index``
   is the same refresh under the name the pre-commit framework's ``ledgit-index`` hook uses.
+* ``reference-transaction`` (state ``prepared``, the ref updates on stdin): the ref guard
+  (:mod:`ledgit.operations.refguard`): a step of a stopped rebase, ``am``, cherry-pick or
+  revert, and a branch moved to a commit that is not a child of its old tip, must keep every
+  event; exit 1 aborts the transaction, so the ref does not move. Other states exit 0 at once.
 
 No hook fires for ``reset --hard``, ``stash`` or ``cherry-pick``: every read checks the index's
 freshness by itself, so these hooks only warm it.
@@ -23,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ledgit.core.errors import USAGE, LedgitError
+from ledgit.core.errors import OK, USAGE, LedgitError
 from ledgit.git import gitindex, repository
 from ledgit.storage.locate import git_dir_for
 
@@ -32,8 +36,9 @@ if TYPE_CHECKING:
 
 PRE_COMMIT = "pre-commit"
 PRE_MERGE_COMMIT = "pre-merge-commit"  # git merge's own commit: the pre-commit checks
+REFERENCE_TRANSACTION = "reference-transaction"  # every ref move: the ref guard (refguard)
 INDEX_HOOKS = ("post-checkout", "post-merge", "post-rewrite", "index")
-NAMES = (PRE_COMMIT, PRE_MERGE_COMMIT, *INDEX_HOOKS)
+NAMES = (PRE_COMMIT, PRE_MERGE_COMMIT, REFERENCE_TRANSACTION, *INDEX_HOOKS)
 
 
 def _say(line: str) -> None:
@@ -76,6 +81,13 @@ def _pre_commit(cwd: str, name: str) -> int:
 
 def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
     """Dispatch ``ledgit hook NAME ARGS``; ``args`` are the hook's own (ignored)."""
+    if name == REFERENCE_TRANSACTION:
+        if args[:1] != ["prepared"]:
+            return OK  # "committed" and "aborted" cannot change anything (githooks(5))
+        from ledgit.operations import refguard  # lazy: 9 ms (-X importtime), a ref move only
+
+        return refguard.check_transaction(os.getcwd() if cwd is None else str(cwd),
+                                          refguard.parse_updates(sys.stdin.read()))
     del args  # post-checkout's refs and flag, post-rewrite's command: not needed
     if name in (PRE_COMMIT, PRE_MERGE_COMMIT):
         return _pre_commit(os.getcwd() if cwd is None else str(cwd), name)

@@ -22,6 +22,7 @@ from ledgit.git import gitindex, repository
 from ledgit.operations.gate import attributes_name_driver, board_prefixes
 from ledgit.operations.hookblock import (
     HOOKS,
+    REF_HOOK,
     hook_installed,
     pre_commit_framework_gaps,
     uses_pre_commit_framework,
@@ -84,6 +85,9 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
         for what in pre_commit_framework_gaps(top, hdir):
             gaps.append(Gap(wt, what, "add ledgit to .pre-commit-config.yaml (ledgit install "
                                       "prints the snippet), then: pre-commit install"))
+        if not hook_installed(hdir, REF_HOOK):
+            gaps.append(Gap(wt, f"no ledgit {REF_HOOK} hook in {hdir} (the ref guard; the "
+                                f"pre-commit framework has no stage for it)", "ledgit install"))
     else:
         missing = [n for n in HOOKS if not hook_installed(hdir, n)]
         if hdir.exists() and not hdir.is_dir():

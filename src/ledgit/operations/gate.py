@@ -35,6 +35,7 @@ from ledgit.core.markers import RULE as MARKER_RULE
 from ledgit.core.markers import marker_problem
 from ledgit.core.record import Record, parse_record
 from ledgit.git import objects, repository
+from ledgit.git.refs import shallow_commits
 from ledgit.storage.board import find_board
 
 if TYPE_CHECKING:
@@ -536,8 +537,13 @@ def render_report(report: GateReport, fmt: str) -> str:
     raise LedgitError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})", USAGE)
 
 
-def run_gate(cwd: Path, *, rev: str | None = None, spec: str | None = None) -> GateReport:
+def run_gate(cwd: Path, *, rev: str | None = None, spec: str | None = None,
+             allow_shallow: bool = False) -> GateReport:
     """``ledgit verify --rev REV`` or ``--range A..B``: the report, with the driver check.
+
+    A checked commit whose parents this clone has not fetched (a shallow clone's boundary)
+    is one ``shallow`` finding naming it: its growth could not be checked (issue 25); with
+    ``allow_shallow`` a note instead.
 
     Checks every board of :func:`board_prefixes` (the one found from ``cwd``, every board
     tracked in the index, and every board at ``REV`` / at either end of the range). Works in
@@ -567,6 +573,28 @@ def run_gate(cwd: Path, *, rev: str | None = None, spec: str | None = None) -> G
         if gap is not None and gap not in gaps:
             gaps.append(gap)
     first = reports[0]
+    unseen, said = shallow_findings(cwd, first.commits, allow=allow_shallow)
     return GateReport(first.commits, sum(r.checked for r in reports),
-                      [*gaps, *(f for r in reports for f in r.findings)],
-                      [n for r in reports for n in r.notes])
+                      [*gaps, *unseen, *(f for r in reports for f in r.findings)],
+                      [*said, *(n for r in reports for n in r.notes)])
+
+
+SHALLOW_RULE = "shallow"  # a commit's parents were not fetched: growth not checked
+
+
+def shallow_findings(cwd: Path, commits: Iterable[str], *,
+                     allow: bool = False) -> tuple[list[Finding], list[str]]:
+    """(findings, notes) for the ``commits`` this clone has without their parents (the
+    ``shallow`` file, gitrepository-layout(5)): the gate cannot say what they dropped."""
+    boundary = shallow_commits(repository.common_dir(cwd))
+    found: list[Finding] = []
+    notes: list[str] = []
+    for commit in (c for c in commits if c in boundary):
+        message = ("its parents were not fetched (a shallow clone): growth against them is "
+                   "not checked; fetch them (git fetch --deepen=1, or --unshallow; CI: "
+                   "actions/checkout with fetch-depth: 0), or accept it: --allow-shallow")
+        if allow:
+            notes.append(f"{commit[:12]}: {message.split(';')[0]} (--allow-shallow)")
+        else:
+            found.append(Finding("(shallow clone)", 0, SHALLOW_RULE, message, commit))
+    return found, notes

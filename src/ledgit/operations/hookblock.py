@@ -4,8 +4,9 @@
 The block is the text between ``# >>> ledgit >>>`` and ``# <<< ledgit <<<`` that install puts
 into a file and uninstall takes out again (:func:`split_block` finds it; the ``.gitattributes``
 block of :mod:`ledgit.operations.install` uses the same markers). In the hooks
-``pre-commit``, ``post-checkout``, ``post-merge``, ``post-rewrite`` and ``pre-merge-commit``
-(:data:`HOOKS`) it runs ``<ledgit> hook NAME`` (:func:`hook_block`, :func:`ledgit_command`)
+``pre-commit``, ``post-checkout``, ``post-merge``, ``post-rewrite``, ``pre-merge-commit`` and
+``reference-transaction`` (:data:`HOOKS`; the last one also beside the framework, which has no
+stage for it) it runs ``<ledgit> hook NAME`` (:func:`hook_block`, :func:`ledgit_command`)
 before whatever the hook already did. A hook that is not a shell script (or not executable)
 is kept aside as ``<hook>.pre-ledgit`` and chained from a new shell hook. With the pre-commit
 framework (``.pre-commit-config.yaml``) hooks are left to it: :func:`pre_commit_snippet` is
@@ -24,7 +25,13 @@ from pathlib import Path
 from ledgit.core.errors import USAGE, LedgitError
 from ledgit.git import repository
 
-HOOKS = ("pre-commit", "post-checkout", "post-merge", "post-rewrite", "pre-merge-commit")
+# the hooks the pre-commit framework can run for ledgit (its stages, .pre-commit-hooks.yaml)
+FRAMEWORK_HOOKS = ("pre-commit", "post-checkout", "post-merge", "post-rewrite",
+                   "pre-merge-commit")
+# the ref guard (ledgit.operations.refguard): no framework stage exists for it, so ledgit
+# installs it itself, also beside the framework's hooks
+REF_HOOK = "reference-transaction"
+HOOKS = (*FRAMEWORK_HOOKS, REF_HOOK)
 BEGIN = "# >>> ledgit >>>"
 END = "# <<< ledgit <<<"
 CREATED = "# ledgit: created this file"
@@ -71,6 +78,61 @@ def ledgit_command() -> str:
     return f"{shlex.quote(sys.executable)} -c {shlex.quote(ENTRY_CODE)}"
 
 
+def _ref_hook_block(command: str | None, *, created: bool, chained: bool) -> str:
+    """:func:`hook_block` for ``reference-transaction``: Git gives the ref updates on stdin
+    and runs the hook three times per transaction; only ``prepared`` can abort it
+    (githooks(5)), and only HEAD and branches are guarded, so the others (``ORIG_HEAD``,
+    ``REBASE_HEAD``, ``AUTO_MERGE``... of every rebase step) cost one ``cat``. The updates
+    are read once and given again as stdin to what follows the block (the hook's own script,
+    or the chained one). A plain commit -- every guarded ref moves to a child of its old
+    value, no rebase, ``am``, cherry-pick or revert stopped -- is the pre-commit hook's: the
+    block tells it with ``git rev-parse`` alone (~3 git processes, not a Python one)."""
+    cmd = command or ledgit_command()
+    words = shlex.split(cmd)
+    exe = words[0] if words else "ledgit"
+    guard = (f"[ -x {shlex.quote(exe)} ]" if os.path.isabs(exe)
+             else f"command -v {shlex.quote(exe)} >/dev/null 2>&1")
+    feed = "printf '%s\\n' \"$ledgit_refs\" |"
+    lines = [
+        BEGIN,
+        "# Added by `ledgit install`; `ledgit uninstall` removes this block (githooks(5)).",
+        "ledgit_refs=",
+        'while IFS= read -r ledgit_l; do ledgit_refs="$ledgit_refs$ledgit_l',
+        '"; done',
+        "# only a prepared transaction can be refused, and only HEAD or a branch matters",
+        'case "${1:-}:$ledgit_refs" in prepared:*" HEAD"*|prepared:*" refs/heads/"*)',
+        "    # a plain commit (HEAD and its branch move to a child of their old value, nothing",
+        "    # stopped) is the pre-commit hook's: one git process tells it",
+        '    ledgit_pair=$(printf %s "$ledgit_refs" | { p=; while read -r o n r; do',
+        "        case $r in HEAD|refs/heads/*) ;; *) continue ;; esac",
+        '        [ -n "$p" ] || p="$o $n"',
+        '        [ "$p" = "$o $n" ] || { echo many; exit 0; }',
+        '    done; echo "$p"; })',
+        '    ledgit_gd=$(git rev-parse --git-dir "${ledgit_pair#* }^1" 2>/dev/null) || ledgit_gd=',
+        "    for ledgit_f in CHERRY_PICK_HEAD REVERT_HEAD rebase-merge rebase-apply; do",
+        '        [ -e "${ledgit_gd%%\n*}/$ledgit_f" ] && ledgit_gd=',
+        "    done",
+        '    if [ -n "$ledgit_gd" ] && [ "${ledgit_gd#*\n}" = "${ledgit_pair%% *}" ]; then',
+        "        :  # a plain commit: the pre-commit hook checked it",
+        f"    elif {guard}; then",
+        f'        {feed} {cmd} hook {REF_HOOK} "$@" || exit $?',
+        "    elif command -v ledgit >/dev/null 2>&1; then",
+        f'        {feed} ledgit hook {REF_HOOK} "$@" || exit $?',
+        "    fi",
+        "esac",
+        "exec 0<<LEDGIT_REFS",
+        "$ledgit_refs",
+        "LEDGIT_REFS",
+    ]
+    if created:
+        lines.append(CREATED)
+    if chained:
+        lines += [f'chained="$(dirname "$0")/{REF_HOOK}{CHAINED_SUFFIX}"',
+                  '[ -x "$chained" ] && exec "$chained" "$@"']
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
 def hook_block(name: str, command: str | None = None, *, created: bool = False,
                chained: bool = False) -> str:
     """The marked POSIX sh block for hook ``name``: runs ``<ledgit> hook NAME "$@"``.
@@ -80,6 +142,8 @@ def hook_block(name: str, command: str | None = None, *, created: bool = False,
     (post-rewrite's list of rewritten commits) is left for the hook's own script. ``created``
     marks a file install created; ``chained`` ends the block by running the hook kept aside.
     """
+    if name == REF_HOOK:
+        return _ref_hook_block(command, created=created, chained=chained)
     cmd = command or ledgit_command()
     words = shlex.split(cmd)
     exe = words[0] if words else "ledgit"
@@ -233,7 +297,7 @@ def pre_commit_framework_gaps(top: Path, hooks_dir: Path) -> list[str]:
         return [f"no {PRE_COMMIT_CONFIG}"]
     gaps = [f"{PRE_COMMIT_CONFIG} does not use hook id {hid}"
             for hid in ("ledgit-check", "ledgit-index") if hid not in config]
-    for name in HOOKS:
+    for name in FRAMEWORK_HOOKS:
         path = hooks_dir / name
         try:
             text = path.read_text(encoding="utf-8", errors="replace")

@@ -39,6 +39,7 @@ from ledgit.operations.hookblock import (
     END,
     HOOKS,
     PRE_COMMIT_CONFIG,
+    REF_HOOK,
     install_hook,
     ledgit_command,
     pre_commit_snippet,
@@ -246,8 +247,7 @@ def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> lis
     anything changes, and a step that fails puts back what the earlier ones changed."""
     top = work_tree_top(cwd)
     attributes = attributes_file(cwd)
-    hdirs = (_relative_hooks_dirs(cwd) or [repository.hooks_dir(cwd)]) \
-        if hooks and not uses_pre_commit_framework(top) else []
+    hdirs = (_relative_hooks_dirs(cwd) or [repository.hooks_dir(cwd)]) if hooks else []
     preflight(attributes, None, "install")
     for hdir in hdirs:
         preflight(attributes, hdir, "install")
@@ -281,6 +281,8 @@ def _install(cwd: Path, top: Path, hooks: bool, command: str | None,
         done.append(f"hooks: {PRE_COMMIT_CONFIG} found, so the pre-commit framework manages "
                     f"hooks; add this to it, then run `pre-commit install`:\n"
                     + pre_commit_snippet())
+        # the framework has no reference-transaction stage: the ref guard is ledgit's own
+        done += [install_hook(hdir, REF_HOOK, command) for hdir in hdirs]
         return done
     for hdir in hdirs:
         for name in HOOKS:

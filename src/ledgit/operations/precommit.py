@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ledgit.core.errors import CHECK_FAILED, OK, USAGE, LedgitError
 from ledgit.git import gitindex, objects, repository
+from ledgit.git.refs import merge_base, squashed_tip
 from ledgit.operations.gate import (
     Finding,
     _prefix_of,
@@ -190,7 +191,10 @@ def check_operation(cwd: Path, staged_paths: list[str], tasks: list[str],
       added to them (a task left as HEAD has it is a choice not to pick it; the picked commit
       still holds its events);
     * revert: HEAD is the only parent and holds the reverted events, which must stay (the
-      HEAD check): undoing is a new event, ``ledgit revert TASK EVENT``.
+      HEAD check): undoing is a new event, ``ledgit revert TASK EVENT``;
+    * squash (``git merge --squash``, SQUASH_MSG; issue 25): the commit has HEAD as its only
+      parent, and the squashed branch may be deleted after it, so every event the squashed
+      commits added since the merge base must be in the index.
     """
     heads = repository.operation_heads(cwd)
     if "merge" not in heads and repository.merging_heads():
@@ -208,6 +212,11 @@ def check_operation(cwd: Path, staged_paths: list[str], tasks: list[str],
             if operation == "cherry-pick":
                 changed = sorted(set(changed) & set(staged_paths))
             jobs.append((f"{name} {oid[:12]}", oid, changed, picked_parents[0]))
+    tip = squashed_tip(repository.git_dir(cwd)) if "merge" not in heads else None
+    fork = merge_base(cwd, "HEAD", tip) if tip else None
+    if tip and fork:
+        jobs.append((f"the squashed {tip[:12]}", tip, objects.tree_diff_paths(cwd, fork, tip),
+                     fork))
     for label, rev, paths, base in jobs:
         pairs = sorted({(p, t) for p, t in ((p, task_of(path, p)) for path in paths
                                             for p in [_prefix_of(path)] if p is not None)

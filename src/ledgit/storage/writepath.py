@@ -1,13 +1,14 @@
 """The write path of a board (DESIGN §6): every write of a task, ordered like a write-ahead log.
 
-Under the task's lock (:mod:`ledgit.storage.tasklock`): read the file (the truth, never the index),
-check ``--expect``, append the event(s) and fsync, replace the task file atomically
-(:func:`ledgit.storage.taskfiles.replace_task_file`), fsync the directory, then refresh the index
-row
-(best effort). A crash between the append and the rename leaves the history one event ahead
-of the file; the next write to that task, or :meth:`ledgit.storage.board.Board.repair`, rolls it
-forward. No acknowledged write is lost. The functions here are what :class:`Board`'s
-``create``, ``mutate`` and ``record_edit`` run; a read never imports this module.
+Under the task's lock (:mod:`ledgit.storage.tasklock`) and Git's ``index.lock`` of the work tree
+(:mod:`ledgit.storage.worktreeguard`: never while Git rewrites the work tree): read the file
+(the truth, never the index), check ``--expect``, append the event(s) and fsync, replace the
+task file atomically (:func:`ledgit.storage.taskfiles.replace_task_file`), fsync the directory,
+then refresh the index row (best effort). A crash between the append and the rename leaves the
+history one event ahead of the file; the next write to that task, or
+:meth:`ledgit.storage.board.Board.repair`, rolls it forward. No acknowledged write is lost. The
+functions here are what :class:`Board`'s ``create``, ``mutate`` and ``record_edit`` run; a read
+never imports this module.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ledgit.storage.board import DEFAULT_LOCK_TIMEOUT, refuse_link
 from ledgit.storage.index import Index
 from ledgit.storage.oserrors import os_refusal
 from ledgit.storage.taskfiles import NOFOLLOW, checked_id, fsync_dir, replace_task_file, write_all
+from ledgit.storage.worktreeguard import worktree_quiet
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -74,7 +76,8 @@ def create_task(board: Board, fields: Mapping[str, Any], body: str, actor: str, 
     path, hpath = board.task_file(tid), board.history_file(tid)
     record = make_record(data, body, board.rel(path))
     _refuse_lifecycle(lifecycle_problems(record.fields), [], board.rel(path))
-    with board.lock(tid):
+    lock = board.lock(tid)
+    with lock, worktree_quiet(board.root_str, lock.timeout):
         refuse_link(board, path)
         refuse_link(board, hpath)
         if os.path.lexists(path):
@@ -111,7 +114,7 @@ def mutate_task(board: Board, task_id: str, change: Callable[[Record], Change], 
     if not board.exists(task_id):
         raise LedgitError(f"no task {task_id}", NOT_FOUND)
     rel = board.rel(board.task_file(task_id))
-    with board.lock(task_id, lock_timeout):
+    with board.lock(task_id, lock_timeout), worktree_quiet(board.root_str, lock_timeout):
         now = now_timestamp()
         current, pending, parents = settle(board, task_id, actor, now)
         if expect is not None:
@@ -180,7 +183,8 @@ def record_edit(board: Board, task_id: str, actor: str, *, normalize: bool = Fal
     actor = checked_actor(actor)
     if not board.exists(task_id):
         raise LedgitError(f"no task {task_id}", NOT_FOUND)
-    with board.lock(task_id):
+    lock = board.lock(task_id)
+    with lock, worktree_quiet(board.root_str, lock.timeout):
         current, pending, _ = settle(board, task_id, actor, now_timestamp())
         loss = task_layout_loss(board, task_id, current)
         if loss is not None and not normalize:
