@@ -8,7 +8,7 @@ import os
 
 from gitutil import CliRun
 
-from ledgit.history import parse_events
+from ledgit.core.history import parse_events
 
 
 def test_record_of_a_hand_edit_stamps_last_modified(lg: CliRun) -> None:

@@ -132,7 +132,9 @@ def mutate_task(board: Board, task_id: str, change: Callable[[Record], Change], 
         unchanged = make_record(fields, proposed.body, rel)
         if unchanged == current:
             return current
-        fields["last_modified"] = _later(current.fields["last_modified"], now)
+        # Stamped after the change ran: never earlier than a time it wrote (a note's, a
+        # claim's), so last_modified is the latest time in the record.
+        fields["last_modified"] = _later(current.fields["last_modified"], now_timestamp())
         new = make_record(fields, proposed.body, rel)
         if check_lifecycle:
             _refuse_lifecycle(lifecycle_problems(new.fields),
