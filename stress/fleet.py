@@ -8,8 +8,8 @@ every third agent a worktree of the previous agent's clone). Every round, all ag
 - picks ready work (``ledgit ready``; half the time the top task, the one every other agent
   sees first too: the deliberate same-task collisions), claims it (exit 6: someone holds it;
   with remote leases that is decided on the remote at once);
-- on a task it holds: heartbeats, updates the response, adds a note (``ledgit note``) and an
-  item, then completes or drops it; a refused heartbeat or end (exit 6) means the claim was
+- on a task it holds (from an earlier round, or at once for a quick task): heartbeats,
+  updates the response, adds a note (``ledgit note``) and an item, then completes or drops it; a refused heartbeat or end (exit 6) means the claim was
   lost and the agent lets the task go;
 - now and then creates a task, appends a line at the end of a shared task's body by hand
   (``ledgit record``), or -- rarely -- rewrites the same existing body line as others do
@@ -398,6 +398,8 @@ class Fleet:
                 # Half the time the top task, the one every agent sees first.
                 pick = ready[0] if rng.random() < 0.5 else rng.choice(ready)
                 self.claim(agent, pick)
+                if pick in agent.held and rng.random() < 0.4:
+                    self.on_held(agent, pick, tag)  # a quick task: done before the sync
         roll = rng.random()
         if roll < 0.15:
             self.create(agent, tag)
