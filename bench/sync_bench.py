@@ -13,12 +13,12 @@ tasks ``k`` (default 2 and 10), two clones A and B of one bare remote work in ro
   B ``push``; A ``pull --rebase`` (a fast-forward).
 
 "ledgit" = ``ledgit install`` in both clones: the pre-commit hook, the merge driver, the
-post-checkout/post-merge/post-rewrite hooks. "plain" = the same files and writes, ledgit not
-installed, and Git's built-in ``union`` merge for task files and histories (set in
-``.git/info/attributes``): the cheapest merge that never stops, so the loop runs the same
-steps. The two loops alternate round by round (one untimed warm-up round each), so they share
-the machine's noise. Reported: the median wall time of each step and of the whole loop,
-ledgit / plain, and the load average.
+post-checkout/post-merge/post-rewrite hooks. "plain" = the same files, ledgit not installed, a
+line appended to each changed task file and history (the same files touched), and Git's
+built-in ``union`` merge for them (set in ``.git/info/attributes``): the cheapest merge that
+never stops, so the loop runs the same steps. The two loops alternate round by round (one
+untimed warm-up round each), so they share the machine's noise. Reported: the median wall and
+CPU time of each step and of the whole loop, ledgit / plain, and the load average.
 
 ``--trace`` also runs one extra round of each loop under ``GIT_TRACE2_EVENT`` and says where
 the time of each step went: hooks, merge-driver processes, and Git itself::
@@ -84,12 +84,22 @@ class Loop:
                 attrs = path / ".git" / "info" / "attributes"
                 attrs.write_text(".ledgit/tasks/*.md merge=union\n"
                                  ".ledgit/history/*.jsonl merge=union\n", encoding="utf-8")
-            Board(path)  # the private index is built by the first write below
         self.times: dict[str, list[float]] = {s: [] for s in STEPS}
         self.cpu: dict[str, list[float]] = {s: [] for s in STEPS}
 
     def change(self, path: Path, tasks: list[str], tag: str) -> None:
-        """An agent's writes on ``tasks``: a note and a response each (untimed)."""
+        """An agent's writes on ``tasks``: a note and a response each (untimed). The plain
+        loop appends a line to each file instead (a union merge of two edited front
+        matters would not parse: the loop must run the same steps, not check ledgit)."""
+        if self.name == "plain":
+            for tid in tasks:
+                for sub, line in (("tasks", f"- {tag}: looked at it; {tag} was here\n"),
+                                  ("history", json.dumps({"op": "note", "actor": tag}) + "\n")):
+                    suffix = ".md" if sub == "tasks" else ".jsonl"
+                    with open(path / ".ledgit" / sub / f"{tid}{suffix}", "a",
+                              encoding="utf-8") as fh:
+                        fh.write(line)
+            return
         board = Board(path)
         for tid in tasks:
             board.mutate(tid, lambda r: note(r, text=f"{tag}: looked at it", by=tag,
