@@ -9,8 +9,9 @@ every third agent a worktree of the previous agent's clone). Every round, all ag
   sees first too: the deliberate same-task collisions), claims it (exit 6: someone holds it;
   with remote leases that is decided on the remote at once);
 - on a task it holds (from an earlier round, or at once for a quick task): heartbeats,
-  updates the response, adds a note (``ledgit note``) and an item, then completes or drops it; a refused heartbeat or end (exit 6) means the claim was
-  lost and the agent lets the task go;
+  updates the response, adds a note (``ledgit note``) and an item, then completes or drops
+  it; a refused heartbeat or end (exit 6) means the claim was lost and the agent lets the
+  task go;
 - now and then creates a task, appends a line at the end of a shared task's body by hand
   (``ledgit record``), or -- rarely -- rewrites the same existing body line as others do
   (the one edit that may still need a person);
