@@ -47,13 +47,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402 - bench/run.py: the board builder shared with the main bench
 
-from ledgit.board import Board  # noqa: E402
-from ledgit.notes import note  # noqa: E402
-from ledgit.ops import update  # noqa: E402
-from ledgit.readout import now_timestamp  # noqa: E402
+from ledgit.core.readout import now_timestamp  # noqa: E402
+from ledgit.operations.notes import note  # noqa: E402
+from ledgit.operations.transitions import update  # noqa: E402
+from ledgit.storage.board import Board  # noqa: E402
+from ledgit.storage.writepath import mutate_task  # noqa: E402
 
 STEPS = ("A commit", "A push", "B commit", "B pull --rebase", "B push", "A pull --rebase")
 BUDGET = 2.0  # ledgit / plain, the whole loop (issue 24)
+LOCK_TIMEOUT = 30.0  # seconds: nobody else writes these boards
 
 
 def git(args: list[str], cwd: Path, env: dict[str, str], *, check: bool = True
@@ -102,9 +104,11 @@ class Loop:
             return
         board = Board(path)
         for tid in tasks:
-            board.mutate(tid, lambda r: note(r, text=f"{tag}: looked at it", by=tag,
-                                             now=now_timestamp()), tag)
-            board.mutate(tid, lambda r: update(r, response=f"{tag} was here"), tag)
+            mutate_task(board, tid, lambda r: note(r, text=f"{tag}: looked at it", by=tag,
+                                                   now=now_timestamp()), tag,
+                        lock_timeout=LOCK_TIMEOUT)
+            mutate_task(board, tid, lambda r: update(r, response=f"{tag} was here"), tag,
+                        lock_timeout=LOCK_TIMEOUT)
 
     def round(self, a_tasks: list[str], b_tasks: list[str], r: int, timed: bool,
               trace: Path | None = None) -> None:

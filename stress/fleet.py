@@ -140,13 +140,14 @@ class Fleet:
             for i in range(self.n_tasks):
                 self._plain_create(seed, f"seed task {i}", priority=i % 5)
         else:
-            code = ("import sys\nfrom ledgit.boardinit import init_board\n"
+            code = ("import sys\nfrom ledgit.storage.boardinit import init_board\n"
+                    "from ledgit.storage.writepath import create_task\n"
                     "b = init_board(sys.argv[1])\nhot = []\n"
                     "for i in range(2):\n"
-                    "    hot.append(b.create({'title': f'hot task {i}'}, '## Goal\\n"
+                    "    hot.append(create_task(b, {'title': f'hot task {i}'}, '## Goal\\n"
                     + GOAL_LINE + "\\n\\n## Log\\n', 'seed').id)\n"
                     "for i in range(int(sys.argv[2])):\n"
-                    "    b.create({'title': f'seed task {i}', 'priority': i % 5},"
+                    "    create_task(b, {'title': f'seed task {i}', 'priority': i % 5},"
                     " '## Goal\\nSeed.\\n', 'seed')\n"
                     "print(' '.join(hot))\n")
             res = run([sys.executable, "-c", code, str(seed), str(self.n_tasks)], seed, env)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from gitflow import commit_all, create, git_rc, new_repo
 
-from ledgit.storage.board import Board
 from ledgit.hooks.dispatch import warm_up_needed
+from ledgit.storage.board import Board
 from ledgit.storage.index import Index
 
 pytest_plugins = ["gitutil"]

@@ -1,5 +1,6 @@
 """``ledgit note``: append a timestamped, attributed line to a task's notes
-(:func:`ledgit.operations.notes.note`, written through :func:`ledgit.cli.commands.writes.mutate`)."""
+(:func:`ledgit.operations.notes.note`, written through
+:func:`ledgit.cli.commands.writes.mutate`)."""
 
 from __future__ import annotations
 
