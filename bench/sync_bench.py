@@ -242,7 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     shapes = bench.load_shapes(args.data)
     tmp = Path(tempfile.mkdtemp(prefix="ledgit-sync-"))
     env = bench.git_env(tmp)
-    (tmp / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n", encoding="utf-8")
+    # No automatic gc or maintenance: a detached repack of a seed while it is being cloned
+    # breaks the clone, and it is noise in either loop.
+    (tmp / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n[gc]\n\tauto = 0\n"
+                                   "[maintenance]\n\tauto = false\n", encoding="utf-8")
     results: list[dict[str, Any]] = []
     try:
         for n in args.sizes:
