@@ -500,8 +500,15 @@ class Fleet:
         if any(MARKER_RE.match(ln) for ln in head.splitlines()):
             return "the task's fields (front matter)"
         if any(MARKER_RE.match(ln) for ln in body.splitlines()):
-            lines = [ln for ln in body.splitlines()]
-            return ("the same body lines" if any(GOAL_LINE in ln for ln in lines)
+            # Inside the markers: the goal line (rewritten by several agents) or only lines
+            # appended at the end (which must never stop a pull).
+            inside, conflicted = False, []
+            for ln in body.splitlines():
+                if MARKER_RE.match(ln):
+                    inside = not ln.startswith(">" * 7)
+                elif inside:
+                    conflicted.append(ln)
+            return ("the same body lines" if any(GOAL_LINE in ln for ln in conflicted)
                     else "body lines (appends)")
         return "other"
 
