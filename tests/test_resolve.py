@@ -207,7 +207,8 @@ def test_a_body_conflict_resolved_as_the_driver_says_ends_in_a_commit(
     assert len(said) == 1 and f"then run: ledgit record {tid} " in said[0]
     assert " ID" not in said[0]
     text = task_file(repo, tid).read_text()
-    assert "<<<<<<< HEAD (" in text and ">>>>>>> side (" in text  # the sides, as Git names them
+    # the sides, as Git names them (the earlier edit first: record stamps last_modified)
+    assert "<<<<<<< side (" in text and ">>>>>>> HEAD (" in text
     _settle_markers(task_file(repo, tid), "Middle: main and side.\n")
     r = ledgit(repo, "record", tid, "--by", "ada")
     assert "staged" in r.out
@@ -229,7 +230,7 @@ def test_a_body_conflict_resolved_as_resolve_says_ends_in_a_commit(
     assert "merged from both sides" not in r.out
     assert f"ledgit record {tid} (it adds" in body_lines[0]
     text = task_file(clone, tid).read_text()
-    assert "<<<<<<< HEAD (" in text and ">>>>>>> side (" in text
+    assert "<<<<<<< side (" in text and ">>>>>>> HEAD (" in text
     ledgit(clone, "install")  # the hooks now check the commit
     _settle_markers(task_file(clone, tid), "Middle: settled.\n")
     ledgit(clone, "record", tid, "--by", "ada")

@@ -3,11 +3,11 @@
 Kept tiny on purpose: startup cost is a budget (DESIGN §10), so nothing is imported here beyond
 what dispatching needs. Most invocations never import click: ``--version`` (the floor the
 budgets are measured against), ``merge-driver`` (Git runs it once per conflicted file), ``hook
-pre-commit`` (Git runs it on every commit), and every task command whose command line
-:func:`ledgit.cli.argspec.parse` reads from the spec table of :mod:`ledgit.cli.commands.table`
-(:func:`ledgit.cli.commands.running.run_command_line`). Help, odd command lines (which click
-answers with its usage errors) and the other commands go through :func:`ledgit.cli.main.run`;
-output and exit codes are the same either way.
+NAME`` (Git runs the hooks on every commit, checkout, merge and rebase), and every task
+command whose command line :func:`ledgit.cli.argspec.parse` reads from the spec table of
+:mod:`ledgit.cli.commands.table` (:func:`ledgit.cli.commands.running.run_command_line`). Help,
+odd command lines (which click answers with its usage errors) and the other commands go through
+:func:`ledgit.cli.main.run`; output and exit codes are the same either way.
 
 May import: ledgit.core, ledgit.cli, ledgit.hooks.
 """
@@ -77,8 +77,9 @@ def run(args: list[str]) -> int:
         from ledgit.hooks.mergedriver import main as merge_driver  # lazy: 0.3 ms (-X importtime)
 
         return merge_driver(list(args[1:]))
-    if args[:2] in (["hook", "pre-commit"], ["hook", "reference-transaction"]):
-        return _pre_commit(list(args[2:]), args[1])
+    if args[:1] == ["hook"] and len(args) > 1 and not args[1].startswith("-"):
+        # Git runs these on every commit, checkout, merge and rebase (githooks(5)): no click.
+        return _hook(args[1], list(args[2:]))
     # (the command table and the board, which the three above do without)
     # A table command is a short process: its cyclic garbage is reclaimed by its exit, so
     # the cyclic collector is off while it runs (as Mercurial's util.nogc does around its
@@ -99,9 +100,10 @@ def run(args: list[str]) -> int:
     return click_run(args)
 
 
-def _pre_commit(args: list[str], name: str = "pre-commit") -> int:
-    """``ledgit hook pre-commit`` without click (= gitcli.hook_cmd under cli.run): a
-    LedgitError is its one line and its code, anything else an internal error (70)."""
+def _hook(name: str, args: list[str]) -> int:
+    """``ledgit hook NAME ARGS`` without click (= gitcli.hook_cmd under cli.run): a
+    LedgitError (an unknown hook name: exit 2) is its one line and its code, anything else
+    an internal error (70)."""
     debug = os.environ.get("LEDGIT_DEBUG", "") not in ("", "0")
     try:
         # (inside the try: a failing import is one line too)

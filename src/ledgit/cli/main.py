@@ -46,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "heartbeat": "ledgit.cli.main:heartbeat_cmd",
     "release": "ledgit.cli.main:release_cmd",
     "update": "ledgit.cli.main:update_cmd",
+    "note": "ledgit.cli.main:note_cmd",
     "complete": "ledgit.cli.main:complete_cmd",
     "wait": "ledgit.cli.main:wait_cmd",
     "monitor": "ledgit.cli.main:monitor_cmd",
@@ -93,7 +94,7 @@ SECTION: dict[str, str] = {
     "claim": "Agent state", "heartbeat": "Agent state", "release": "Agent state",
     "item": "Agent state", "lease": "Agent state", "accept": "Agent state",
     "revise": "Agent state",
-    "writeback": "Agent state", "handoff": "Agent state",
+    "writeback": "Agent state", "handoff": "Agent state", "note": "Agent state",
     "install": "Git integration", "uninstall": "Git integration", "verify": "Git integration",
     "restore-events": "Git integration",
     "resolve": "Git integration", "doctor": "Git integration", "forge": "Git integration",
@@ -119,6 +120,7 @@ EXAMPLES: dict[str, str] = {
     "heartbeat": "ledgit heartbeat T-k3v --by agent-a",
     "release": "ledgit release T-k3v --by agent-a --note 'blocked on review'",
     "update": "ledgit update T-k3v --next-action 'write the detector' --label reliability",
+    "note": "ledgit note T-k3v 'the flaky test is the clock, not the lock' --by agent-a",
     "complete": "ledgit complete T-k3v --response 'resumable export in src/export.py'",
     "wait": "ledgit wait T-k3v --on 'review by alice'",
     "monitor": "ledgit monitor T-k3v --signal 'nightly export duration'",
@@ -420,6 +422,7 @@ claim_cmd = _command("claim")
 heartbeat_cmd = _command("heartbeat")
 release_cmd = _command("release")
 update_cmd = _command("update")
+note_cmd = _command("note")
 complete_cmd = _command("complete")
 wait_cmd = _command("wait")
 monitor_cmd = _command("monitor")

@@ -8,7 +8,7 @@ on which side Git calls "ours" (a rebase swaps them).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ledgit.core.lifecycle import lifecycle_problems, outcome_contradiction
@@ -61,6 +61,7 @@ RULE_SET = "both changed it; both sides' adds and removes apply"
 RULE_ITEMS = "both changed them; items are joined by id"
 RULE_MAP = "both changed it; merged key by key"
 RULE_LINES = "both changed it; merged line by line"
+RULE_NOTES = "both added notes; every note kept once, oldest first"
 
 
 def describe_provenance(field: str, source: str, rule: str | None = None) -> str:
@@ -139,6 +140,27 @@ def merge_set(base: Sequence[str] | None, a: Sequence[str] | None,
     kept = [x for x in base_l if x not in removed]
     added = sorted((set(a_l) | set(b_l)) - set(base_l))
     return kept + added
+
+
+def merge_notes(base: Sequence[Mapping[str, Any]] | None,
+                a: Sequence[Mapping[str, Any]] | None,
+                b: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Notes (DESIGN §4: append-only lines ``{at, by, text}``) as a set: the base's notes
+    that neither side removed, in base order, then every note either side added, each once,
+    oldest first (``at``, then ``by``, then ``text``). No order depends on which side is
+    ours, so two sides that only appended merge with no conflict, byte-identical both ways."""
+    base_l, a_l, b_l = list(base or []), list(a or []), list(b or [])
+    in_a, in_b = {_key(n) for n in a_l}, {_key(n) for n in b_l}
+    kept = [dict(n) for n in base_l if _key(n) in in_a and _key(n) in in_b]
+    seen = {_key(n) for n in base_l}
+    added: dict[bytes, Mapping[str, Any]] = {}
+    for n in a_l + b_l:
+        k = _key(n)
+        if k not in seen:
+            added.setdefault(k, n)
+    order = sorted(added.items(), key=lambda kv: (kv[1]["at"], kv[1]["by"], kv[1]["text"],
+                                                  kv[0]))
+    return kept + [dict(n) for _, n in order]
 
 
 def _renews(base: Any, claim: Any) -> bool:
@@ -253,19 +275,60 @@ def _merge_body(sides: _Sides, base: str, a: str, b: str, marker_size: int,
         return value, False, src or BOTH
     import merge3  # lazy: 0.9 ms (-X importtime); a body changed on one side needs none (driver)
 
-    m = merge3.Merge3(_split_lines(base), _split_lines(a), _split_lines(b))
-    conflict = any(region[0] == "conflict" for region in m.merge_regions())
-    name_a = name_b = None
-    if names is not None and names[0] != names[1]:
-        name_a, name_b = names[::-1] if sides.swapped else names
-    lines = m.merge_lines(
-        name_a=_marker_label(sides.lm_a, a, name_a), name_b=_marker_label(sides.lm_b, b, name_b),
-        start_marker="<" * marker_size, mid_marker="=" * marker_size,
-        end_marker=">" * marker_size)
-    text = "".join(lines)
-    if text and not text.endswith("\n"):
-        text += "\n"
+    base_l, a_l, b_l = _split_lines(base), _split_lines(a), _split_lines(b)
+    m = merge3.Merge3(base_l, a_l, b_l)
+    regions = list(m.merge_regions())
+    # Lines both sides inserted at one place, editing no base line (two notes appended at
+    # the end of the body): both kept, no conflict (issue 24). Only edits of the same base
+    # lines conflict.
+    conflict = any(r[0] == "conflict" and r[1] != r[2] for r in regions)
+    labels = ("", "")
+    if conflict:
+        name_a = name_b = None
+        if names is not None and names[0] != names[1]:
+            name_a, name_b = names[::-1] if sides.swapped else names
+        labels = (_marker_label(sides.lm_a, a, name_a), _marker_label(sides.lm_b, b, name_b))
+    out: list[str] = []
+    for region in regions:
+        what = region[0]
+        if what == "unchanged":
+            out += base_l[region[1]:region[2]]
+        elif what in ("a", "same"):
+            out += a_l[region[1]:region[2]]
+        elif what == "b":
+            out += b_l[region[1]:region[2]]
+        else:
+            iz, zmatch, ia, amatch, ib, bmatch = (int(x) for x in region[1:])
+            if iz == zmatch:
+                out += union_insertions(a_l[ia:amatch], b_l[ib:bmatch], m.sequence_matcher)
+            else:
+                out += ["<" * marker_size + " " + labels[0] + "\n", *_ended(a_l[ia:amatch]),
+                        "=" * marker_size + "\n", *_ended(b_l[ib:bmatch]),
+                        ">" * marker_size + " " + labels[1] + "\n"]
+    text = "".join(_ended(out))
     return text, conflict, MERGED
+
+
+def _ended(lines: list[str]) -> list[str]:
+    """``lines`` each ending with a newline (only a file's last line may lack one; inside a
+    merge it would run into the next line)."""
+    return [line if line.endswith("\n") else line + "\n" for line in lines]
+
+
+def union_insertions(a: Sequence[str], b: Sequence[str],
+                     sequence_matcher: Callable[..., Any]) -> list[str]:
+    """Two runs of lines inserted at the same place on two sides, as one: the lines both
+    hold in common (longest matching blocks) once, each side's own lines kept, ``a``'s before
+    ``b``'s where they differ. ``a``/``b`` are the canonical sides (merge_records orders
+    them by last_modified, then content), so the result does not depend on which is ours.
+    ``sequence_matcher``: difflib.SequenceMatcher, as merge3 loaded it (no import here)."""
+    out: list[str] = []
+    matcher = sequence_matcher(None, list(a), list(b), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        out += _ended(list(a[i1:i2]))
+        if tag in ("replace", "insert"):
+            out += _ended(list(b[j1:j2]))
+    return out
 
 
 def merge_records(base: Record | None, ours: Record, theirs: Record,
@@ -323,6 +386,12 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
             if src3 is None and _key(va) != _key(vbb):
                 value, src = _merge_items(sides, vb, va, vbb), MERGED
                 result.rules[k] = RULE_ITEMS
+        elif k == "notes":
+            value, src3 = _three_way(vb, va, vbb)
+            src = src3 or BOTH
+            if src3 is None and _key(va) != _key(vbb):
+                value, src = merge_notes(vb, va, vbb), MERGED
+                result.rules[k] = RULE_NOTES
         else:
             value, src3 = _three_way(vb, va, vbb)
             src = src3 or BOTH
@@ -467,4 +536,4 @@ def _reestablish_lifecycle(out: dict[str, Any], *sources: Mapping[str, Any]) -> 
                 return
 
 
-__all__ = ["MergeResult", "merge_records", "merge_set"]
+__all__ = ["MergeResult", "merge_records", "merge_set", "merge_notes", "union_insertions"]

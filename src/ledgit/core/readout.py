@@ -100,6 +100,7 @@ def build_readout(fields: Mapping[str, Any], body: str, *, path: str, revision: 
         "artifacts": [i for i in items if i["kind"] == "artifact" and i["trust"] != "deprecated"],
         "candidate_items": candidates,
         "deprecated_items": [i["id"] for i in items if i["trust"] == "deprecated"],
+        "notes": f.get("notes", []),
         "unknown": unknown,
         "fields": dict(f),
         "body": body,
@@ -181,6 +182,9 @@ def render_readout(readout: Mapping[str, Any], *, body: bool = True) -> str:
     if r["deprecated_items"]:
         lines.append(f"deprecated items: {len(r['deprecated_items'])} "
                      "(see --json or the task file)")
+    if r.get("notes"):
+        lines.append(f"notes ({len(r['notes'])}):")
+        lines += [f"  {n['at']} {n['by']}: {n['text']}" for n in r["notes"]]
     if r["unknown"]:
         lines.append("UNKNOWN:")
         lines += [f"  {u['field']}: {u['reason']}" for u in r["unknown"]]

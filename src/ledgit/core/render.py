@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ledgit.core.schema import CLAIM_KEYS, FIELD_ORDER, ITEM_KEYS, OUTCOME_KEYS
+from ledgit.core.schema import CLAIM_KEYS, FIELD_ORDER, ITEM_KEYS, NOTE_KEYS, OUTCOME_KEYS
 
 
 class Renderable(Protocol):
@@ -132,6 +132,8 @@ def render_record(record: Renderable) -> str:
             value = _ordered(value, OUTCOME_KEYS)
         elif key == "items":
             value = [_ordered(i, ITEM_KEYS) for i in value]
+        elif key == "notes":
+            value = [_ordered(n, NOTE_KEYS) for n in value]
         elif key == "x":
             value = _sorted_keys(value)
         _emit(value, 2, out)

@@ -32,7 +32,7 @@ TRUST_RANK = {"candidate": 0, "locked": 1, "deprecated": 2}
 FIELD_ORDER = (
     "id", "title", "status", "priority", "owner", "worker", "claim", "contested",
     "depends_on", "labels", "commits", "response", "next_action", "gate", "waiting_on",
-    "signal", "outcome", "items", "created", "last_modified", "x",
+    "signal", "outcome", "items", "notes", "created", "last_modified", "x",
 )
 REQUIRED = ("id", "title", "status", "created", "last_modified")
 STRING_FIELDS = ("title", "owner", "worker", "response", "next_action", "gate", "waiting_on",
@@ -40,6 +40,7 @@ STRING_FIELDS = ("title", "owner", "worker", "response", "next_action", "gate", 
 SET_FIELDS = ("depends_on", "labels", "commits")
 CLAIM_KEYS = ("by", "at", "heartbeat", "note")
 OUTCOME_KEYS = ("kind", "reason", "reuse")
+NOTE_KEYS = ("at", "by", "text")
 ITEM_KEYS = ("id", "kind", "text", "why", "evidence", "trust", "by", "at", "supersedes",
              "superseded_by", "confidence", "x")
 
@@ -268,6 +269,36 @@ def _item(value: Any, name: str, ctx: FieldContext) -> dict[str, Any]:
     return out
 
 
+def _notes(value: Any, key: str, ctx: FieldContext) -> list[dict[str, Any]]:
+    """Notes: append-only lines ``{at, by, text}``, each key required, ``by`` and ``text``
+    one line (DESIGN §4); the same note twice is refused (a merge keeps each once)."""
+    if value == "":
+        return []
+    if not isinstance(value, list):
+        ctx.fail(f"expected a list of notes, got {_kind(value)}", key)
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, str]] = set()
+    for i, v in enumerate(value):
+        name = f"{key}[{i}]"
+        m = _mapping(v, name, ctx, NOTE_KEYS)
+        note: dict[str, Any] = {}
+        for k in NOTE_KEYS:
+            if k not in m:
+                ctx.fail("required in a note", f"{name}.{k}")
+            if k == "at":
+                note[k] = _timestamp(m[k], f"{name}.{k}", ctx)
+            else:
+                note[k] = _text(m[k], f"{name}.{k}", ctx, one_line=True).strip()
+                if not note[k]:
+                    ctx.fail("must not be empty", f"{name}.{k}")
+        ident = (note["at"], note["by"], note["text"])
+        if ident in seen:
+            ctx.fail("the same note twice (at, by and text)", name)
+        seen.add(ident)
+        out.append(note)
+    return out
+
+
 def _claim_list(value: Any, key: str, ctx: FieldContext) -> list[dict[str, Any]]:
     if value == "":
         return []
@@ -341,6 +372,8 @@ def _coerce_field(key: str, value: Any, ctx: FieldContext) -> Any:
                 ctx.fail(f"duplicate item id {item['id']!r}", f"{key}[{i}].id")
             seen.add(item["id"])
         return parsed
+    if key == "notes":
+        return _notes(value, key, ctx)
     if key == "x":
         if value == "":
             return {}

@@ -79,8 +79,25 @@ def _pre_commit(cwd: str, name: str) -> int:
     return precommit.pre_commit(Path(cwd))
 
 
+def warm_up_needed(name: str, args: list[str], cwd: str) -> bool:
+    """Whether post-* hook ``name`` has an index to warm (githooks(5)): not a post-checkout
+    that moved nothing (``git checkout -b``: the same commit twice), nor one a rebase runs
+    as it starts (its state dir is there): the rebase's post-rewrite warms the index once
+    when it ends, and every read checks freshness by itself (DESIGN §8). Saves a refresh in
+    every ``git pull --rebase`` (issue 24)."""
+    if name != "post-checkout":
+        return True
+    if len(args) >= 2 and args[0] == args[1] and args[0].strip("0"):
+        return False
+    git_dir = git_dir_for(cwd)
+    return git_dir is None or not any(
+        os.path.isdir(os.path.join(git_dir, d)) for d in ("rebase-merge", "rebase-apply"))
+
+
 def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
-    """Dispatch ``ledgit hook NAME ARGS``; ``args`` are the hook's own (ignored)."""
+    """Dispatch ``ledgit hook NAME ARGS``: post-checkout's refs and flag decide whether it
+    warms the index (:func:`warm_up_needed`); reference-transaction reads its updates from
+    stdin (githooks(5)); the others' arguments are not needed."""
     if name == REFERENCE_TRANSACTION:
         if args[:1] != ["prepared"]:
             return OK  # "committed" and "aborted" cannot change anything (githooks(5))
@@ -88,9 +105,11 @@ def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
 
         return refguard.check_transaction(os.getcwd() if cwd is None else str(cwd),
                                           refguard.parse_updates(sys.stdin.read()))
-    del args  # post-checkout's refs and flag, post-rewrite's command: not needed
     if name in (PRE_COMMIT, PRE_MERGE_COMMIT):
         return _pre_commit(os.getcwd() if cwd is None else str(cwd), name)
+    if name in INDEX_HOOKS and not warm_up_needed(name, args,
+                                                 os.getcwd() if cwd is None else str(cwd)):
+        return OK
     if name in INDEX_HOOKS:
         # lazy: the board, its index and the gate, 4.0 ms (-X importtime) pre-commit skips
         from ledgit.hooks.refresh import refresh_index

@@ -41,7 +41,7 @@ def refresh_index(cwd: Path, budget: float = INDEX_BUDGET) -> int:
         # Every board of the work tree, each with its own index (docs/git.md, "Every board
         # is guarded"): the one found from cwd and those the index tracks.
         top = repository.toplevel(cwd)
-        boards = [Board(top / p) for p in board_prefixes(cwd)
+        boards = [Board(top / p) for p in board_prefixes(cwd, configs_only=True)
                   if (top / p / LEDGIT_DIR).is_dir()] if top is not None else []
         if not boards:
             try:

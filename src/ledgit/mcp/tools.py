@@ -28,7 +28,7 @@ from ledgit.core.readout import build_readout, handoff_of, now_timestamp
 from ledgit.core.schema import OUTCOME_KINDS, STATUSES
 from ledgit.mcp.boards import Boards
 from ledgit.mcp.results import Created, Readout, Rows, Written, failure, ok
-from ledgit.operations import claims, stateitems, transitions
+from ledgit.operations import claims, notes, stateitems, transitions
 from ledgit.operations.arguments import resolve_ids, resolve_or_keep, split_list, status_of
 from ledgit.operations.leases import add_leases, board_leases, unleased
 from ledgit.operations.rows import ROW_KEYS, filters_of, is_negative, row_view
@@ -311,28 +311,38 @@ def build_tools(boards: Boards) -> list[Tool]:
                labels_add: StrList = None, labels_remove: StrList = None,
                depends_add: StrList = None, depends_remove: StrList = None,
                commits: StrList = None, set: dict[str, str] | None = None,  # noqa: A002
-               note: str | None = None, by: By = None, root: Root = None
-               ) -> Annotated[CallToolResult, Written]:
+               add_note: str | None = None, note: str | None = None, by: By = None,
+               root: Root = None) -> Annotated[CallToolResult, Written]:
         """Edit fields (lifecycle changes: claim/complete). set: other fields, as the CLI's
-        --set FIELD=VALUE."""
+        --set FIELD=VALUE. add_note: append one line to the task's notes (alone: op note)."""
         def run(board: Board) -> Written:
             sets = list((set or {}).items())
             if not any(v is not None for v in (title, priority, response, next_action, gate,
                                                 owner, worker)) \
                     and not (labels_add or labels_remove or depends_add or depends_remove
                              or commits or sets):
-                raise LedgitError("update: nothing to change", USAGE)
+                if add_note is None:
+                    raise LedgitError("update: nothing to change", USAGE)
+                return mutation(board, task, by, expect, lambda r, a, now, ttl: notes.note(
+                    r, text=add_note, by=a, now=now))
             add = resolve_ids(board, depends_add or ())
             remove = [resolve_or_keep(board, t) for t in depends_remove or ()]
-            return mutation(board, task, by, expect, lambda r, a, now, ttl: transitions.update(
-                r, title=title, priority=priority, response=response, sets=sets,
-                add_commits=split_list(commits or ()), depends_add=add,
-                depends_remove=remove, labels_add=split_list(labels_add or ()),
-                labels_remove=split_list(labels_remove or ()), next_action=next_action,
-                gate=gate, owner=owner, worker=worker, note=note))
+
+            def op(r: Any, a: str, now: str, ttl: int) -> Any:
+                change = transitions.update(
+                    r, title=title, priority=priority, response=response, sets=sets,
+                    add_commits=split_list(commits or ()), depends_add=add,
+                    depends_remove=remove, labels_add=split_list(labels_add or ()),
+                    labels_remove=split_list(labels_remove or ()), next_action=next_action,
+                    gate=gate, owner=owner, worker=worker, note=note)
+                if add_note is not None:
+                    change = notes.with_note(change, text=add_note, by=a, now=now)
+                return change
+            return mutation(board, task, by, expect, op)
         return call(task, root, {"title": title, "response": response, "set": list(
             (set or {}).values()), "next_action": next_action, "gate": gate, "note": note,
-            "labels_add": labels_add, "commits": commits, "by": by, "expect": expect}, run)
+            "add_note": add_note, "labels_add": labels_add, "commits": commits, "by": by,
+            "expect": expect}, run)
 
     @tool(write)
     def complete(task: Task, response: str, outcome: str | None = None,

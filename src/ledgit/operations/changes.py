@@ -30,6 +30,7 @@ LIFECYCLE_HINT = {
     "contested": "use claim --take-over or release",
     "outcome": "use park/drop/complete --outcome",
     "items": "use item add/accept/revise/writeback",
+    "notes": "use note (notes are append-only)",
     "id": "ids never change",
     "created": "set once at creation",
     "last_modified": "stamped by every write",

@@ -114,13 +114,17 @@ def _found_prefix(cwd: Path) -> str | None:
     return "" if rel == "." else rel.replace(os.sep, "/") + "/"
 
 
-def board_prefixes(cwd: Path, revs: Iterable[str] = ()) -> list[str]:
+def board_prefixes(cwd: Path, revs: Iterable[str] = (), *, configs_only: bool = False
+                   ) -> list[str]:
     """Every board to check (docs/git.md, "Every board is guarded"), sorted: the board found
     from ``cwd`` (walking up, :func:`ledgit.storage.board.find_board`), every board Git tracks in
     the
     index (what a commit would hold) and, for each of ``revs``, in that commit's tree -- the
     directories holding a ``.ledgit/`` with a ``config.yaml``, a task file or a history. In a
     bare repository only the ``revs`` are looked at. ``[""]`` when there is none.
+    ``configs_only``: boards in the index are those with a tracked ``config.yaml`` (what
+    ``ledgit init`` commits): one path a board, not one per task, for the post-* hooks that
+    only warm indexes (at 10,000 tasks the full listing is 20,000 paths).
     """
     prefixes: set[str] = set()
     top = repository.toplevel(cwd)
@@ -129,9 +133,10 @@ def board_prefixes(cwd: Path, revs: Iterable[str] = ()) -> list[str]:
         found = _found_prefix(cwd)
         if found is not None:
             prefixes.add(found)
-        globs = [f":(glob)**/{LEDGIT_DIR}/config.yaml",
-                 f":(glob)**/{LEDGIT_DIR}/{TASKS}/*{TASK_SUFFIX}",
-                 f":(glob)**/{LEDGIT_DIR}/{HISTORY}/*{HISTORY_SUFFIX}"]
+        globs = [f":(glob)**/{LEDGIT_DIR}/config.yaml"]
+        if not configs_only:
+            globs += [f":(glob)**/{LEDGIT_DIR}/{TASKS}/*{TASK_SUFFIX}",
+                      f":(glob)**/{LEDGIT_DIR}/{HISTORY}/*{HISTORY_SUFFIX}"]
         listed.append(repository.run_git(["ls-files", "-z", "--full-name", "--", *globs], top,
                                   check=False).stdout)
     elif repository.discover(cwd) is None:

@@ -336,13 +336,14 @@ def clashes(base: Record | None, ours: Record, theirs: Record) -> list[str]:
     terminal status, the earlier claim -- rather than by combining both: a scalar field, the
     claim, the outcome, one field of one item (``items.ID.KEY``), one leaf of ``x``
     (``x.beads.KEY``). Sets (labels, depends_on, commits, an item's supersedes) combine and
-    never clash; the body's line merge reports its own conflicts. Sorted paths."""
+    never clash, nor do notes (joined, each once); the body's line merge reports its own
+    conflicts. Sorted paths."""
     found: list[str] = []
     bf: Mapping[str, Any] = base.fields if base is not None else {}
     of, tf = ours.fields, theirs.fields
     for key in sorted((set(bf) | set(of) | set(tf)) - set(_STAMPS)):
         b, o, t = bf.get(key), of.get(key), tf.get(key)
-        if key in ("depends_on", "labels", "commits") or not _both_changed(b, o, t):
+        if key in ("depends_on", "labels", "commits", "notes") or not _both_changed(b, o, t):
             continue
         if key == "items":
             found.extend(_item_clashes(b or [], o or [], t or []))

@@ -135,7 +135,9 @@ def mutate_task(board: Board, task_id: str, change: Callable[[Record], Change], 
         unchanged = make_record(fields, proposed.body, rel)
         if unchanged == current:
             return current
-        fields["last_modified"] = _later(current.fields["last_modified"], now)
+        # Stamped after the change ran: never earlier than a time it wrote (a note's, a
+        # claim's), so last_modified is the latest time in the record.
+        fields["last_modified"] = _later(current.fields["last_modified"], now_timestamp())
         new = make_record(fields, proposed.body, rel)
         if check_lifecycle:
             _refuse_lifecycle(lifecycle_problems(new.fields),
@@ -185,8 +187,11 @@ def record_edit(board: Board, task_id: str, actor: str, *, normalize: bool = Fal
         raise LedgitError(f"no task {task_id}", NOT_FOUND)
     lock = board.lock(task_id)
     with lock, worktree_quiet(board.root_str, lock.timeout):
-        current, pending, _ = settle(board, task_id, actor, now_timestamp())
-        loss = task_layout_loss(board, task_id, current)
+        current, pending, _ = settle(board, task_id, actor, now_timestamp(), stamp_edit=True)
+        # A recorded edit stamped last_modified (settle): the file gets the stamp too, and
+        # its layout is judged against the record as it stands on disk.
+        stamped = bool(pending) and pending[-1]["op"] == "edit"
+        loss = task_layout_loss(board, task_id, board.read(task_id) if stamped else current)
         if loss is not None and not normalize:
             raise LedgitError(located(
                 f"{loss[1]} would not be kept: ledgit writes the canonical form (move the "
@@ -194,10 +199,10 @@ def record_edit(board: Board, task_id: str, actor: str, *, normalize: bool = Fal
                 f"{task_id} --normalize); nothing recorded",
                 board.rel(board.task_file(task_id)), loss[0]), USAGE)
         if pending:
-            _commit(board, task_id, pending, None)
-        if loss is not None:
+            _commit(board, task_id, pending, current if stamped else None)
+        if loss is not None and not stamped:
             write_task(board, task_id, current)
-        if pending or loss is not None:
+        if (pending or loss is not None) and not stamped:
             refresh_index(board, [current])
         return dict(pending[-1]) if pending else None
 
@@ -215,13 +220,17 @@ def task_layout_loss(board: Board, task_id: str, record: Record) -> tuple[int, s
 
 
 def settle(board: Board, task_id: str, actor: str, now: str, *,
-           record_hand_edit: bool = True) -> tuple[Record, list[Event], list[str]]:
+           record_hand_edit: bool = True, stamp_edit: bool = False
+           ) -> tuple[Record, list[Event], list[str]]:
     """Bring file and history into agreement before a write (caller holds the lock).
 
     Returns (current record, events to append first, parents for the next event):
     no history → a genesis event; history head one write ahead of the file (crash
     between append and rename) → the file is rewritten from the head; the file differs
-    from the head otherwise (a hand edit) → an ``edit`` event. Raises LedgitError exit 1
+    from the head otherwise (a hand edit) → an ``edit`` event. With ``stamp_edit`` (``ledgit
+    record``: the edit is the write) the returned record and the edit event carry
+    ``last_modified`` stamped to now, as every mutation does (docs/format.md); the caller
+    writes that record. Raises LedgitError exit 1
     for a history that does not parse or replay, or that has more than one head.
     """
     refuse_link(board, board.task_file(task_id))
@@ -261,7 +270,12 @@ def settle(board: Board, task_id: str, actor: str, now: str, *,
         return head_record, [], hs
     if not record_hand_edit:
         return current, [], hs
-    edit = new_event(parents=hs, at=now, actor=actor, op="edit", before_state=state,
+    at = now
+    if stamp_edit:
+        at = _later(current.fields["last_modified"], now)
+        current = make_record(dict(current.fields, last_modified=at), current.body,
+                              board.rel(board.task_file(task_id)))
+    edit = new_event(parents=hs, at=at, actor=actor, op="edit", before_state=state,
                      after_state=current.state(), note="recorded a hand edit of the task file")
     return current, [edit], [edit["id"]]
 

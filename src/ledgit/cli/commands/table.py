@@ -157,6 +157,10 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               Param(VALUE, "--next-action", help="The next step."),
               Param(VALUE, "--gate", help="The decision that blocks the next step."),
               OWNER, WORKER, NOTE, *MUTATION),
+        _spec("note", "notes:note_cmd",
+              "Append a line to TASK's notes (time, actor, text; any status). Notes only "
+              "grow, and notes added on two branches merge without a conflict.",
+              TASK, Param(ARG, "text"), *MUTATION),
         _spec("complete", "lifecycle:complete_cmd",
               "Mark TASK done with an account of the work (--response, required).",
               TASK,
