@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from gitutil import CliRun, hermetic_environ, isolate_env
+from skipsummary import reason_of, summary_line
 
 from ledgit.storage.board import Board
 
@@ -17,6 +18,14 @@ from ledgit.storage.boardinit import init_board
 
 # (docs/watch.md): the stat check is the baseline every test exercises.
 os.environ.setdefault("LEDGIT_WATCH", "0")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line saying why tests skipped, counted by what they need (tests/skipsummary.py)."""
+    line = summary_line(reason_of(r.longrepr) for r in terminalreporter.stats.get("skipped", ())
+                        if getattr(r, "when", "") != "teardown")
+    if line:
+        terminalreporter.write_line(f"ledgit: {line}")
 
 
 @pytest.fixture(scope="session", autouse=True)

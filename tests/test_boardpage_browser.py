@@ -339,6 +339,6 @@ def test_demo_detail_shows_merge_provenance_trust_groups_lanes_and_plots(
     assert "fresh since" in lanes["agent-c"]
     page.keyboard.press("p")
     captions = [c.inner_text() for c in page.query_selector_all("#view-plots figcaption")]
-    assert captions[0] == "Tasks opened vs done per day"
+    assert captions[0].startswith("Tasks opened vs done per day")
     assert captions[1].startswith("Claims per agent over time")
     assert "agent-a (" in page.inner_text("#plot-claims")

@@ -173,6 +173,7 @@ def test_paths_with_spaces_and_quotes(tmp_path: Path, git_env: Path) -> None:
     assert history_file(repo, tid).is_file()
 
 
+@pytest.mark.stress  # 4 min on a busy machine (pre-commit builds its environment): .ci/run
 @pytest.mark.skipif(shutil.which("git") is None or not (PROJECT / ".git").exists(),
                     reason="needs this project's Git checkout")
 def test_pre_commit_try_repo_refuses_then_accepts(tmp_path: Path, git_env: Path) -> None:

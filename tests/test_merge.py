@@ -142,8 +142,9 @@ def test_body_non_overlapping_edits_merge_and_overlap_conflicts_symmetrically() 
 
 
 def test_body_conflict_markers_name_each_side_distinctly_and_symmetrically() -> None:
-    """Both sides at the same last_modified still get different marker labels: the time
-    plus the first 8 hex of that side's body sha256, whichever side Git calls ours."""
+    """Both sides at the same last_modified, naming no actor, still get different marker
+    labels: the time plus the first 8 hex of that side's body sha256, whichever side Git calls
+    ours (tests/test_merge_labels.py: the actor and Git's names)."""
     b = rec(body="one\n\ntwo\n\nthree\n")
     o = rec(body="one\n\nTWO-A\n\nthree\n", last_modified=ts(4))
     t = rec(body="one\n\nTWO-B\n\nthree\n", last_modified=ts(4))
@@ -153,7 +154,7 @@ def test_body_conflict_markers_name_each_side_distinctly_and_symmetrically() -> 
     ends = [line for line in r1.record.body.splitlines() if line.startswith(">>>>>>> ")]
     assert len(starts) == len(ends) == 1
     labels = {starts[0][8:], ends[0][8:]}
-    want = {f"ledgit: {ts(4)} {hashlib.sha256(side.body.encode()).hexdigest()[:8]}"
+    want = {f"ledgit: edited at {ts(4)} {hashlib.sha256(side.body.encode()).hexdigest()[:8]}"
             for side in (o, t)}
     assert labels == want and len(labels) == 2
 

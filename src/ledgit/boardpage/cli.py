@@ -18,6 +18,7 @@ from ledgit.boardpage.render import render_page
 from ledgit.boardpage.server import BoardService, is_loopback, make_server
 from ledgit.boardpage.source import PageSource, cyclic_gc_paused
 from ledgit.core.errors import OK, USAGE, LedgitError
+from ledgit.operations.extrahint import install_hint
 from ledgit.storage.board import Board, find_board
 from ledgit.storage.index import Index
 
@@ -46,7 +47,7 @@ def board_cmd(html_path: str | None, serve: bool, host: str | None, port: int,
         raise LedgitError("board --host needs --serve", USAGE)
     for library in ("jinja2", "cmarkgfm", "orjson"):  # the page's libraries: say what is missing
         if find_spec(library) is None:
-            raise LedgitError(f"board needs {library}: pip install 'ledgit[board]'", USAGE)
+            raise LedgitError(f"board needs {library}: {install_hint('board')}", USAGE)
     board = find_board()
     if html_path:
         write_html(board, html_path, archived=archived)

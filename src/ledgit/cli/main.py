@@ -28,10 +28,12 @@ import click
 
 from ledgit import __version__
 from ledgit.cli.argspec import ARG, FLAG, MULTI, Param, Spec
+from ledgit.cli.clitypes import WholeNumber, range_words
 from ledgit.cli.commands.running import guarded, run_spec
 from ledgit.cli.commands.table import BY, GROUPS, JSON, SPECS
 from ledgit.cli.helpdoc import cli_reference, json_sections
 from ledgit.core.errors import OK, USAGE, LedgitError
+from ledgit.operations.extrahint import install_hint
 
 # Subcommand name -> "module:attribute" of a click.Command. One line per command; other
 # modules add theirs here (e.g. "merge-driver": "ledgit.hooks.mergedriver:command").
@@ -357,7 +359,7 @@ def click_param(param: Param) -> Callable[[F], F]:
     if param.choices is not None:
         kind = click.Choice(param.choices)
     elif param.int_range is not None:
-        kind = click.IntRange(*param.int_range)
+        kind = WholeNumber(*param.int_range, range_words(*param.int_range, param.help or ""))
     elif param.path == "file":
         kind = click.Path(dir_okay=False, allow_dash=True)
     elif param.path == "dir":
@@ -459,7 +461,7 @@ __all__ = ["COMMANDS", "LazyGroup", "by_option", "cli", "click_command", "click_
               help="Bearer token required on every HTTP request (or $LEDGIT_MCP_TOKEN).")
 def mcp_cmd(http: bool, host: str, port: int, token: str | None) -> int:
     """Serve the board to agents over the Model Context Protocol (docs/mcp.md): stdio by
-    default. Needs the extra: pip install 'ledgit[mcp]'."""
+    default. Needs the extra: pip install -e '.[mcp]' in a checkout of ledgit."""
     # $LEDGIT_MCP_TOKEN exported for an HTTP server must not stop a stdio one: only a
     # --token given on the command line is refused without --http.
     given = click.get_current_context().get_parameter_source("token")
@@ -469,6 +471,6 @@ def mcp_cmd(http: bool, host: str, port: int, token: str | None) -> int:
     try:
         from ledgit.mcp.server import serve  # optional: the [mcp] extra
     except ImportError as exc:
-        raise LedgitError(f"ledgit mcp needs the MCP SDK: pip install 'ledgit[mcp]' "
-                          f"({exc})", USAGE) from None
+        raise LedgitError(f"ledgit mcp needs the MCP SDK: {install_hint('mcp')} ({exc})",
+                          USAGE) from None
     return serve(http=http, host=host, port=port, token=token)

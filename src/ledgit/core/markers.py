@@ -37,3 +37,16 @@ def marker_problem(path: str, data: bytes | None) -> tuple[int, str] | None:
         return None
     return lines[0], (f"{len(lines)} conflict marker line(s): a line merge was left in "
                       f"{path} (run: ledgit resolve {path})")
+
+
+def line_merge_refusal(path: str, text: str) -> str | None:
+    """The one line a read or a write prints for a file that Git line-merged (conflict
+    markers where ledgit's merge driver would have merged field by field or event by event:
+    a clone without ``ledgit install``, issue 28): ``PATH:LINE: N conflict marker line(s):
+    ...(run: ledgit resolve PATH)``; None when ``text`` holds no marker. Callers exit 1
+    (DESIGN §9: a merge conflict)."""
+    if not has_markers(text):
+        return None
+    lines = marker_lines(text.encode("utf-8", "surrogatepass"))
+    return (f"{path}:{lines[0]}: {len(lines)} conflict marker line(s): Git merged this file "
+            f"line by line, without ledgit's merge driver (run: ledgit resolve {path})")

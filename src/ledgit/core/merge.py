@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ledgit.core.lifecycle import lifecycle_problems, outcome_contradiction
+from ledgit.core.marklabels import marker_labels
 from ledgit.core.record import Record, make_record
-from ledgit.core.revision import canonical_json, sha256_hex
+from ledgit.core.revision import canonical_json
 from ledgit.core.schema import FIELD_ORDER, SET_FIELDS, TERMINAL_RANK, TRUST_RANK
 
 # The merge driver runs this module in a fresh process per file (DESIGN §7): the task-file
@@ -256,18 +257,6 @@ def _merge_map(sides: _Sides, base: Any, a: Any, b: Any) -> Any:
     return out
 
 
-def _marker_label(last_modified: str, body: str, name: str | None = None) -> str:
-    """A conflict-marker label naming one side: ``<name> (<last_modified>)`` when Git named
-    the side (the branch ``git merge`` merges, ``HEAD``), else ``ledgit: <last_modified>
-    <first 8 hex of its body's sha256>``: distinct even when both sides have the same
-    ``last_modified``, and independent of which side Git calls ours. Only a conflicting body
-    needs it, so hashlib (avoided on the driver's usual path, DESIGN §7) is loaded then."""
-    if name:
-        return f"{name} ({last_modified})"
-    digest = sha256_hex(body.encode("utf-8", "surrogatepass"))[:8]
-    return f"ledgit: {last_modified} {digest}"
-
-
 def _merge_body(sides: _Sides, base: str, a: str, b: str, marker_size: int,
                 names: tuple[str, str] | None = None) -> tuple[str, bool, str]:
     value, src = _three_way(base, a, b)
@@ -287,7 +276,7 @@ def _merge_body(sides: _Sides, base: str, a: str, b: str, marker_size: int,
         name_a = name_b = None
         if names is not None and names[0] != names[1]:
             name_a, name_b = names[::-1] if sides.swapped else names
-        labels = (_marker_label(sides.lm_a, a, name_a), _marker_label(sides.lm_b, b, name_b))
+        labels = marker_labels((sides.a.fields, a), (sides.b.fields, b), (name_a, name_b))
     out: list[str] = []
     for region in regions:
         what = region[0]
@@ -337,7 +326,8 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
 
     ``base`` is None for add/add (then a field present on one side only counts as added).
     ``names`` (ours, theirs), e.g. ``("HEAD", "feature")``, label a conflicting body's markers
-    (each name stays with its side, so the bytes follow the names); None: content labels.
+    (each name stays with its side, so the bytes follow the names); None: each side's last
+    actor and time (:mod:`ledgit.marklabels`).
     Raises ValueError when the ids differ. A body conflict leaves markers in the body and
     ``"body"`` in ``conflicts``; every other disagreement is resolved by rule.
     """

@@ -24,7 +24,8 @@ import unicodedata
 from typing import TYPE_CHECKING
 
 from ledgit.core.canonread import read_canonical
-from ledgit.core.errors import LedgitError, located
+from ledgit.core.errors import CHECK_FAILED, LedgitError, located
+from ledgit.core.markers import has_markers, line_merge_refusal
 from ledgit.core.render import render_record
 from ledgit.core.revision import revision_of
 from ledgit.core.schema import FieldContext, coerce_fields, validate_fields
@@ -150,12 +151,26 @@ def split_front_matter(text: str, path: str = "<record>") -> tuple[str, str, int
     return yaml_text, body, nlines
 
 
+def _refuse_line_merge(text: str, path: str, part: str | None = None) -> None:
+    """Raise LedgitError (exit 1, a merge conflict) naming ``ledgit resolve`` when ``part``
+    of the file ``text`` (its front matter; the whole file when that cannot be found) holds
+    conflict markers: Git line-merged the file without ledgit's driver, and the YAML parser's
+    own complaint would not say so (issue 28). Markers in the body alone are read and warned
+    about by the readers."""
+    if part is not None and not has_markers(part):
+        return
+    message = line_merge_refusal(path, text)
+    if message is not None:
+        raise LedgitError(message, CHECK_FAILED)
+
+
 def parse_record(data: str | bytes, path: str = "<record>") -> Record:
     """Parse and validate a task file. ``data``: the file's bytes or text.
 
     Handled exactly: a UTF-8 BOM (ignored), CRLF/CR line ends (read as LF), ``---`` inside the
     body, a missing final newline (added). Text is NFC-normalised. Refused with
-    ``path:line: field: message`` (LedgitError, exit 2): invalid UTF-8, missing/unclosed/empty
+    ``path:line: field: message`` (LedgitError, exit 2; exit 1 for conflict markers in the
+    front matter, naming ``ledgit resolve``): invalid UTF-8, missing/unclosed/empty
     front matter, tabs in indentation, duplicate keys, YAML tags, anchors/aliases, raw control
     characters or U+2028/U+2029/U+0085 in the front matter, unknown keys (outside ``x:``), and
     every schema violation; a NUL in the body; a file larger than MAX_RECORD_BYTES (before
@@ -175,7 +190,11 @@ def parse_record(data: str | bytes, path: str = "<record>") -> Record:
         text = text[1:]
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    yaml_text, body, nlines = split_front_matter(text, path)
+    try:
+        yaml_text, body, nlines = split_front_matter(text, path)
+    except LedgitError:
+        _refuse_line_merge(text, path)
+        raise
     nul = body_nul_line(body)
     if nul is not None:  # the file's line: ---, the front matter, ---, then the body
         raise LedgitError(located(BODY_NUL, path, nlines + 2 + nul, "body"))
@@ -195,6 +214,7 @@ def parse_record(data: str | bytes, path: str = "<record>") -> Record:
         if fast is not None and render_record(fast) == text:
             return fast
 
+    _refuse_line_merge(text, path, yaml_text)
     from ledgit.core import frontmatter  # lazy: PyYAML, 11 ms (-X importtime); not for our files
 
     root = frontmatter.load_front_matter(yaml_text, path)

@@ -15,6 +15,7 @@ from ledgit.core.errors import print_traceback
 from ledgit.core.merge import describe_provenance, merge_records
 from ledgit.core.record import parse_record
 from ledgit.core.render import render_record
+from ledgit.git.mergenames import side_names
 
 TASKS_PREFIX = ".ledgit/tasks/"
 HISTORY_PREFIX = ".ledgit/history/"
@@ -65,8 +66,11 @@ def line_merge(base: bytes, ours: bytes, theirs: bytes, marker_size: int = 7,
 
 
 def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
-                     path: str) -> tuple[bytes, bool, list[str]]:
-    """Merge three task-file versions: (output bytes, conflicted, human notes).
+                     path: str, names: tuple[str, str] | None = None
+                     ) -> tuple[bytes, bool, list[str]]:
+    """Merge three task-file versions: (output bytes, conflicted, human notes). ``names``:
+    (ours, theirs) as Git names them (:func:`ledgit.git.mergenames.side_names`) for a body's
+    conflict markers; None: each side's last actor and time.
 
     Raises LedgitError/ValueError when a side cannot be parsed (the caller falls back).
     """
@@ -81,7 +85,7 @@ def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
     rec_b = parse_record(base, f"{path} (base)")
     rec_o = parse_record(ours, f"{path} (ours)")
     rec_t = parse_record(theirs, f"{path} (theirs)")
-    result = merge_records(rec_b, rec_o, rec_t, marker_size, record_names())
+    result = merge_records(rec_b, rec_o, rec_t, marker_size, names)
     notes = [f"{path}: {describe_provenance(k, v, result.rules.get(k))}"
              for k, v in sorted(result.provenance.items())]
     notes += [f"{path}: {n}" for n in result.notes]
@@ -89,14 +93,15 @@ def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
 
 
 def merge_history_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
-                        path: str) -> tuple[bytes, bool, list[str]]:
+                        path: str, names: tuple[str, str] | None = None
+                        ) -> tuple[bytes, bool, list[str]]:
     """Merge three history versions: (output bytes, conflicted, notes). Raises on bad input."""
     # lazy: history, patch and hashing, 6.5 ms (-X importtime) that a task file's merge skips
     from ledgit.core.historymerge import merge_histories
 
     task = os.path.splitext(os.path.basename(path))[0]
     res = merge_histories(base.decode(), ours.decode(), theirs.decode(), task, marker_size,
-                          record_names())
+                          names)
     if res.conflict:
         out, _ = line_merge(base, ours, theirs, marker_size)
         return out, True, [f"{path}: {res.problem}"]
@@ -113,30 +118,8 @@ def is_binary(data: bytes) -> bool:
     return b"\0" in data[:8000]
 
 
-def merged_branch() -> str | None:
-    """The name of the branch being merged: ``git merge`` exports ``GITHEAD_<commit>=<name>``
-    to merge drivers, one per merged head (Git 2.39 passes no %X/%Y); None when there is not
-    exactly one (rebase, cherry-pick, revert and stash set none)."""
-    names = [v for k, v in os.environ.items() if k.startswith("GITHEAD_") and v]
-    return names[0] if len(names) == 1 else None
-
-
-def side_names() -> tuple[str, str]:
-    """Names for the two sides' conflict markers as Git writes them: ``HEAD`` for ours (%A is
-    always the side being built on) and the merged branch (:func:`merged_branch`) for
-    theirs, else ``theirs``."""
-    return "HEAD", merged_branch() or "theirs"
-
-
-def record_names() -> tuple[str, str] | None:
-    """Names for a task body's conflict markers: Git's, during a ``git merge``; else None
-    (each side is then labelled by its time and body hash, the same whichever side is ours)."""
-    branch = merged_branch()
-    return ("HEAD", branch) if branch else None
-
-
 def _merge_as_git(data: tuple[bytes, bytes, bytes], paths: tuple[str, str, str],
-                  marker_size: int, path: str) -> int:
+                  marker_size: int, path: str, names: tuple[str, str] | None) -> int:
     """A file that is neither a task file nor a history (``* merge=ledgit``) gets Git's own
     merge: text through ``git merge-file`` (bytes kept as they are, CRLF included;
     ``merge.conflictStyle`` honoured), binary left as ours with exit 1, as Git's binary
@@ -150,7 +133,7 @@ def _merge_as_git(data: tuple[bytes, bytes, bytes], paths: tuple[str, str, str],
               file=sys.stderr)
         return 1
     base_path, ours_path, theirs_path = paths
-    ours_name, theirs_name = side_names()
+    ours_name, theirs_name = names or ("HEAD", "theirs")
     proc = subprocess.run(
         ["git", "merge-file", "-p", f"--marker-size={marker_size}", "-L", ours_name,
          "-L", "base", "-L", theirs_name, ours_path, base_path, theirs_path],
@@ -165,9 +148,10 @@ def _merge_as_git(data: tuple[bytes, bytes, bytes], paths: tuple[str, str, str],
 
 
 def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
-        path: str) -> int:
+        path: str, labels: tuple[str, ...] = ()) -> int:
     """Merge the files Git names; write %A; return 0 clean, 1 conflicted, 2 when a file
-    cannot be read or written (one line on stderr; %A is left as it is)."""
+    cannot be read or written (one line on stderr; %A is left as it is). ``labels``: %X and
+    %Y when Git passes them (Git 2.44 and later)."""
     try:
         base, ours, theirs = _read(base_path), _read(ours_path), _read(theirs_path)
     except OSError as exc:
@@ -176,7 +160,7 @@ def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
         return 2
     try:
         return _merge(base, ours, theirs, ours_path, marker_size, path,
-                      (base_path, theirs_path))
+                      (base_path, theirs_path), side_names(labels))
     except OSError as exc:
         print(f"ledgit merge-driver: {path}: cannot write {exc.filename or ours_path}: "
               f"{exc.strerror or exc}", file=sys.stderr)
@@ -184,16 +168,18 @@ def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
 
 
 def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size: int,
-           path: str, others: tuple[str, str]) -> int:
+           path: str, others: tuple[str, str], names: tuple[str, str] | None) -> int:
     posix = path.replace(os.sep, "/")
     try:
         if f"/{TASKS_PREFIX}" in f"/{posix}" and posix.endswith(".md"):
-            out, conflict, notes = merge_task_bytes(base, ours, theirs, marker_size, path)
+            out, conflict, notes = merge_task_bytes(base, ours, theirs, marker_size, path,
+                                                    names)
         elif f"/{HISTORY_PREFIX}" in f"/{posix}" and posix.endswith(".jsonl"):
-            out, conflict, notes = merge_history_bytes(base, ours, theirs, marker_size, path)
+            out, conflict, notes = merge_history_bytes(base, ours, theirs, marker_size, path,
+                                                       names)
         else:
             return _merge_as_git((base, ours, theirs), (others[0], ours_path, others[1]),
-                                 marker_size, path)
+                                 marker_size, path, names)
     except Exception as exc:  # noqa: BLE001 - any failure falls back to a marked line merge
         if os.environ.get("LEDGIT_DEBUG") == "1":
             print_traceback()
@@ -221,7 +207,8 @@ def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``argv`` = [%O, %A, %B, %L, %P] (``%L`` and ``%P`` optional)."""
+    """Entry point: ``argv`` = [%O, %A, %B, %L, %P, %S, %X, %Y] (all after %B optional; a
+    placeholder an older Git left unexpanded is ignored)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "merge-driver":
         args = args[1:]
@@ -230,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     marker = int(args[3]) if len(args) > 3 and args[3].isdigit() else 7
     path = args[4] if len(args) > 4 else args[1]
-    return run(args[0], args[1], args[2], marker, path)
+    return run(args[0], args[1], args[2], marker, path, tuple(args[6:8]))
 
 
 if __name__ == "__main__":

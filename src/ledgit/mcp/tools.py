@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Field
 from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError
 from ledgit.core.readout import build_readout, handoff_of, now_timestamp
 from ledgit.core.schema import OUTCOME_KINDS, STATUSES
+from ledgit.mcp.args import CheckedTool
 from ledgit.mcp.boards import Boards
 from ledgit.mcp.results import Created, Readout, Rows, Written, failure, ok
 from ledgit.operations import claims, notes, stateitems, transitions
@@ -88,8 +89,9 @@ def build_tools(boards: Boards) -> list[Tool]:
              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a tool with a compact listing (:func:`compact_schema`)."""
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            made = Tool.from_function(fn, name=name, annotations=annotations,
-                                      description=" ".join((fn.__doc__ or "").split()))
+            # (argument errors in ledgit's error shape: ledgit.mcpargs)
+            made = CheckedTool.from_function(fn, name=name, annotations=annotations,
+                                             description=" ".join((fn.__doc__ or "").split()))
             # An argument the tool does not take is refused, naming it, rather than dropped:
             # an agent's `labels` for `labels_add`, or a typo, must not vanish from a write
             # that then reports success (docs/mcp.md: invalid_input).
@@ -448,14 +450,18 @@ def _fields(fields: list[str] | None) -> tuple[str, ...]:
 
 def _one(boards: Boards, board: Board, task: str) -> tuple[dict[str, Any], str, str, str]:
     """(fields, body, path, revision) of one task, from the held index (which re-checks
-    the one file) or the file. A malformed file: exit 2."""
+    the one file) or the file. A malformed file: exit 2 (1 for conflict markers in its front
+    matter: check_failed, naming ledgit resolve)."""
     tid = board.resolve_id(task)
     with boards.index(board) as index:
         row = index.get(tid)
     if row is None:
         raise LedgitError(f"no task {tid}", NOT_FOUND)
     if row.get("error"):
-        raise LedgitError(str(row["error"]), USAGE)
+        # The file again, for its error's own code (1 for a line merge's conflict markers).
+        record = board.read(tid)
+        return dict(record.fields), record.body, board.rel(board.task_path(tid)), \
+            record.revision
     return dict(row["fields"]), str(row["body"]), str(row["path"]), str(row["revision"])
 
 

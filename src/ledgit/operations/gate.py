@@ -556,6 +556,9 @@ def run_gate(cwd: Path, *, rev: str | None = None, spec: str | None = None,
     commits alone."""
     if (rev is None) == (spec is None):
         raise LedgitError("give one of --rev REV or --range A..B", USAGE)
+    if repository.discover(cwd) is None:  # before any revision is read: the problem is the place
+        raise LedgitError(f"{cwd}: not a Git repository: --rev and --range read commits "
+                          f"(run it inside a clone)", USAGE)
     if rev is not None:
         ends = [rev]
     else:

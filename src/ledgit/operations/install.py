@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -256,8 +257,28 @@ def install(cwd: Path, *, hooks: bool = True, command: str | None = None) -> lis
     for hdir in hdirs:
         undo.made(hdir)
         undo.keep(*(hdir / n for n in HOOKS), *(hdir / (n + CHAINED_SUFFIX) for n in HOOKS))
-    return _all_or_nothing(undo, "install",
+    done = _all_or_nothing(undo, "install",
                            lambda: _install(cwd, top, hooks, command, hdirs))
+    return [*done, share_line(cwd)]
+
+
+def share_line(cwd: Path) -> str:
+    """The last line of ``ledgit install`` (issue 28): the ``git add`` that shares the setup
+    with other clones -- ``.gitattributes`` routes their task files to the driver, ``.ledgit/``
+    is the board -- while either is untracked or changed; else that they are shared. The
+    driver's command and the hooks live in this clone's ``.git/`` and are never shared:
+    each clone runs ``ledgit install`` once."""
+    paths = [os.path.relpath(attributes_file(cwd), cwd)]
+    with contextlib.suppress(LedgitError):  # no board yet: the board line says to make one
+        paths.append(os.path.relpath(find_board(cwd).root / ".ledgit", cwd))
+    status = repository.run_git(["status", "--porcelain", "--untracked-files=all", "--",
+                                 *paths], cwd, check=False)
+    quoted = " ".join(shlex.quote(p) for p in paths)
+    if status.returncode == 0 and not status.stdout.strip():
+        return (f"shared: {', '.join(paths)} committed; each other clone runs ledgit install "
+                f"once (the driver and hooks live in .git/)")
+    return (f"share it with other clones: git add {quoted} && git commit -m 'ledgit board and "
+            f"merge attributes' (then each clone runs ledgit install once)")
 
 
 def _install(cwd: Path, top: Path, hooks: bool, command: str | None,

@@ -44,6 +44,7 @@ from ledgit.core.render import render_record
 from ledgit.core.revision import revision_of
 from ledgit.core.schema import is_valid_id
 from ledgit.git import gitindex, repository
+from ledgit.git.mergenames import rebase_names
 from ledgit.operations.gate import LEDGIT_DIR, board_prefix, task_of, task_paths
 from ledgit.storage.taskfiles import file_mode
 
@@ -159,12 +160,15 @@ def _close_heads(text: str, task: str) -> tuple[str, str] | None:
 
 def merge_names(cwd: Path) -> tuple[str, str] | None:
     """(``HEAD``, the merged branch's name) while a ``git merge`` is stopped (``MERGE_HEAD``,
-    named by ``git name-rev``), for conflict-marker labels as the driver writes them; None
-    otherwise (content labels)."""
+    named by ``git name-rev``), or a stopped rebase's names
+    (:func:`ledgit.git.mergenames.rebase_names`), for conflict-marker labels as the driver
+    writes them; None otherwise (each side's last actor and time)."""
     proc = repository.run_git(["name-rev", "--name-only", "--no-undefined", "MERGE_HEAD"], cwd,
                        check=False)
     name = proc.stdout.decode("utf-8", "replace").strip()
-    return ("HEAD", name) if proc.returncode == 0 and name else None
+    if proc.returncode == 0 and name:
+        return "HEAD", name
+    return rebase_names(os.fspath(repository.git_dir(cwd)))
 
 
 def stage_if_unmerged(cwd: Path, files: Sequence[str | Path]) -> list[str]:

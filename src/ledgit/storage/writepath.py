@@ -26,7 +26,7 @@ from ledgit.core.history import HistoryError, Problem, event_line, heads, new_ev
 from ledgit.core.historycheck import parse_checked
 from ledgit.core.layoutloss import layout_loss
 from ledgit.core.lifecycle import lifecycle_problems
-from ledgit.core.markers import marker_lines
+from ledgit.core.markers import line_merge_refusal
 from ledgit.core.readout import now_timestamp
 from ledgit.core.record import make_record, record_from_state, size_problem
 from ledgit.core.render import render_record
@@ -520,8 +520,11 @@ def damaged_history(board: Board, task_id: str, problem: Problem,
     from Git (no ledgit command can rebuild an event whose bytes were changed)."""
 
     rel = board.rel(board.history_path(task_id))
+    marked = line_merge_refusal(rel, data.decode("utf-8", "replace")) if data else None
+    if marked is not None:
+        return LedgitError(f"{marked}; nothing written", CHECK_FAILED)
     where = f"line {problem.line}" if problem.line else "history"
-    if problem.rule == "heads" or (data is not None and marker_lines(data)):
+    if problem.rule == "heads":
         fix = f"ledgit resolve {rel}"
     else:
         fix = f"git restore --source=HEAD -- {rel}, its last committed copy"

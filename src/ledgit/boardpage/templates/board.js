@@ -10,6 +10,7 @@
   let selected = null;     // id of the selected card
   let openId = null;       // id of the task whose detail is open
   let view = "board";
+  let showEmpty = false;   // empty columns at full width
 
   function el(tag, cls, text) {
     const node = document.createElement(tag);
@@ -26,6 +27,40 @@
     return Math.round(s / 86400) + " d";
   }
   const $ = (id) => document.getElementById(id);
+  // Times as a person reads them (issue 28): how long ago and the local date and time, the
+  // RFC 3339 stamp on hover. Stamps carry microseconds; Date parses milliseconds.
+  function parseStamp(iso) {
+    const t = Date.parse(String(iso).replace(/(\.\d{3})\d+/, "$1"));
+    return isNaN(t) ? null : t;
+  }
+  function localTime(t) {
+    return new Date(t).toLocaleString([], {year: "numeric", month: "short", day: "numeric",
+                                           hour: "2-digit", minute: "2-digit"});
+  }
+  function relative(t) {
+    const s = (Date.now() - t) / 1000;
+    return s < 0 ? "in " + age(-s) : (s < 45 ? "just now" : age(s) + " ago");
+  }
+  function when(iso) {
+    const node = el("time", "when");
+    const t = parseStamp(iso);
+    if (iso === null || iso === undefined || t === null) { node.textContent = iso || "?"; return node; }
+    node.dateTime = iso;
+    node.title = iso;
+    node.textContent = relative(t) + " (" + localTime(t) + ")";
+    return node;
+  }
+  function fillTimes(root) {  // <time data-iso> put in the page by the template
+    for (const node of root.querySelectorAll("time[data-iso]")) {
+      node.replaceWith(Object.assign(when(node.dataset.iso), {id: node.id}));
+    }
+  }
+  const UNKNOWN_WHY = "UNKNOWN: the record does not say, so ledgit does not guess";
+  function unknownMark(reasons) {
+    const mark = el("span", "unknown-mark", "UNKNOWN");
+    mark.title = UNKNOWN_WHY + (reasons.length ? ":\n- " + reasons.join("\n- ") : "");
+    return mark;
+  }
 
   // ------------------------------------------------------------------ filters
   function fillSelect(id, values) {
@@ -72,15 +107,18 @@
   function claimLine(c) {
     if (c.claim) {
       const cl = c.claim;
-      const unknown = c.claim_unknown.length ? " · UNKNOWN" : "";
       const line = el("div", "claim " + cl.state,
-        cl.state + ": " + cl.holder + " · " + age(cl.age) + " ago" + unknown);
-      line.title = cl.reason + (c.claim_unknown.length ? "\nUNKNOWN: " + c.claim_unknown.join("; ") : "");
+        cl.state + ": " + cl.holder + " · " + age(cl.age) + " ago");
+      line.title = cl.reason + (cl.heartbeat || cl.since ? "\nlast heartbeat " + (cl.heartbeat || cl.since) : "");
+      if (c.claim_unknown.length) {
+        line.appendChild(document.createTextNode(" · "));
+        line.appendChild(unknownMark(c.claim_unknown));
+      }
       return line;
     }
     if (c.claim_unknown.length) {
-      const line = el("div", "claim unknown", "claim UNKNOWN");
-      line.title = c.claim_unknown.join("; ");
+      const line = el("div", "claim unknown", "claim ");
+      line.appendChild(unknownMark(c.claim_unknown));
       return line;
     }
     return null;
@@ -136,11 +174,22 @@
     }
     const root = $("view-board");
     root.replaceChildren();
+    let empty = 0;
     for (const col of data.columns) {
       if (f.status && col.key !== f.status) continue;
       const list = byColumn[col.key];
       const section = el("section", "column");
       section.dataset.column = col.key;
+      // A column with no card shown is a narrow strip, unless asked for (issue 28: eight
+      // fixed columns overflowed a 1400 px window while six were empty).
+      if (!list.length && !f.status) {
+        empty++;
+        if (!showEmpty) {
+          section.classList.add("empty");
+          section.title = col.title + ": no task" + (col.count ? " matches the filters" : "") +
+            " (the button above shows empty columns)";
+        }
+      }
       const h = el("h2", null, col.title);
       const count = el("span", "count", list.length === col.count ? String(col.count)
         : list.length + " of " + col.count);
@@ -157,7 +206,11 @@
       }
       root.appendChild(section);
     }
-    const total = data.meta.total;
+    const toggle = $("toggle-empty");
+    toggle.hidden = !empty;
+    toggle.textContent = (showEmpty ? "hide " : "show ") + empty + " empty column" + (empty === 1 ? "" : "s");
+    toggle.setAttribute("aria-pressed", showEmpty ? "true" : "false");
+    $("unknown-legend").hidden = !root.querySelector(".unknown-mark");
     $("match-count").textContent = shown.toLocaleString() + " of " + data.meta.shown.toLocaleString() +
       " task(s) match";
     $("match-count").dataset.count = String(shown);
@@ -172,8 +225,12 @@
     for (const lane of data.lanes) {
       const box = el("section", "lane");
       box.dataset.agent = lane.agent;
-      box.appendChild(el("h2", null, lane.agent + " · " + lane.tasks.length + " task(s)" +
-        (lane.last_heartbeat ? " · last heartbeat " + lane.last_heartbeat : "")));
+      const h = el("h2", null, lane.agent + " · " + lane.tasks.length + " task(s)");
+      if (lane.last_heartbeat) {
+        h.appendChild(document.createTextNode(" · last heartbeat "));
+        h.appendChild(when(lane.last_heartbeat));
+      }
+      box.appendChild(h);
       const ul = el("ul");
       for (const t of lane.tasks) {
         const li = el("li", "claim " + t.state);
@@ -181,8 +238,12 @@
         link.href = "#";
         link.addEventListener("click", (e) => { e.preventDefault(); openDetail(t.id); });
         li.appendChild(link);
-        li.appendChild(document.createTextNode(" " + t.title + " — " + t.state + " since " +
-          t.since + (t.heartbeat ? ", heartbeat " + t.heartbeat : "")));
+        li.appendChild(document.createTextNode(" " + t.title + " — " + t.state + " since "));
+        li.appendChild(when(t.since));
+        if (t.heartbeat) {
+          li.appendChild(document.createTextNode(", heartbeat "));
+          li.appendChild(when(t.heartbeat));
+        }
         li.title = t.reason;
         ul.appendChild(li);
       }
@@ -233,12 +294,19 @@
     field(box, "commits", d.commits);
     if (c.claim) box.appendChild(el("div", "claim " + c.claim.state, c.claim.state + ": " + c.claim.reason));
     else if (c.claim_unknown.length) box.appendChild(el("div", "claim unknown", "claim UNKNOWN: " + c.claim_unknown.join("; ")));
-    for (const lost of c.contested) box.appendChild(el("div", "claim contested", "contested: " + lost.by + " (claimed " + lost.at + ") lost it in a merge"));
+    for (const lost of c.contested) {
+      const line = el("div", "claim contested", "contested: " + lost.by + " (claimed ");
+      line.appendChild(when(lost.at));
+      line.appendChild(document.createTextNode(") lost it in a merge"));
+      box.appendChild(line);
+    }
     if (c.outcome) field(box, "outcome", c.outcome.kind + (c.outcome.reason ? ": " + c.outcome.reason : "") +
       (c.outcome.reuse ? " (reuse: " + c.outcome.reuse + ")" : ""));
     field(box, "response", d.response);
     if (c.unknown.length) {
-      box.appendChild(el("h3", null, "Unknown"));
+      const h = el("h3", null, "Unknown");
+      h.title = UNKNOWN_WHY;
+      box.appendChild(h);
       const ul = el("ul", "unknown-list");
       for (const u of c.unknown) ul.appendChild(el("li", null, u.field + ": UNKNOWN (" + u.reason + ")"));
       box.appendChild(ul);
@@ -256,7 +324,9 @@
         p.id = "item-" + it.id;
         p.appendChild(el("b", null, "[" + it.kind + "] "));
         p.appendChild(document.createTextNode(it.text + (it.why ? " — why: " + it.why : "") +
-          " (" + it.id + ", " + (it.by || "?") + ", " + (it.at || "?") + ")"));
+          " (" + it.id + ", " + (it.by || "?") + ", "));
+        p.appendChild(when(it.at));
+        p.appendChild(document.createTextNode(")"));
         for (const [word, ids] of [["supersedes", it.supersedes], ["superseded by", it.superseded_by]]) {
           if (!ids.length) continue;
           p.appendChild(document.createTextNode(" " + word + " "));
@@ -277,8 +347,9 @@
     for (const ev of d.timeline) {
       const li = el("li", ev.merge ? "merge" : null);
       li.appendChild(el("b", null, ev.op));
-      li.appendChild(document.createTextNode(" by " + ev.actor + " at " + ev.at +
-        (ev.changed.length ? " — " + ev.changed.join(", ") : "")));
+      li.appendChild(document.createTextNode(" by " + ev.actor + " "));
+      li.appendChild(when(ev.at));
+      if (ev.changed.length) li.appendChild(document.createTextNode(" — " + ev.changed.join(", ")));
       if (ev.note) li.appendChild(el("div", "meta", ev.note));
       if (ev.merge) {
         const m = ev.merge;
@@ -340,6 +411,7 @@
     $("view-lanes").hidden = name !== "lanes";
     $("view-plots").hidden = name !== "plots";
     $("filters").hidden = name !== "board";
+    $("unknown-legend").hidden = name !== "board" || !document.querySelector("#view-board .unknown-mark");
     renderShown();
   }
   function render(fresh) {
@@ -393,6 +465,7 @@
   for (const b of document.querySelectorAll(".views button")) b.addEventListener("click", () => setView(b.dataset.view));
   for (const id of ["f-status", "f-owner", "f-worker", "f-label"]) $(id).addEventListener("change", renderBoard);
   $("f-text").addEventListener("input", renderBoard);
+  $("toggle-empty").addEventListener("click", () => { showEmpty = !showEmpty; renderBoard(); });
 
   // ------------------------------------------------------------------ live
   function refresh() {
@@ -404,8 +477,9 @@
         const summary = "The board holds " + data.meta.total.toLocaleString() + " task(s)" +
           (data.meta.archived && !data.meta.archived_shown ? ", " + data.meta.archived.toLocaleString() +
            " of them archived and hidden (ledgit board --archived shows them)" : "") +
-          ". Updated " + data.meta.generated + ".";
-        $("summary").textContent = summary;
+          ". Updated ";
+        $("summary").replaceChildren(document.createTextNode(summary), when(data.meta.generated),
+                                     document.createTextNode("."));
         fillFilters();
         render(true);
         if (openId) openDetail(openId);
@@ -418,6 +492,7 @@
     source.addEventListener("error", () => { $("live-state").textContent = "reconnecting"; $("live-state").classList.add("down"); });
   }
   document.body.dataset.serial = String(data.meta.serial || "");
+  fillTimes(document);
   fillFilters();
   render(false);
 })();

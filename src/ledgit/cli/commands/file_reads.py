@@ -8,6 +8,7 @@ from ledgit.cli.commands.output import out, out_json
 from ledgit.cli.commands.running import command_board
 from ledgit.core import history
 from ledgit.core.errors import CHECK_FAILED, OK, LedgitError
+from ledgit.core.markers import line_merge_refusal
 
 
 def item_list_cmd(task: str, trusts: tuple[str, ...], as_json: bool) -> int:
@@ -40,7 +41,8 @@ def history_cmd(task: str, as_json: bool) -> int:
     try:
         events = history.strip_lines(history.parse_events(text, tid))
     except history.HistoryError as exc:
-        raise LedgitError(str(exc), CHECK_FAILED) from None
+        marked = line_merge_refusal(board.rel(board.history_path(tid)), text)
+        raise LedgitError(marked or str(exc), CHECK_FAILED) from None
     if as_json:
         out_json({"id": tid, "events": events})
         return OK

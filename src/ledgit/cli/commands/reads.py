@@ -18,7 +18,7 @@ from ledgit.cli.commands.output import err, out, out_json
 from ledgit.cli.commands.rows import print_rows, row_line, warn_markers
 from ledgit.cli.commands.running import command_board
 from ledgit.cli.commands.table import STATUSES
-from ledgit.core.errors import BUSY, OK, USAGE, LedgitError
+from ledgit.core.errors import BUSY, OK, LedgitError
 from ledgit.core.readout import (
     NOT_READY_OUTCOMES,
     build_readout,
@@ -104,7 +104,8 @@ def _render_external(readout: dict[str, Any]) -> str:
 def one_task(board: Board, task: str) -> tuple[dict[str, Any], str, str, str]:
     """(fields, body, path relative to the board root, revision) of one task: from the index
     when this worktree has one (it re-checks the one file by stat and content, no board scan,
-    no YAML for an unchanged file), else by parsing the file. A malformed file: exit 2."""
+    no YAML for an unchanged file), else by parsing the file. A malformed file: exit 2 (1
+    for conflict markers in its front matter)."""
     tid = board.resolve_id(task)
     row = None
     try:
@@ -122,7 +123,11 @@ def one_task(board: Board, task: str) -> tuple[dict[str, Any], str, str, str]:
             raise
         row = None
     if row is not None and row.get("error"):
-        raise LedgitError(str(row["error"]), USAGE)
+        # The file again, for its error's own exit code (1 for a line merge's conflict
+        # markers, 2 for the rest): or the record, when the file was fixed since.
+        record = board.read(tid)
+        return dict(record.fields), record.body, board.rel(board.task_path(tid)), \
+            record.revision
     if row is not None and row.get("fields") is not None:
         return dict(row["fields"]), str(row["body"]), str(row["path"]), str(row["revision"])
     record = board.read(tid)
@@ -202,6 +207,9 @@ def ready_cmd(owner: str | None, worker: str | None, label: tuple[str, ...],
                                     leases)
     print_rows(rows, as_json, board, errors, leases)
     if why is not None:
+        if errors and "no tasks yet" in why:
+            why = (f"nothing is ready: {len(errors)} task file(s) could not be read "
+                   f"(the warnings above say why and what to run)")
         err(f"ledgit ready: {why}")
     return OK
 

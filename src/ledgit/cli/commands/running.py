@@ -19,6 +19,7 @@ from ledgit.cli.commands.output import PipeClosed, err, silence_stdout, stdout_f
 from ledgit.cli.commands.table import FAST
 from ledgit.core.errors import OK, USAGE, LedgitError, os_failure, print_traceback
 from ledgit.operations import projects
+from ledgit.operations.unmerged import unmerged_hint
 from ledgit.storage.board import find_board
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h): a bug, never a verdict of ledgi
 
 # [alias, writes] while a command runs with --project ALIAS (set by run_spec)
 _PROJECT: list[Any] = []
+# The boards the running command found (:func:`command_board`), for the hint after it.
+_BOARDS: list[Board] = []
 
 
 def command_board() -> Board:
@@ -38,6 +41,7 @@ def command_board() -> Board:
     (:func:`ledgit.operations.projects.open_project`; opened for writing when the command takes
     ``--by``). Raises LedgitError exit 4 when there is no board or no such project."""
     board = find_board()
+    _BOARDS.append(board)
     if _PROJECT:
 
         alias, writes = _PROJECT
@@ -98,6 +102,7 @@ def guarded(call: Callable[[], int]) -> int:
     error`` line and 70. stdout is flushed here, so a reader that went away is noticed
     before the interpreter's exit."""
     debug = os.environ.get("LEDGIT_DEBUG", "") not in ("", "0")
+    _BOARDS.clear()
     try:
         code = call()
         try:
@@ -106,11 +111,13 @@ def guarded(call: Callable[[], int]) -> int:
             raise
         except OSError as exc:  # a full stdout (/dev/full, a full disk under a redirect)
             raise stdout_failed(exc) from None
+        _hint_unmerged(None)
         return code
     except LedgitError as exc:
         if debug:
             print_traceback()
         err(f"ledgit: {exc}")
+        _hint_unmerged(str(exc))
         return exc.code
     except KeyboardInterrupt:
         err("ledgit: interrupted")
@@ -129,6 +136,20 @@ def guarded(call: Callable[[], int]) -> int:
         return failure.code
     except Exception as exc:  # noqa: BLE001 - the one place that reports bugs
         return _internal(exc, debug)
+
+
+def _hint_unmerged(said: str | None) -> None:
+    """After a command on a board: one line when Git stopped with task files unmerged
+    (:func:`ledgit.operations.unmerged.unmerged_hint`), unless the command's own error named
+    ``ledgit resolve`` already. Never fails the command."""
+    if not _BOARDS or (said is not None and "ledgit resolve" in said):
+        return
+    try:
+        hint = unmerged_hint(_BOARDS[0])
+    except (LedgitError, OSError):
+        return
+    if hint is not None:
+        err(f"ledgit: {hint}")
 
 
 def _internal(exc: BaseException, debug: bool) -> int:
