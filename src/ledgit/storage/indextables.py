@@ -27,7 +27,7 @@ ROW_FIELDS: tuple[tuple[str, Any], ...] = (
     ("id", None), ("title", None), ("status", None), ("priority", None), ("owner", None),
     ("worker", None), ("claim", None), ("contested", []), ("depends_on", []), ("labels", []),
     ("commits", []), ("response", None), ("next_action", None), ("gate", None),
-    ("waiting_on", None), ("signal", None), ("outcome", None), ("items", []),
+    ("waiting_on", None), ("signal", None), ("outcome", None), ("items", []), ("notes", []),
     ("created", None), ("last_modified", None), ("x", None),
 )
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ledgit.core.errors import BUSY, LedgitError
 from ledgit.storage.locate import git_dir_for
+from ledgit.storage.oserrors import os_refusal
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -82,11 +83,17 @@ def worktree_quiet(root: str, timeout: float) -> Iterator[None]:
     mount: nothing can update that work tree either)."""
     path = _lock_path(root)
     fd = -1 if path is None else _take(path, timeout)
-    if fd >= 0:
+    if fd >= 0 and path is not None:
         try:
             os.write(fd, MARK + str(os.getpid()).encode() + b"\n")
-        finally:
+        except OSError as exc:  # a full disk: no lock left behind for Git to trip on
             os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            refusal = os_refusal(exc, path)
+            refusal.message += "; nothing was written"
+            raise refusal from None
+        os.close(fd)
     try:
         yield
     finally:
