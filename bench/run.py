@@ -407,6 +407,11 @@ def base_cases(board: Path, repo: Path, env: dict[str, str], picks: dict[str, An
     on a copy of the freshly built board with the base's own hooks and driver installed and
     its own index warmed; contender ``base``."""
     shutil.copytree(board, repo, symlinks=True)
+    # The copy's hooks are this checkout's (a hook the base does not know, such as
+    # reference-transaction, would refuse every ref update under the base's code): the base
+    # installs its own into an empty hooks dir.
+    shutil.rmtree(repo / ".git" / "hooks")
+    (repo / ".git" / "hooks").mkdir()
     lg = ledgit_argv()
     sh([*lg, "install"], repo, env)
     sh([*lg, "list", "--limit", "1"], repo, env)  # builds the base's index
