@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ledgit.core.lifecycle import lifecycle_problems
+from ledgit.core.timestamps import parse_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -283,7 +283,7 @@ def epoch_seconds(stamp: str) -> float:
     if m:  # Python 3.10's fromisoformat wants 0, 3 or 6 fraction digits
         frac = (m.group(2) or "0")[:6].ljust(6, "0")
         text = f"{m.group(1)}.{frac}{m.group(3)}"
-    return datetime.fromisoformat(text).timestamp()
+    return parse_timestamp(text).timestamp()
 
 
 def _month_days(year: int, month: int) -> int:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sys
 import time
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -278,7 +277,7 @@ def _held(task: str, by: str, ttl: int, revision: str, now: float, *, at: str | 
           took_over_from: str = "") -> Lease:
     moment = stamp(now)
     return Lease(task, "held", by, at or moment, moment, stamp(now + ttl), ttl, revision,
-                 took_over_from=took_over_from, nonce=secrets.token_hex(6))
+                 took_over_from=took_over_from, nonce=os.urandom(6).hex())
 
 
 def _until(lease: Lease, now: float) -> str:
@@ -427,7 +426,7 @@ def finish(site: Site, task: str, by: str, op: str, revision: str, ttl: int, *,
         else:
             moment = stamp(now)
             new = Lease(task, "ended", by, moment, moment, stamp(now + ENDED_KEEP),
-                        ENDED_KEEP, revision, op=op, nonce=secrets.token_hex(6))
+                        ENDED_KEEP, revision, op=op, nonce=os.urandom(6).hex())
         before, before_oid = cur, seen.oid
         written = seen.push(new, tail)
         if written is not False:
