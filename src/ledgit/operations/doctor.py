@@ -245,7 +245,8 @@ def doctor(cwd: Path, *, fix: bool = False, repair: bool = False) -> tuple[int, 
     if not gaps:
         lines.append(f"ok: {len(worktrees)} worktree(s) checked, nothing missing")
     top = repository.toplevel(cwd) or cwd
-    if (top / board_rel / ".ledgit").is_dir():  # expired remote leases (docs/leases.md)
+    if (top / board_rel / ".ledgit").is_dir() and escaping_link(str(top / board_rel)) is None:
+        # expired remote leases (docs/leases.md)
         lines += doctor_lines(Board(top / board_rel))
     return (1 if gaps else 0), lines
 
