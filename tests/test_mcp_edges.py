@@ -254,9 +254,12 @@ def test_fuzz_every_argument_with_random_json_types(env: Path) -> None:
                 if not result.is_error:
                     stats["ok"] += 1
                     continue
-                if result.structured_content is not None:
+                error = (result.structured_content or {}).get("error")
+                if isinstance(error, dict) and "problems" in error:  # an argument refused
+                    stats["refused_by_type"] += 1
+                elif isinstance(error, dict):
                     stats["refused_by_ledgit"] += 1
-                elif re.search(r"\d+ validation errors? for ", text):
+                elif re.search(r"\d+ validation errors? for ", text):  # the SDK's own text
                     stats["refused_by_type"] += 1
                 else:
                     internal.append(f"{tool.name} {args!r}: {text[:300]}")
