@@ -52,8 +52,9 @@ Session = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 @asynccontextmanager
-async def in_process(root: Path, mode: str) -> AsyncIterator[Client]:
-    server, boards = build_server(root)
+async def in_process(root: Path, mode: str, allow: tuple[str, ...] = ()
+                     ) -> AsyncIterator[Client]:
+    server, boards = build_server(root, allow)
     try:
         async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
             assert client.protocol_version == PROTOCOL[mode]
@@ -346,7 +347,8 @@ def test_root_names_another_board(env: Path, tmp_path: Path) -> None:
     other = init_board(tmp_path / "other")
 
     async def run() -> None:
-        async with in_process(env, "legacy") as client:
+        # a board outside the start directory is served when allowed (issue 26)
+        async with in_process(env, "legacy", (str(other.root),)) as client:
             made = await call(client, "create", {"title": "elsewhere", "root": str(other.root)})
             assert other.list_ids() == [made["id"]]
             sub = other.root / "sub"

@@ -6,8 +6,6 @@ or an unusable ``--html`` path, a port that cannot be bound); 4 no board; 5 busy
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import sys
 from importlib.util import find_spec
@@ -21,6 +19,7 @@ from ledgit.core.errors import OK, USAGE, LedgitError
 from ledgit.operations.extrahint import install_hint
 from ledgit.storage.board import Board, find_board
 from ledgit.storage.index import Index
+from ledgit.storage.safefiles import write_output
 
 
 @click.command("board")
@@ -69,20 +68,7 @@ def write_html(board: Board, path: str, *, archived: bool) -> None:
         sys.stdout.buffer.write(page)
         sys.stdout.buffer.flush()
         return
-    target = os.path.abspath(path)
-    folder = os.path.dirname(target)
-    if not os.path.isdir(folder):
-        raise LedgitError(f"board --html {path}: no such directory {folder}", USAGE)
-    tmp = os.path.join(folder, f".{os.path.basename(target)}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(page)
-        os.replace(tmp, target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise LedgitError(f"board --html {path}: cannot write: {exc.strerror or exc}",
-                          USAGE) from None
+    write_output(path, page, what="board --html")  # a device or FIFO: in place (issue 26)
     click.echo(f"wrote {path}: {model['meta']['total']:,} task(s)", err=True)
 
 

@@ -23,6 +23,7 @@ from ledgit.operations.arguments import resolve_ids
 from ledgit.storage.actor import actor_name
 from ledgit.storage.boardcheck import verify_board
 from ledgit.storage.boardrepair import repair_board
+from ledgit.storage.safefiles import BOARD_FILE_LIMIT, read_board_file
 from ledgit.storage.writepath import record_edit, task_layout_loss
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def fix_board(board: Board, ids: list[str] | None, by: str | None, *,
     actor = actor_name(by, board.root)
     for tid in pending:
         try:
-            loss = task_layout_loss(board, tid, board.read(tid)) if normalize else None
+            loss = task_layout_loss(board, tid, board.read(tid))
             event: dict[str, Any] | None = record_edit(board, tid, actor,
                                                              normalize=normalize)
         except LedgitError as exc:
@@ -101,8 +102,7 @@ def _commented(board: Board, tid: str) -> bool:
     """Whether the task file's front matter holds a ``#`` (a cheap test before parsing:
     a YAML comment needs one)."""
     try:
-        with open(board.task_file(tid), "rb") as fh:
-            data = fh.read()
+        data = read_board_file(board.task_file(tid), BOARD_FILE_LIMIT)
     except OSError:
         return False
     end = data.find(b"\n---", 3)

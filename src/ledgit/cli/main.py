@@ -459,7 +459,11 @@ __all__ = ["COMMANDS", "LazyGroup", "by_option", "cli", "click_command", "click_
               help="HTTP port.")
 @click.option("--token", default=None, envvar="LEDGIT_MCP_TOKEN",
               help="Bearer token required on every HTTP request (or $LEDGIT_MCP_TOKEN).")
-def mcp_cmd(http: bool, host: str, port: int, token: str | None) -> int:
+@click.option("--allow-root", "allow_roots", multiple=True, metavar="PATH",
+              help="Also serve boards under PATH to a tool's root (repeatable; default: the "
+                   "start board, its registered projects, boards under the start directory).")
+def mcp_cmd(http: bool, host: str, port: int, token: str | None,
+            allow_roots: tuple[str, ...] = ()) -> int:
     """Serve the board to agents over the Model Context Protocol (docs/mcp.md): stdio by
     default. Needs the extra: pip install -e '.[mcp]' in a checkout of ledgit."""
     # $LEDGIT_MCP_TOKEN exported for an HTTP server must not stop a stdio one: only a
@@ -473,4 +477,4 @@ def mcp_cmd(http: bool, host: str, port: int, token: str | None) -> int:
     except ImportError as exc:
         raise LedgitError(f"ledgit mcp needs the MCP SDK: {install_hint('mcp')} ({exc})",
                           USAGE) from None
-    return serve(http=http, host=host, port=port, token=token)
+    return serve(http=http, host=host, port=port, token=token, allow_roots=allow_roots)

@@ -1,8 +1,9 @@
 """What a hand-edited task file would lose if ledgit rewrote it in the canonical form
 (docs/format.md, "Hand edits"): YAML comments, custom quoting, custom layout. Pure.
 
-``ledgit record`` refuses such a file rather than drop what was written by hand
-(:meth:`ledgit.storage.board.Board.record_edit`).
+``ledgit record`` refuses a file with a comment rather than drop what was written by hand
+(:meth:`ledgit.board.Board.record_edit`), and rewrites harmless layout in the canonical form,
+saying so (:func:`loses_information` tells the two apart, issue 26).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def layout_loss(data: str | bytes, record: Record) -> tuple[int, str] | None:
     for n, line in enumerate(lines):
         comment = _comment_in(line)
         if comment is not None:
-            return n + 2, f"a YAML comment ({comment!r})"
+            return n + 2, f"{COMMENT} ({comment!r})"
 
     written = canon.split("\n")
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=lines, b=written,
@@ -52,6 +53,16 @@ def layout_loss(data: str | bytes, record: Record) -> tuple[int, str] | None:
         return i1 + 2, (f"custom layout ({have!r}, written: {want!r})" if want
                         else f"custom layout ({have!r})")
     return None  # pragma: no cover - the texts differ, so some opcode is not equal
+
+
+COMMENT = "a YAML comment"  # the start of a loss that drops what a person wrote
+
+
+def loses_information(loss: tuple[int, str] | None) -> bool:
+    """True when ``loss`` (a :func:`layout_loss` answer) drops text no field holds -- a
+    YAML comment -- rather than harmless layout (key order, quoting, flow or block style,
+    empty fields, spacing), which the canonical form may rewrite without asking (issue 26)."""
+    return loss is not None and loss[1].startswith(COMMENT)
 
 
 def _comment_in(line: str) -> str | None:

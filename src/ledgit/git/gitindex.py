@@ -59,7 +59,7 @@ def staged_changes(cwd: Path, prefix: str, *,
     root = paths.toplevel or paths.git_dir
     env = {**no_git_env(), "GIT_INDEX_FILE": str(index_path(cwd, paths))}
     args = ["--literal-pathspecs", "diff-index", "--cached", "--raw", "-z", "--no-renames",
-            "--no-abbrev", "HEAD", *pathspec(prefix)]
+            "--no-abbrev", "--end-of-options", "HEAD", *pathspec(prefix)]
     proc = run_git(args, root, env=env, check=False)
     if proc.returncode != 0 and head_oid(root) is None:
         # unborn: compare with the empty tree (of this repository's hash function)
@@ -109,6 +109,7 @@ class StagedReader:
         args = ["git", "--literal-pathspecs", "diff-index", "--cached", "--raw", "-z",
                 "--no-renames", "--no-abbrev", "HEAD", "--", pathspec]
         pipe = subprocess.PIPE
+        self.raw = b""
         self._diff = subprocess.Popen(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=pipe,
                                       stderr=pipe)
         try:
@@ -125,6 +126,7 @@ class StagedReader:
         unborn branch, a pathspec outside the work tree): then :func:`staged_changes`
         answers."""
         out, _ = self._diff.communicate()
+        self.raw = out  # the raw diff itself: its modes name staged links (operations.links)
         return _diff_index_changes(out) if self._diff.returncode == 0 else None
 
     def blobs(self, names: Sequence[str]) -> dict[str, bytes | None]:

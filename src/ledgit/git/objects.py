@@ -88,7 +88,8 @@ def changed_paths(cwd: Path, rev: str, prefix: str) -> list[str]:
         return sorted((p for p in found if under(p, prefix)), key=os.fsencode)
     oid = resolve_cli(cwd, rev, "commit")
     args = ["--literal-pathspecs", "diff-tree", "-r", "-z", "--name-only", "--no-renames",
-            "--no-commit-id", "--root", "--diff-merges=first-parent", oid, *pathspec(prefix)]
+            "--no-commit-id", "--root", "--diff-merges=first-parent", "--end-of-options", oid,
+            *pathspec(prefix)]
     out = run_git(args, work_root(cwd)).stdout
     return sorted({os.fsdecode(p) for p in out.split(b"\0") if p}, key=os.fsencode)
 
@@ -104,7 +105,8 @@ def rev_list(cwd: Path, spec: str) -> list[str]:
     start, _, end = spec.partition("..")
     exclude = resolve_cli(cwd, start or "HEAD", "commit")
     include = resolve_cli(cwd, end or "HEAD", "commit")
-    out = run_git(["rev-list", "--reverse", "--topo-order", include, f"^{exclude}"],
+    out = run_git(["rev-list", "--reverse", "--topo-order", "--end-of-options", include,
+                   f"^{exclude}"],
                   work_root(cwd)).stdout
     return out.decode().split()
 
@@ -156,8 +158,8 @@ def _tree_files_pygit2(repo: pygit2.Repository, rev: str, prefix: str) -> dict[s
 
 
 def _ls_tree(cwd: Path, tree: str, prefix: str, *, recursive: bool = True) -> dict[str, str]:
-    args = ["--literal-pathspecs", "ls-tree", "-z", *(["-r"] if recursive else []), tree,
-            *pathspec(prefix)]
+    args = ["--literal-pathspecs", "ls-tree", "-z", *(["-r"] if recursive else []),
+            "--end-of-options", tree, *pathspec(prefix)]
     entries: dict[str, str] = {}
     for record in filter(None, run_git(args, work_root(cwd)).stdout.split(b"\0")):
         meta, _, raw_path = record.partition(b"\t")
@@ -270,7 +272,8 @@ def index_diff_paths(cwd: Path, rev: str) -> list[str]:
     commit ``rev``, sorted (git-diff-index(1) ``--cached``; a rename is a deletion plus an
     addition). A bad ``rev`` raises LedgitError (code 2)."""
     env = {**no_git_env(), "GIT_INDEX_FILE": str(index_path(cwd))}
-    out = run_git(["diff-index", "--cached", "--name-only", "-z", "--no-renames", rev, "--",
+    out = run_git(["diff-index", "--cached", "--name-only", "-z", "--no-renames",
+                   "--end-of-options", rev, "--",
                    *BOARD_GLOBS], work_root(cwd), env=env).stdout
     return sorted({os.fsdecode(p) for p in out.split(b"\0") if p}, key=os.fsencode)
 
@@ -278,7 +281,8 @@ def index_diff_paths(cwd: Path, rev: str) -> list[str]:
 def tree_diff_paths(cwd: Path, old: str, new: str) -> list[str]:
     """Paths under any ``.ledgit/`` that differ between commits ``old`` and ``new``, sorted
     (``git diff-tree -r --name-only --no-renames OLD NEW``). Works in a bare repository."""
-    out = run_git(["diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new, "--",
+    out = run_git(["diff-tree", "-r", "-z", "--name-only", "--no-renames", "--end-of-options",
+                   old, new, "--",
                    *BOARD_GLOBS], work_root(cwd)).stdout
     return sorted({os.fsdecode(p) for p in out.split(b"\0") if p}, key=os.fsencode)
 
@@ -286,7 +290,8 @@ def tree_diff_paths(cwd: Path, old: str, new: str) -> list[str]:
 def board_paths_at(cwd: Path, rev: str) -> list[str]:
     """Every path under any ``.ledgit/`` in the tree of ``rev`` (``git ls-tree -r``, which
     takes no glob pathspec, so the listing is filtered here)."""
-    out = run_git(["ls-tree", "-r", "-z", "--name-only", "--full-tree", rev], work_root(cwd)).stdout
+    out = run_git(["ls-tree", "-r", "-z", "--name-only", "--full-tree", "--end-of-options", rev],
+                  work_root(cwd)).stdout
     return [path for path in map(os.fsdecode, out.split(b"\0"))
             if path.startswith(".ledgit/") or "/.ledgit/" in path]
 

@@ -50,7 +50,7 @@ from ledgit.interop.incoming import Skip
 from ledgit.interop.plan import plan_import
 from ledgit.interop.summary import Conflict, Summary
 from ledgit.storage.index import Index
-from ledgit.storage.taskfiles import HISTORY_SUFFIX, TASK_SUFFIX, file_stat
+from ledgit.storage.taskfiles import HISTORY_SUFFIX, TASK_SUFFIX, checked_id, file_stat
 
 if TYPE_CHECKING:
     from ledgit.interop.historywriter import HistoryWriter
@@ -153,6 +153,7 @@ def _write_new(board: Board, items: Sequence[Incoming], actor: str, source: str,
         histories: list[tuple[str, bytes]] = []
         revisions: list[str] = []
         for item in items:
+            checked_id(item.record.id)  # a file name only from a valid id (issue 26)
             data, revision = history_and_revision(item, actor, source)
             histories.append((f"{item.record.id}{HISTORY_SUFFIX}", data))
             revisions.append(revision)

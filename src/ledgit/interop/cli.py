@@ -14,12 +14,11 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledgit.core.errors import CHECK_FAILED, OK, USAGE, LedgitError
+from ledgit.core.errors import CHECK_FAILED, OK
 from ledgit.interop import historywriter
 from ledgit.interop.backlog import load_backlog
 from ledgit.interop.beads import load_beads
@@ -29,7 +28,7 @@ from ledgit.interop.summary import Progress, print_summary
 from ledgit.interop.yylo import load_yylo
 from ledgit.storage.actor import actor_or_warn
 from ledgit.storage.board import find_board
-from ledgit.storage.oserrors import os_refusal
+from ledgit.storage.safefiles import write_output
 
 if TYPE_CHECKING:
     from ledgit.interop.incoming import Incoming, Skip
@@ -155,14 +154,6 @@ def export_stateframe_cmd(task: str, output: str) -> int:
     if output == "-":
         click.echo(text, nl=False)
     else:
-
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            folder = os.path.dirname(os.path.abspath(output))
-            if not os.path.isdir(folder):
-                raise LedgitError(f"export stateframe -o {output}: no such directory {folder}",
-                                  USAGE) from None
-            raise os_refusal(exc, output) from None
+        write_output(output, text.encode("utf-8"), what="export stateframe -o")
         click.echo(f"wrote {output}", err=True)
     return OK

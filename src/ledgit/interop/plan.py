@@ -13,6 +13,7 @@ from ledgit.core.errors import LedgitError
 from ledgit.core.render import render_record
 from ledgit.interop.genesis import history_bytes
 from ledgit.interop.incoming import Skip
+from ledgit.storage.safefiles import BOARD_FILE_LIMIT, read_board_file
 
 if TYPE_CHECKING:
     from ledgit.core.record import Record
@@ -66,8 +67,7 @@ def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip
                                                 f"imported from {source}"))
             continue
         try:
-            with open(board.task_file(tid), "rb") as fh:
-                data = fh.read()
+            data = read_board_file(board.task_file(tid), BOARD_FILE_LIMIT)
         except OSError:
             data = b""
         rendered = render_record(item.record).encode("utf-8")
@@ -102,8 +102,8 @@ def _ours(board: Board, item: Incoming, actor: str | None, source: str) -> bool:
     if actor is None:
         return False
     try:
-        with open(board.history_file(item.record.id), "rb") as fh:
-            return fh.read() == history_bytes(item, actor, source)
+        data = read_board_file(board.history_file(item.record.id), BOARD_FILE_LIMIT)
+        return data == history_bytes(item, actor, source)
     except OSError:
         return False
 

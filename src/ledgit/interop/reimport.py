@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ledgit.core.errors import LedgitError
+from ledgit.core.errors import USAGE, LedgitError, located
 from ledgit.core.history import MERGE_OP, HistoryError, event_line, heads, new_event, replay
 from ledgit.core.historycheck import parse_checked
 from ledgit.core.lifecycle import lifecycle_problems
@@ -19,6 +19,7 @@ from ledgit.core.render import render_record
 from ledgit.interop.genesis import IMPORT_OP
 from ledgit.operations.transitions import clashes
 from ledgit.storage.board import refuse_link
+from ledgit.storage.safefiles import BOARD_FILE_LIMIT, read_board_file
 from ledgit.storage.taskfiles import replace_task_file, write_all
 from ledgit.storage.writepath import damaged_history
 
@@ -128,10 +129,12 @@ def reimport_task(board: Board, item: Incoming, actor: str, source: str) -> Reim
     with board.lock(tid):
         current = board.read(tid)
         try:
-            with open(board.history_file(tid), "rb") as fh:
-                raw = fh.read()
+            raw = read_board_file(board.history_file(tid), BOARD_FILE_LIMIT)
         except FileNotFoundError:
             raw = b""
+        except OSError as exc:
+            raise LedgitError(located(f"cannot read: {exc.strerror}",
+                                      board.rel(board.history_file(tid))), USAGE) from None
         try:
             events = parse_checked(raw, tid)
         except HistoryError as exc:

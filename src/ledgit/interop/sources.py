@@ -3,6 +3,7 @@ the :class:`~ledgit.interop.incoming.Skip` of a file that cannot be read, at its
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Callable
@@ -12,6 +13,7 @@ import yaml
 
 from ledgit.core.errors import USAGE, LedgitError, located
 from ledgit.interop.incoming import Incoming, Skip
+from ledgit.storage.safefiles import read_source
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -25,7 +27,7 @@ def read_front_matter(path: Path, *, closing_at_end: bool = False
     of a Markdown file that opens with ``---``. ``closing_at_end``: the closing ``---`` may
     also be the file's last line without a newline. Raises LedgitError (USAGE) otherwise."""
 
-    text = path.read_text(encoding="utf-8").replace("\r\n", "\n")
+    text = read_source(str(path), found=True).decode("utf-8").replace("\r\n", "\n")
     search = text[3:] + "\n" if closing_at_end else text[3:]
     if not text.startswith("---\n") or "\n---\n" not in search:
         raise LedgitError(located("no YAML front matter", str(path), 1), USAGE)
@@ -60,8 +62,8 @@ def file_skip(rel: str, path: Path, exc: Exception) -> Skip:
     field = message.partition(": ")[0]
     if field and field != message and " " not in field:
         try:
-            data = path.read_bytes()
-        except OSError:
+            data = read_source(str(path), found=True)
+        except LedgitError:
             data = b""
         key = field.encode("utf-8", errors="replace") + b":"
         lines = data.replace(b"\r\n", b"\n").split(b"\n")
@@ -82,11 +84,8 @@ def read_jsonl(path: str, parse: Callable[[Any, str], Record],
     incoming: list[Incoming] = []
     skips: list[Skip] = []
     name = os.path.basename(path)
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors first
-    except OSError as exc:
-        raise LedgitError(f"{path}: cannot read: {exc.strerror}", USAGE) from None
-    with fh:
+    data = read_source(path)  # bounded: /dev/zero is refused, not read forever (issue 26)
+    with io.BytesIO(data) as fh:
         for n, raw in enumerate(fh, start=1):
             where = f"{name}:{n}"
             try:

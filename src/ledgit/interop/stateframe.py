@@ -40,6 +40,7 @@ from ledgit.core.record import Record, make_record
 from ledgit.core.schema import is_valid_id
 from ledgit.core.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
 from ledgit.interop.incoming import Incoming, Skip
+from ledgit.storage.safefiles import read_source
 
 SOURCE = "stateframe"
 SCHEMA_FILE = "stateframe.task.ledger.schema.json"
@@ -231,11 +232,7 @@ def ledger_to_record(ledger: Any, where: str = "<stateframe>") -> Record:
 def load_stateframe(path: str) -> tuple[list[Incoming], list[Skip]]:
     """Read one ``task.ledger.json``: ([the task], []) or ([], [why not])."""
     name = os.path.basename(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise LedgitError(f"{path}: cannot read: {exc.strerror}", USAGE) from None
+    data = read_source(path)
     try:
         ledger = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

@@ -39,6 +39,7 @@ from ledgit.core.timestamps import normalize_timestamp
 from ledgit.interop.beads import pack
 from ledgit.interop.incoming import Incoming, Step
 from ledgit.interop.sources import file_skip, read_front_matter
+from ledgit.storage.safefiles import read_source
 
 if TYPE_CHECKING:
     from ledgit.interop.incoming import Skip
@@ -163,7 +164,8 @@ def read_ledger(root: Path, tid: str) -> list[dict[str, Any]]:
     previous: str | None = None
     for seg in sorted(root.glob(f"ledger/*/{tid}/*.ndjson")):
         rel = seg.relative_to(root.parent).as_posix()
-        for n, line in enumerate(seg.read_text(encoding="utf-8").split("\n"), start=1):
+        text = read_source(str(seg), found=True).decode("utf-8")
+        for n, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:

@@ -9,13 +9,15 @@ than :data:`SLOW_READ` sends the next one to a worker thread.
 """
 
 import contextlib
+import functools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError
+from ledgit.mcp.roots import RootPolicy
 from ledgit.operations import projects
 from ledgit.storage.board import Board, find_board
 from ledgit.storage.index import Index
@@ -34,8 +36,11 @@ class Boards:
     """The boards this server acts on: the start directory's, and any ``root`` a call names
     (at most :data:`MAX_LIVE_BOARDS` held open)."""
 
-    def __init__(self, start: Path) -> None:
+    def __init__(self, start: Path, allow_roots: Iterable[str] = ()) -> None:
         self.start = start
+        home, _pinned = find_root(str(start))
+        self.policy = RootPolicy(str(start), home, allow_roots,
+                                 None if home is None else functools.partial(_registered, home))
         self._lock = threading.Lock()
         self._live: dict[str, LiveBoard] = {}
         self._boards: dict[str, tuple[tuple[int, ...], Board]] = {}
@@ -59,6 +64,7 @@ class Boards:
             raise LedgitError(f"root: {path}: not a directory", NOT_FOUND)
         for directory in upward(path):
             if is_board_dir(os.path.join(directory, LEDGIT_DIR)):
+                self.policy.check(directory, root)  # issue 26: not any board on the machine
                 return self._cached(directory)
         raise LedgitError(f"root: no ledgit board in {path} or any parent", NOT_FOUND)
 
@@ -143,6 +149,11 @@ class Boards:
             for held in self._live.values():
                 held.close()
             self._live.clear()
+
+
+def _registered(home: str) -> list[str]:
+    """The roots of the projects the board at ``home`` registers (ledgit.operations.projects)."""
+    return [str(reg.location) for reg in projects.registrations(Board(home)).values()]
 
 
 def _alias_like(text: str) -> bool:

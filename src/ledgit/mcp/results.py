@@ -15,6 +15,7 @@ from pydantic_core import to_json
 from typing_extensions import TypedDict
 
 from ledgit.core.errors import CLAIM, NOT_FOUND, REMOTE, STALE, USAGE, LedgitError
+from ledgit.mcp.roots import RootRefused
 from ledgit.storage.board import Board
 
 KINDS = {USAGE: "invalid_input", STALE: "stale_revision", NOT_FOUND: "not_found",
@@ -63,6 +64,8 @@ def failure(exc: LedgitError, board: Board | None, task: str | None) -> CallTool
     ``candidates`` (not found / ambiguous)."""
     error: dict[str, Any] = {"code": exc.code, "kind": KINDS.get(exc.code, "error"),
                              "message": str(exc)}
+    if isinstance(exc, RootRefused):
+        error["rule"] = exc.rule
     if board is not None and task:
         with contextlib.suppress(LedgitError, OSError):
             if exc.code == NOT_FOUND:

@@ -10,6 +10,7 @@ with stdio it is the protocol's.
 
 import hmac
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,12 @@ INSTRUCTIONS = (
     "and meanings of the CLI).")
 
 
-def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
+def build_server(start: Path | None = None, allow_roots: Iterable[str] = ()
+                 ) -> tuple[MCPServer, Boards]:
     """The MCP server and its boards (close them when done). ``start``: the directory
-    whose board tools act on by default (default: the working directory)."""
-    boards = Boards((start or Path.cwd()).resolve())
+    whose board tools act on by default (default: the working directory); ``allow_roots``:
+    more directories whose boards a ``root`` may name (:mod:`ledgit.mcp.roots`)."""
+    boards = Boards((start or Path.cwd()).resolve(), allow_roots)
     server = MCPServer("ledgit", version=__version__, tools=build_tools(boards),
                        log_level="WARNING", instructions=INSTRUCTIONS)
     return server, boards
@@ -51,11 +54,12 @@ def build_server(start: Path | None = None) -> tuple[MCPServer, Boards]:
 
 
 def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = 8765,
-          token: str | None = None, start: Path | None = None) -> int:
+          token: str | None = None, start: Path | None = None,
+          allow_roots: Iterable[str] = ()) -> int:
     """Run the server until its input ends (stdio) or it is interrupted (HTTP); returns the
     exit code. HTTP binds ``host`` (127.0.0.1 unless given); another host needs ``token``
     (bearer) and prints a warning on stderr."""
-    server, boards = build_server(start)
+    server, boards = build_server(start, allow_roots)
     try:
         if not http:
             server.run("stdio")

@@ -53,6 +53,12 @@ Task = str
 Expect = str | None
 By = str | None
 StrList = list[str] | None
+# Strict at the face (issue 26): a JSON boolean is not a number (false would be priority 0,
+# the most urgent), a float not an integer, a string not a flag; each refusal names the
+# argument (pydantic's error location).
+Flag = Annotated[bool, Field(strict=True)]
+Priority = Annotated[int | None, Field(ge=0, le=4, strict=True)]
+Limit = Annotated[int, Field(ge=0, le=MAX_LIMIT, strict=True)]
 
 
 def known_values(name: str, given: list[str] | None, allowed: tuple[str, ...]) -> None:
@@ -184,10 +190,10 @@ def build_tools(boards: Boards) -> list[Tool]:
     @tool(read, "list")
     async def list_tasks(status: StrList = None, owner: str | None = None,
                    worker: str | None = None, label: StrList = None,
-                   outcome: str | None = None, ready: bool = False,
-                   include_archived: bool = False,
+                   outcome: str | None = None, ready: Flag = False,
+                   include_archived: Flag = False,
                    sort: Literal["desc", "asc", "priority", "created"] = "desc",
-                   limit: Annotated[int, Field(ge=0, le=MAX_LIMIT)] = 20,
+                   limit: Limit = 20,
                    fields: StrList = None, root: Root = None
                    ) -> Annotated[CallToolResult, Rows]:
         """Tasks matching every filter (archived hidden unless asked). fields: row keys to
@@ -213,8 +219,8 @@ def build_tools(boards: Boards) -> list[Tool]:
 
     @tool(read)
     async def search(text: str, search_fields: StrList = None, status: StrList = None,
-               include_archived: bool = False,
-               limit: Annotated[int, Field(ge=0, le=MAX_LIMIT)] = 20,
+               include_archived: Flag = False,
+               limit: Limit = 20,
                fields: StrList = None, root: Root = None
                ) -> Annotated[CallToolResult, Rows]:
         """Exact case-insensitive substring search, newest change first; rows add
@@ -236,7 +242,7 @@ def build_tools(boards: Boards) -> list[Tool]:
                                  "fields": fields}, body)
 
     @tool(read)
-    async def get(task: Task, body: bool = True, root: Root = None
+    async def get(task: Task, body: Flag = True, root: Root = None
             ) -> Annotated[CallToolResult, Readout]:
         """The full readout of one task: fields, revision, claim freshness, goal,
         acceptance, locked/candidate items, artifacts, and `unknown` (what is missing,
@@ -261,8 +267,8 @@ def build_tools(boards: Boards) -> list[Tool]:
 
     @tool(write)
     def create(title: str, goal: str | None = None, accept: StrList = None,
-               body: str | None = None, priority: Annotated[int | None, Field(ge=0, le=4)]
-               = None, depends_on: StrList = None, labels: StrList = None,
+               body: str | None = None, priority: Priority = None,
+               depends_on: StrList = None, labels: StrList = None,
                owner: str | None = None, worker: str | None = None, note: str | None = None,
                by: By = None, root: Root = None) -> Annotated[CallToolResult, Created]:
         """Create an open task; accept: acceptance criteria, one per line."""
@@ -281,8 +287,8 @@ def build_tools(boards: Boards) -> list[Tool]:
 
     @tool(write)
     def claim(task: Task, action: Literal["claim", "heartbeat", "release"] = "claim",
-              note: str | None = None, take_over: bool = False, force: bool = False,
-              offline: bool = False, by: By = None, expect: Expect = None, root: Root = None
+              note: str | None = None, take_over: Flag = False, force: Flag = False,
+              offline: Flag = False, by: By = None, expect: Expect = None, root: Root = None
               ) -> Annotated[CallToolResult, Written]:
         """Claim a task (in_progress, a lease), renew it (heartbeat) or give it up
         (release). take_over: a stale claim or an expired remote lease; force: dependencies
@@ -307,7 +313,7 @@ def build_tools(boards: Boards) -> list[Tool]:
 
     @tool(write)
     def update(task: Task, expect: Expect = None, title: str | None = None,
-               priority: Annotated[int | None, Field(ge=0, le=4)] = None,
+               priority: Priority = None,
                response: str | None = None, next_action: str | None = None,
                gate: str | None = None, owner: str | None = None, worker: str | None = None,
                labels_add: StrList = None, labels_remove: StrList = None,
@@ -362,7 +368,7 @@ def build_tools(boards: Boards) -> list[Tool]:
              kind: Literal["fact", "decision", "question", "blocker", "rejected", "artifact",
                            "next_step"] = "fact",
              text: str | None = None, why: str | None = None, evidence: str | None = None,
-             lock: bool = False, items: StrList = None, trusted: bool = False,
+             lock: Flag = False, items: StrList = None, trusted: Flag = False,
              by: By = None, expect: Expect = None, root: Root = None
              ) -> Annotated[CallToolResult, Written]:
         """add: a state item (candidate unless lock; meta.item is its id). accept: lock
@@ -383,7 +389,7 @@ def build_tools(boards: Boards) -> list[Tool]:
 
     @tool(write)
     def writeback(task: Task, evidence: str, set: dict[str, str] | None = None,  # noqa: A002
-                  artifacts: StrList = None, gate: str | None = None, trusted: bool = False,
+                  artifacts: StrList = None, gate: str | None = None, trusted: Flag = False,
                   by: By = None, expect: Expect = None, root: Root = None
                   ) -> Annotated[CallToolResult, Written]:
         """A worker's report: changed fields (set), artifacts, verification evidence,

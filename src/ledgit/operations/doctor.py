@@ -29,9 +29,11 @@ from ledgit.operations.hookblock import (
 )
 from ledgit.operations.install import DRIVER, attributes_file, install, preflight, work_tree_top
 from ledgit.operations.leases import doctor_lines
+from ledgit.operations.links import links_at
 from ledgit.storage.board import Board
 from ledgit.storage.boardcheck import verify_board
 from ledgit.storage.boardinit import BOARD_IGNORE
+from ledgit.storage.boardlinks import escaping_link, link_refusal
 from ledgit.storage.boardrepair import pending_repairs, repair_board
 from ledgit.storage.index import Index
 from ledgit.storage.indexfiles import index_dir, private_dir_refusal
@@ -96,13 +98,30 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
         elif missing:
             gaps.append(Gap(wt, f"hooks without ledgit in {hdir}: {', '.join(missing)}",
                             "ledgit install"))
+    gaps += link_gaps(wt, top / board_rel)
     board_root = top / board_rel
-    if (board_root / ".ledgit").is_dir():
+    if (board_root / ".ledgit").is_dir() and escaping_link(str(board_root)) is None:
         gaps += _board_gaps(wt, board_root, fix=fix)
     conflicted = gitindex.conflicted_paths(wt, f"{board_rel}.ledgit/")
     if conflicted:
         gaps.append(Gap(wt, f"{len(conflicted)} task file(s) or histories unmerged: "
                             + ", ".join(conflicted[:3]), "ledgit resolve"))
+    return gaps
+
+
+def link_gaps(wt: Path, board_root: Path) -> list[Gap]:
+    """Symbolic links that would lead a board outside itself (issue 26): one on disk under
+    ``board_root`` (:func:`ledgit.storage.boardlinks.escaping_link`), and every one under a
+    board in the tree of HEAD (:func:`ledgit.operations.links.links_at`)."""
+    gaps: list[Gap] = []
+    found = escaping_link(str(board_root))
+    if found is not None:
+        gaps.append(Gap(wt, link_refusal(str(board_root), found),
+                        f"replace {found} with the directory or file itself"))
+    if repository.head_oid(wt) is not None:
+        for path in links_at(wt, "HEAD"):
+            gaps.append(Gap(wt, f"HEAD commits {path} as a symbolic link inside a board",
+                            f"git rm --cached {path}, then commit the directory itself"))
     return gaps
 
 
@@ -219,14 +238,15 @@ def doctor(cwd: Path, *, fix: bool = False, repair: bool = False) -> tuple[int, 
             if not attributes_name_driver(wt, other):
                 gaps.append(Gap(wt, f"{other}.gitattributes does not route task files to the "
                                     f"ledgit driver", f"cd {other} && ledgit install"))
-            if (root / ".ledgit").is_dir():
+            if (root / ".ledgit").is_dir() and escaping_link(str(root)) is None:
                 gaps += _board_gaps(wt, root, fix=fix)
     for gap in gaps:
         lines.append(f"gap: {gap}")
     if not gaps:
         lines.append(f"ok: {len(worktrees)} worktree(s) checked, nothing missing")
     top = repository.toplevel(cwd) or cwd
-    if (top / board_rel / ".ledgit").is_dir():  # expired remote leases (docs/leases.md)
+    if (top / board_rel / ".ledgit").is_dir() and escaping_link(str(top / board_rel)) is None:
+        # expired remote leases (docs/leases.md)
         lines += doctor_lines(Board(top / board_rel))
     return (1 if gaps else 0), lines
 

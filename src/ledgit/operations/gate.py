@@ -36,6 +36,7 @@ from ledgit.core.markers import marker_problem
 from ledgit.core.record import Record, parse_record
 from ledgit.git import objects, repository
 from ledgit.git.refs import shallow_commits
+from ledgit.operations.links import LINK_RULE, link_message, links_at, links_in_range
 from ledgit.storage.board import find_board
 
 if TYPE_CHECKING:
@@ -466,6 +467,23 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
     return GateReport(commits, checked, found, notes)
 
 
+def committed_links(cwd: Path, commits: list[str], *, whole: bool) -> list[Finding]:
+    """One finding per symbolic link under a board (issue 26, :mod:`ledgit.operations.links`): in
+    the tree of the last of ``commits``, and (``whole`` False: a range) every link any of
+    them adds or changes; each path once, at the first commit it is seen."""
+    if not commits:
+        return []
+    seen: dict[str, str] = {}
+    if not whole:
+        for commit, paths in links_in_range(cwd, commits).items():
+            for path in paths:
+                seen.setdefault(path, commit)
+    for path in links_at(cwd, commits[-1]):
+        seen.setdefault(path, commits[-1])
+    return [Finding(path, 0, LINK_RULE, link_message(path), commit)
+            for path, commit in sorted(seen.items())]
+
+
 def driver_gap(cwd: Path, rev: str | None = None, prefix: str = "") -> Finding | None:
     """A finding when ``.gitattributes`` routes task files to the ``ledgit`` merge driver
     but this clone does not define ``merge.ledgit.driver`` (Git would line-merge them).
@@ -560,6 +578,7 @@ def run_gate(cwd: Path, *, rev: str | None = None, spec: str | None = None,
         raise LedgitError(f"{cwd}: not a Git repository: --rev and --range read commits "
                           f"(run it inside a clone)", USAGE)
     if rev is not None:
+        objects.rev_list(cwd, rev)  # a bad (or option-like) revision is named before any listing
         ends = [rev]
     else:
         ends = [e for e in (spec or "").replace("...", "..").split("..") if e] or ["HEAD"]
@@ -582,6 +601,7 @@ def run_gate(cwd: Path, *, rev: str | None = None, spec: str | None = None,
             gaps.append(gap)
     first = reports[0]
     unseen, said = shallow_findings(cwd, first.commits, allow=allow_shallow)
+    gaps += committed_links(cwd, first.commits, whole=rev is not None)
     return GateReport(first.commits, sum(r.checked for r in reports),
                       [*gaps, *unseen, *(f for r in reports for f in r.findings)],
                       [*said, *(n for r in reports for n in r.notes)])

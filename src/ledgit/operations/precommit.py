@@ -30,6 +30,7 @@ from ledgit.operations.gate import (
     task_of,
     task_paths,
 )
+from ledgit.operations.links import LINK_RULE, link_message, links_in_raw, staged_links
 from ledgit.storage.config import load_config
 from ledgit.storage.locate import LEDGIT_DIR, TASKS_DIR, find_root
 
@@ -60,14 +61,15 @@ def check_in_hook(cwd: str, reader: gitindex.StagedReader) -> int | None:
             boards.setdefault(prefix, {})[path] = change
     tasks: list[str] = []
     notes: list[str] = []
+    links = [Finding(p, 0, LINK_RULE, link_message(p)) for p in links_in_raw(reader.raw)]
     if not boards:
-        return report([], tasks, notes)
+        return report(links, tasks, notes)
     halves = [p for prefix, found in boards.items() for p in _halves(prefix, found)]
     names = [*(oid for found in boards.values() for change in found.values()
                for oid in change if oid is not None), *(f":{p}" for p in halves)]
     blobs = reader.blobs(list(dict.fromkeys(names)))
     at_head = {p: blobs[f":{p}"] for p in halves}
-    problems: list[Finding] = []
+    problems: list[Finding] = links
     for prefix in sorted(boards):
         staged: dict[str, bytes | None] = {}
         for path, (head, oid) in boards[prefix].items():
@@ -93,9 +95,10 @@ def pre_commit(cwd: Path) -> int:
     top = repository.toplevel(cwd)
     if top is None:
         raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
-    problems: list[Finding] = []
     tasks: list[str] = []
     notes: list[str] = []
+    problems = [Finding(p, 0, LINK_RULE, link_message(p))
+                for p in staged_links(cwd, repository.head_oid(cwd) or objects._empty_tree(cwd))]
     paths = objects.staged_board_paths(cwd)
     for prefix in sorted({p for p in map(_prefix_of, paths) if p is not None}):
         pairs = gitindex.staged_pairs(cwd, f"{prefix}{LEDGIT_DIR}/")

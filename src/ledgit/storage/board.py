@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError, located
 from ledgit.core.record import Record, parse_record
+from ledgit.storage.boardlinks import refuse_escaping_link
 from ledgit.storage.config import BoardConfig, load_config
 from ledgit.storage.locate import (
     CONFIG_NAME,
@@ -37,6 +38,7 @@ from ledgit.storage.locate import (
     git_dir_for,
     private_dir,
 )
+from ledgit.storage.safefiles import BOARD_FILE_LIMIT, read_board_file
 from ledgit.storage.taskfiles import (
     HISTORY_DIR,
     HISTORY_SUFFIX,
@@ -70,6 +72,7 @@ class Board:
 
     def __init__(self, root: Path | str, config: BoardConfig | None = None) -> None:
         self.root_str = os.path.abspath(root)
+        refuse_escaping_link(self.root_str)  # issue 26: a cloned link never leads out
         self.dir_str = os.path.join(self.root_str, LEDGIT_DIR)
         self.tasks_str = os.path.join(self.dir_str, TASKS_DIR)
         self.history_str = os.path.join(self.dir_str, HISTORY_DIR)
@@ -206,8 +209,7 @@ class Board:
         path = self.task_file(task_id)
         rel = self.rel(path)
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = read_board_file(path, BOARD_FILE_LIMIT)
         except FileNotFoundError:
             raise LedgitError(f"no task {task_id} ({rel})", NOT_FOUND) from None
         except OSError as exc:
@@ -225,10 +227,13 @@ class Board:
     def read_history_text(self, task_id: str) -> str | None:
         """The history file's text, or None when it does not exist."""
         try:
-            with open(self.history_file(task_id), "rb") as fh:
-                return fh.read().decode("utf-8", errors="replace")
+            data = read_board_file(self.history_file(task_id), BOARD_FILE_LIMIT)
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise LedgitError(located(f"cannot read: {exc.strerror}",
+                                      self.rel(self.history_file(task_id))), USAGE) from None
+        return data.decode("utf-8", errors="replace")
 
     # ------------------------------------------------------------------ locking
 

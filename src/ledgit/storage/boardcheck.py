@@ -15,6 +15,7 @@ from ledgit.core.markers import RULE, has_markers, marker_problem
 from ledgit.storage.index import Index
 from ledgit.storage.locate import LEDGIT_DIR
 from ledgit.storage.parallel import map_slices, workers_for
+from ledgit.storage.safefiles import BOARD_FILE_LIMIT, open_board_file, read_board_file
 from ledgit.storage.taskfiles import HISTORY_DIR, HISTORY_SUFFIX, list_names, stems, writer_alive
 from ledgit.storage.tasklock import TMP_MARK
 
@@ -117,14 +118,14 @@ def _verify_one(board: Board, tid: str) -> list[Problem]:
     path, hpath = board.task_path(tid), board.history_path(tid)
     rel, hrel = board.rel(path), board.rel(hpath)
     try:
-        hdata: bytes | None = hpath.read_bytes()
+        hdata: bytes | None = read_board_file(str(hpath), BOARD_FILE_LIMIT)
     except FileNotFoundError:
         hdata = None
     except OSError as exc:
         return [Problem(tid, 0, "schema", located(f"cannot read: {exc.strerror}", hrel))]
     read_error: str | None = None
     try:
-        data: bytes | None = path.read_bytes()
+        data: bytes | None = read_board_file(str(path), BOARD_FILE_LIMIT)
     except FileNotFoundError:
         data = None
     except OSError as exc:
@@ -202,9 +203,9 @@ class _DirReader:
         None when it cannot be read this way (the caller then takes the ordinary path)."""
         try:
             if self.fd is not None:
-                fd = os.open(name, os.O_RDONLY, dir_fd=self.fd)
+                fd, _ = open_board_file(name, dir_fd=self.fd)
             else:
-                fd = os.open(os.path.join(self.path, name), os.O_RDONLY)
+                fd, _ = open_board_file(os.path.join(self.path, name))
         except OSError:
             return None
         try:

@@ -14,6 +14,7 @@ from ledgit.core.readout import now_timestamp
 from ledgit.core.record import parse_record, record_from_state
 from ledgit.core.revision import revision_of
 from ledgit.storage.board import DEFAULT_LOCK_TIMEOUT, refuse_link
+from ledgit.storage.safefiles import BOARD_FILE_LIMIT, read_board_file
 from ledgit.storage.taskfiles import (
     HISTORY_SUFFIX,
     TASK_SUFFIX,
@@ -117,7 +118,8 @@ def pending_repairs(board: Board) -> list[str]:
         hpath = board.history_dir / (tid + HISTORY_SUFFIX)
         tpath = board.tasks_dir / (tid + TASK_SUFFIX)
         try:
-            text = hpath.read_text(encoding="utf-8", errors="replace")
+            text = read_board_file(str(hpath), BOARD_FILE_LIMIT).decode("utf-8",
+                                                                       errors="replace")
             if text and not text.endswith("\n"):
                 found.add(tid)  # a torn append
                 continue
@@ -129,7 +131,7 @@ def pending_repairs(board: Board) -> list[str]:
             head = events[-1] if events[-1]["id"] == hs[0] else None
             if head is None:
                 continue
-            record = parse_record(tpath.read_bytes(), str(tpath))
+            record = parse_record(read_board_file(str(tpath), BOARD_FILE_LIMIT), str(tpath))
             if (record.revision != revision_of(states[hs[0]])
                     and record.revision == revision_of(states[head["parents"][0]])):
                 found.add(tid)

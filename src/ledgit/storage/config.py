@@ -19,6 +19,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledgit.core.errors import USAGE, LedgitError, located
+from ledgit.storage.safefiles import BOARD_FILE_LIMIT, read_board_file
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -124,10 +125,11 @@ def load_config(path: Path | str) -> BoardConfig:
     if os.path.isdir(path):
         path = os.path.join(path, CONFIG_NAME)
     try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8")
+        text = read_board_file(path, BOARD_FILE_LIMIT).decode("utf-8")
     except FileNotFoundError:
         return BoardConfig()
+    except OSError as exc:
+        raise LedgitError(located(f"cannot read: {exc.strerror}", str(path)), USAGE) from None
     except UnicodeDecodeError:
         raise LedgitError(located("not valid UTF-8", str(path)), USAGE) from None
     raw, lines = _read_mapping(text, str(path))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ledgit.core.errors import BUSY, LedgitError
 from ledgit.storage.locate import user_cache_dir
 from ledgit.storage.oserrors import owner_detail
+from ledgit.storage.ownership import foreign_owner
 
 if TYPE_CHECKING:
     from ledgit.storage.board import Board
@@ -30,11 +31,13 @@ def index_dir(board: Board, *, create: bool) -> str | None:
     """The directory of the board's index: the private dir when this user may write it
     (and the index file in it, if there is one), else this user's cache for the worktree
     (:func:`ledgit.storage.locate.user_cache_dir`: a read-only board, a private dir or index
-    another user owns; issue 13), else None (in memory). ``create``: make the directory
-    chosen."""
+    another user owns, issue 13; a repository another user owns, issue 26:
+    :func:`ledgit.storage.ownership.foreign_owner`), else None (in memory). ``create``: make
+    the directory chosen."""
     private = board.private_str
-    made = True
-    if create:
+    # Another user's repository (root reading it): nothing of ours is made in it (issue 26)
+    made = foreign_owner(private) is None
+    if create and made:
         try:
             os.makedirs(private, exist_ok=True)
         except OSError:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledgit.core.errors import BUSY, LedgitError
 from ledgit.storage.oserrors import os_refusal
+from ledgit.storage.ownership import adopt_fd, make_dirs
 
 if sys.platform == "win32":  # pragma: no cover - no fcntl: filelock's lock on the same path
     import filelock
@@ -34,7 +35,7 @@ class FileLock:
     def __enter__(self) -> None:
         path, timeout = self.path, self.timeout
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            make_dirs(os.path.dirname(path))  # as root in another's repo: theirs (issue 26)
         except OSError as exc:
             raise os_refusal(exc, os.path.dirname(path)) from None
         if sys.platform == "win32":  # pragma: no cover
@@ -47,6 +48,7 @@ class FileLock:
             return
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            adopt_fd(fd, os.path.dirname(path))
         except PermissionError as exc:
             # A lock file another user created (sudo, a container's root): flock needs no
             # write access, so a readable one still serialises the writers (issue 13).

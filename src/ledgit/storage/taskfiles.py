@@ -16,6 +16,13 @@ from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from ledgit.core.errors import USAGE, LedgitError
+from ledgit.storage.ownership import adopt_fd
+from ledgit.storage.safefiles import (
+    BOARD_FILE_LIMIT,
+    NotRegularFile,
+    open_board_file,
+    read_board_file,
+)
 from ledgit.storage.tasklock import TMP_MARK, TaskLock
 
 if TYPE_CHECKING:
@@ -180,8 +187,15 @@ def read_all(tasks_dir: Path | str) -> Iterator[tuple[str, Stat, bytes | OSError
             if not is_task_name(entry):
                 continue
             try:
-                fd = os.open(entry, os.O_RDONLY, dir_fd=dfd)
+                fd, s = open_board_file(entry, dir_fd=dfd)
             except FileNotFoundError:
+                continue
+            except NotRegularFile as exc:  # a link, FIFO, device: never followed or read
+                try:
+                    s = os.lstat(entry, dir_fd=dfd)
+                except OSError:
+                    continue
+                yield entry[:-3], file_stat(s), exc
                 continue
             except OSError as exc:  # no permission: a row that says so
                 try:
@@ -192,17 +206,12 @@ def read_all(tasks_dir: Path | str) -> Iterator[tuple[str, Stat, bytes | OSError
                 continue
             data: bytes | OSError
             try:
-                s = os.fstat(fd)
-                st = file_stat(s)
-                try:
-                    data = read_fd(fd, s.st_size)
-                except OSError as exc:  # e.g. a directory named x.md
-                    data = exc
-            except OSError:
-                continue
+                data = read_fd(fd, s.st_size)
+            except OSError as exc:  # an I/O error: a row that says so
+                data = exc
             finally:
                 os.close(fd)
-            yield entry[:-3], st, data
+            yield entry[:-3], file_stat(s), data
     finally:
         os.close(dfd)
 
@@ -227,8 +236,7 @@ def read_task(tasks_dir: str, stem: str) -> bytes | OSError | None:
     """The bytes of ``tasks/<stem>.md``; None when it is gone; the OSError when it cannot be
     read (a directory named ``x.md``, no permission, ...)."""
     try:
-        with open(os.path.join(tasks_dir, f"{stem}.md"), "rb") as fh:
-            return fh.read()
+        return read_board_file(os.path.join(tasks_dir, f"{stem}.md"), BOARD_FILE_LIMIT)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -263,6 +271,7 @@ def replace_task_file(path: Path | str, data: bytes, *, fsync: bool,
         lock.note(base)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
+        adopt_fd(fd, directory)  # root in another user's board: the owner's file (issue 26)
         if mode is not None and _FCHMOD is not None:
             _FCHMOD(fd, mode)
         write_all(fd, data)

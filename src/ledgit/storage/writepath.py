@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 from ledgit.core.errors import CHECK_FAILED, NOT_FOUND, STALE, USAGE, LedgitError, located
 from ledgit.core.history import HistoryError, Problem, event_line, heads, new_event, replay
 from ledgit.core.historycheck import parse_checked
-from ledgit.core.layoutloss import layout_loss
+from ledgit.core.layoutloss import layout_loss, loses_information
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.markers import line_merge_refusal
 from ledgit.core.readout import now_timestamp
@@ -36,6 +37,8 @@ from ledgit.storage.actor import checked_actor
 from ledgit.storage.board import DEFAULT_LOCK_TIMEOUT, refuse_link
 from ledgit.storage.index import Index
 from ledgit.storage.oserrors import os_refusal
+from ledgit.storage.ownership import adopt_fd, make_dirs
+from ledgit.storage.safefiles import BOARD_FILE_LIMIT, NONBLOCK, read_board_file
 from ledgit.storage.taskfiles import NOFOLLOW, checked_id, fsync_dir, replace_task_file, write_all
 from ledgit.storage.worktreeguard import worktree_quiet
 
@@ -176,11 +179,13 @@ def record_edit(board: Board, task_id: str, actor: str, *, normalize: bool = Fal
     no history yet. Returns the appended event, or None when there was nothing to record
     (an interrupted write is rolled forward instead). The schema still applies (exit 2).
 
-    A file whose front matter holds what the canonical writer will not keep -- a YAML
-    comment, custom quoting or layout (:func:`ledgit.core.layoutloss.layout_loss`) -- is refused,
-    exit 2, ``path:line: what``, nothing written, so it is never lost silently by a later
-    write; ``normalize`` accepts the canonical form: the edit is recorded and the file
-    rewritten canonically at once (same revision), the change visible in ``git diff``.
+    A file whose front matter holds a YAML comment, which the canonical writer would drop
+    (:func:`ledgit.core.layoutloss.loses_information`), is refused, exit 2,
+    ``path:line: what``, nothing written, so it is never lost silently by a later write;
+    ``normalize`` accepts the canonical form. Harmless layout (key order, quoting, flow or
+    block style, empty fields, spacing: issue 26) is rewritten canonically without asking;
+    the caller says so (:func:`task_layout_loss` before the call). Either way the edit is
+    recorded and the file rewritten at once (same revision), visible in ``git diff``.
     """
     actor = checked_actor(actor)
     if not board.exists(task_id):
@@ -192,7 +197,7 @@ def record_edit(board: Board, task_id: str, actor: str, *, normalize: bool = Fal
         # its layout is judged against the record as it stands on disk.
         stamped = bool(pending) and pending[-1]["op"] == "edit"
         loss = task_layout_loss(board, task_id, board.read(task_id) if stamped else current)
-        if loss is not None and not normalize:
+        if loses_information(loss) and loss is not None and not normalize:
             raise LedgitError(located(
                 f"{loss[1]} would not be kept: ledgit writes the canonical form (move the "
                 f"text into the body, or accept the canonical form: ledgit record "
@@ -212,8 +217,7 @@ def task_layout_loss(board: Board, task_id: str, record: Record) -> tuple[int, s
     (:func:`ledgit.core.layoutloss.layout_loss`; ``record`` is what the file parses to), or
     None (also when the file cannot be read)."""
     try:
-        with open(board.task_file(task_id), "rb") as fh:
-            data = fh.read()
+        data = read_board_file(board.task_file(task_id), BOARD_FILE_LIMIT)
     except OSError:
         return None
     return layout_loss(data, record)
@@ -297,10 +301,12 @@ def read_history_healed(board: Board, task_id: str) -> tuple[bytes | None, str |
     path = board.history_file(task_id)
     refuse_link(board, path)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_board_file(path, BOARD_FILE_LIMIT)
     except FileNotFoundError:
         return None, None
+    except OSError as exc:
+        raise LedgitError(located(f"cannot read: {exc.strerror}", board.rel(path)),
+                          USAGE) from None
     if not data or data.endswith(b"\n"):
         return data, None
     cut = data.rfind(b"\n") + 1
@@ -343,17 +349,24 @@ def _commit(board: Board, task_id: str, events: list[Event], record: Record | No
     created = not os.path.lexists(path)
     if created:
         try:
-            os.makedirs(board.history_str, exist_ok=True)
+            make_dirs(board.history_str)
         except OSError as exc:
             raise os_refusal(exc, board.rel(board.history_str)) from None
     data = "".join(event_line(e) for e in events).encode("utf-8")
     refuse_link(board, path)
     try:
         # ONOFOLLOW: a link planted after the check above is refused too (ELOOP).
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o666)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW | NONBLOCK,
+                     0o666)
     except OSError as exc:
         refuse_link(board, path)
         raise os_refusal(exc, board.rel(path)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device planted there: no append
+        os.close(fd)
+        raise LedgitError(located("is not a regular file; nothing written", board.rel(path)),
+                          USAGE)
+    if created:
+        adopt_fd(fd, board.history_str)  # root in another user's board: theirs (issue 26)
     size = 0
     try:
         size = 0 if created else os.fstat(fd).st_size
@@ -408,7 +421,7 @@ def write_task(board: Board, task_id: str, record: Record, text: bytes | None = 
     """Replace the task file atomically with ``record`` (``text``: its rendering, when the
     caller has it): temp file in the same dir (the file's mode kept), fsync, rename, fsync
     the dir. Raises OSError as the system does."""
-    os.makedirs(board.tasks_str, exist_ok=True)
+    make_dirs(board.tasks_str)
     path = board.task_file(task_id)
     refuse_link(board, path)  # os.replace would swap the link for a file, silently
     lock = board.last_locks.get(task_id)

@@ -66,7 +66,7 @@ def record_cmd(task: str, normalize: bool, by: str | None, as_json: bool) -> int
     custom quoting or layout) without ``normalize``."""
     board = command_board()
     tid = board.resolve_id(task)
-    loss = task_layout_loss(board, tid, board.read(tid)) if normalize else None
+    loss = task_layout_loss(board, tid, board.read(tid))  # harmless layout: rewritten (issue 26)
     event = record_edit(board, tid, actor_or_warn(by, board.root_str), normalize=normalize)
     staged = stage_if_unmerged(board.root, [board.task_path(tid), board.history_path(tid)])
     if as_json:

@@ -11,7 +11,6 @@ and :mod:`ledgit.cli.commands.items` are written with them, and ``ledgit mcp`` c
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from ledgit.operations import transitions
 from ledgit.operations.arguments import resolve_dependencies, resolve_or_keep, split_list
 from ledgit.operations.writing import write_task
 from ledgit.storage.actor import actor_or_warn
+from ledgit.storage.safefiles import BOARD_FILE_LIMIT, read_board_file, read_input
 from ledgit.storage.writepath import create_task, damaged_history
 
 if TYPE_CHECKING:
@@ -80,14 +80,15 @@ def read_text_option(text: str | None, path: str | None, what: str) -> str | Non
             raise LedgitError(located(size_problem(len(data), f"the {what}") or "", "-", None,
                                       f"--{what}-file"))
     else:
+        # at most limit + 1 bytes, whatever the stat size says (/dev/zero: 0; issue 26)
+        raw = read_input(path, MAX_RECORD_BYTES, what=f"--{what}-file")
+        if len(raw) > MAX_RECORD_BYTES:
+            raise LedgitError(located(f"the {what} is over the limit of "
+                                      f"{MAX_RECORD_BYTES // 1048576} MiB (keep large content "
+                                      f"outside the board and link to it)", path, None,
+                                      f"--{what}-file"))
         try:
-            with open(path, encoding="utf-8") as fh:
-                message = size_problem(os.fstat(fh.fileno()).st_size, f"the {what}")
-                if message is not None:  # refused before it is read
-                    raise LedgitError(located(message, path, None, f"--{what}-file"))
-                data = fh.read()
-        except OSError as exc:
-            raise LedgitError(f"{path}: cannot read: {exc.strerror}") from None
+            data = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
         except UnicodeDecodeError:
             raise LedgitError(f"{path}: not valid UTF-8") from None
     nul = body_nul_line(data)
@@ -185,10 +186,12 @@ def event_states(board: Board, tid: str, text: str
         raise LedgitError(f"EVENT: {text!r} is not an event id or a prefix of >= "
                           f"{MIN_EVENT_PREFIX} hex digits (see: ledgit history {tid})")
     try:
-        with open(board.history_file(tid), "rb") as fh:
-            data = fh.read()
+        data = read_board_file(board.history_file(tid), BOARD_FILE_LIMIT)
     except FileNotFoundError:
         raise LedgitError(f"{tid}: the task has no history file", NOT_FOUND) from None
+    except OSError as exc:
+        raise LedgitError(located(f"cannot read: {exc.strerror}",
+                                  board.rel(board.history_file(tid)))) from None
     try:
         events = parse_checked(data, tid)
         states = replay(events, tid)

@@ -1,0 +1,85 @@
+"""Whose a repository is (issue 26): ledgit never leaves a file of its own user inside a
+repository another user owns.
+
+Root may read another user's repository (``safe.directory`` allows it; sudo, a container).
+Had that read made the board's index in ``<git dir>/ledgit``, the directory would be root's
+and the owner's next write would fail there. A read by anyone but the owner keeps its index
+in its own cache instead (:func:`ledgit.storage.indexfiles.index_dir`), so it creates nothing in the
+repository. A write by root there gives what it makes (lock files and their directories, task
+files, histories) to the owner of the directory it makes them in (:func:`adopt_fd`,
+:func:`make_dirs`). Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import suppress
+
+from ledgit.storage.locate import upward
+
+
+def foreign_owner(path: str) -> int | None:
+    """The uid owning the nearest existing part of ``path`` (the path or a parent) when it is
+    not this process's effective user; None when it is ours, or where there are no POSIX
+    owners."""
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None:  # pragma: no cover - Windows
+        return None
+    for part in upward(os.path.abspath(path)):
+        try:
+            uid = os.stat(part).st_uid
+        except OSError:
+            continue
+        return None if uid == geteuid() else uid
+    return None
+
+
+def _as_root() -> bool:
+    geteuid = getattr(os, "geteuid", None)
+    return geteuid is not None and geteuid() == 0
+
+
+def _owner(directory: str) -> os.stat_result | None:
+    """The stat of ``directory`` when another user than root owns it, else None."""
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return None
+    return st if st.st_uid != 0 else None
+
+
+def adopt_fd(fd: int, directory: str) -> None:
+    """Root writing in another user's directory (issue 26): give the file open as ``fd``
+    (made in ``directory``) to the directory's owner and group, as if that user had written
+    it, so that the owner's next write may replace or append to it. Nothing for any other
+    user, or in a directory root owns. Best effort."""
+    if not _as_root():
+        return
+    owner = _owner(directory)
+    if owner is not None:
+        with suppress(OSError):
+            os.fchown(fd, owner.st_uid, owner.st_gid)
+
+
+def make_dirs(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)``; as root, each directory made is given to the
+    owner of the nearest one that existed (when that is not root: :func:`adopt_fd`'s rule).
+    Raises OSError as makedirs does."""
+    if not _as_root() or os.path.isdir(path):
+        os.makedirs(path, exist_ok=True)
+        return
+    made: list[str] = []
+    base = os.path.abspath(path)
+    while not os.path.isdir(base):
+        made.append(base)
+        parent = os.path.dirname(base)
+        if parent == base:
+            break
+        base = parent
+    os.makedirs(path, exist_ok=True)
+    owner = _owner(base)
+    if owner is None:
+        return
+    for part in made:
+        with suppress(OSError):
+            os.lchown(part, owner.st_uid, owner.st_gid)
