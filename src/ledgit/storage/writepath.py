@@ -197,6 +197,11 @@ def record_edit(board: Board, task_id: str, actor: str, *, normalize: bool = Fal
         # its layout is judged against the record as it stands on disk.
         stamped = bool(pending) and pending[-1]["op"] == "edit"
         loss = task_layout_loss(board, task_id, board.read(task_id) if stamped else current)
+        problems = lifecycle_problems(current.fields) if stamped else []
+        if problems:  # a hand edit that breaks a lifecycle rule is refused, as a write is
+            field, message = problems[0]
+            raise LedgitError(located(f"{message}; nothing recorded",
+                                      board.rel(board.task_file(task_id)), None, field), USAGE)
         if loses_information(loss) and loss is not None and not normalize:
             raise LedgitError(located(
                 f"{loss[1]} would not be kept: ledgit writes the canonical form (move the "
