@@ -12,9 +12,6 @@ from importlib.util import find_spec
 
 import click
 
-from ledgit.boardpage.render import render_page
-from ledgit.boardpage.server import BoardService, is_loopback, make_server
-from ledgit.boardpage.source import PageSource, cyclic_gc_paused
 from ledgit.core.errors import OK, USAGE, LedgitError
 from ledgit.operations.extrahint import install_hint
 from ledgit.storage.board import Board, find_board
@@ -58,11 +55,13 @@ def board_cmd(html_path: str | None, serve: bool, host: str | None, port: int,
 def write_html(board: Board, path: str, *, archived: bool) -> None:
     """Write the page of ``board`` to ``path`` atomically (a temp file in the same directory,
     then a rename: a reader never sees half a page), or to stdout for ``-``."""
+    # optional: the [board] extra (jinja2, cmarkgfm, orjson); `ledgit --help` runs without it
+    from ledgit.boardpage import render, source
 
-    with cyclic_gc_paused():
+    with source.cyclic_gc_paused():
         with Index.open(board) as index:
-            model = PageSource(board, archived=archived).model(index, details=True)
-        page = render_page(model, live=False)
+            model = source.PageSource(board, archived=archived).model(index, details=True)
+        page = render.render_page(model, live=False)
     if path == "-":
         sys.stdout.flush()
         sys.stdout.buffer.write(page)
@@ -74,6 +73,8 @@ def write_html(board: Board, path: str, *, archived: bool) -> None:
 
 def serve_board(board: Board, host: str, port: int, *, archived: bool) -> int:
     """Serve ``board`` until Ctrl-C or SIGTERM; prints the URL on stdout. Returns 0."""
+    # optional: the [board] extra (jinja2, cmarkgfm, orjson), as above
+    from ledgit.boardpage.server import BoardService, is_loopback, make_server
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
