@@ -341,6 +341,13 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
     out: dict[str, Any] = {}
     contested: list[dict[str, Any]] = []
     keys = [k for k in FIELD_ORDER if k in bf or k in af or k in bbf]
+    # The fields both sides may change and a merge joins (base, a, b -> joined), and the rule
+    # it reports; the sets (depends_on, labels, commits) are joined by merge_set.
+    joins: dict[str, tuple[Callable[[Any, Any, Any], Any], str]] = {
+        "x": (lambda b, a, c: _merge_map(sides, b, a, c), RULE_MAP),
+        "items": (lambda b, a, c: _merge_items(sides, b, a, c), RULE_ITEMS),
+        "notes": (merge_notes, RULE_NOTES),
+    }
     claim_src = BASE
     for k in keys:
         vb, va, vbb = bf.get(k), af.get(k), bbf.get(k)
@@ -358,30 +365,13 @@ def merge_records(base: Record | None, ours: Record, theirs: Record,
             if both_changed and src != MERGED:
                 result.rules[k] = RULE_EARLIER_CLAIM if va and vbb else RULE_LATER
             claim_src = src
-        elif k in SET_FIELDS:
+        elif k in SET_FIELDS or k in joins:
             value, src3 = _three_way(vb, va, vbb)
             src = src3 or BOTH
-            if src3 is None and _key(va) != _key(vbb):
-                value, src = merge_set(vb, va, vbb), MERGED
-                result.rules[k] = RULE_SET
-        elif k == "x":
-            value, src3 = _three_way(vb, va, vbb)
-            src = src3 or BOTH
-            if src3 is None and _key(va) != _key(vbb):
-                value, src = _merge_map(sides, vb, va, vbb), MERGED
-                result.rules[k] = RULE_MAP
-        elif k == "items":
-            value, src3 = _three_way(vb, va, vbb)
-            src = src3 or BOTH
-            if src3 is None and _key(va) != _key(vbb):
-                value, src = _merge_items(sides, vb, va, vbb), MERGED
-                result.rules[k] = RULE_ITEMS
-        elif k == "notes":
-            value, src3 = _three_way(vb, va, vbb)
-            src = src3 or BOTH
-            if src3 is None and _key(va) != _key(vbb):
-                value, src = merge_notes(vb, va, vbb), MERGED
-                result.rules[k] = RULE_NOTES
+            if src3 is None and _key(va) != _key(vbb):  # both changed it: joined
+                join, rule = joins.get(k, (merge_set, RULE_SET))
+                value, src = join(vb, va, vbb), MERGED
+                result.rules[k] = rule
         else:
             value, src3 = _three_way(vb, va, vbb)
             src = src3 or BOTH
