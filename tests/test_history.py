@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 import ledgit.core.historycheck as historycheck
 from ledgit.core import canonjson
+from ledgit.core.errors import CHECK_FAILED, LedgitError
 from ledgit.core.history import (
     Event,
     HistoryError,
@@ -34,6 +36,9 @@ from ledgit.core.history import (
 from ledgit.core.historycheck import _apply_shared, _state_json, verify, verify_with_head
 from ledgit.core.record import Record, make_record
 from ledgit.core.revision import canonical_json, revision_of
+from ledgit.operations.changes import finish
+from ledgit.storage.boardinit import init_board
+from ledgit.storage.writepath import create_task, mutate_task
 
 TASK = "T-k3v9q2mz7a"
 T0 = "2026-01-01T09:00:00.000000Z"
@@ -511,3 +516,17 @@ def test_the_plain_encoder_is_canonical_json() -> None:
         encode(float("nan"))
     with pytest.raises(TypeError):
         encode({"a": object()})
+
+
+def test_a_write_on_a_history_holding_infinity_is_refused_as_damaged(tmp_path: Path) -> None:
+    """A history line holding NaN or Infinity (which Python's json reads but no JSON text
+    holds, RFC 8259) is a damaged history for the write path: exit 1 naming the line and
+    rule ``hash``, never a traceback (found by stress/test_fuzz.py)."""
+    board = init_board(tmp_path / "board")
+    task = create_task(board, {"title": "t"}, "", "ada").id
+    path = board.history_path(task)
+    path.write_text(path.read_text().replace('"before":null', '"before":[Infinity]', 1))
+    with pytest.raises(LedgitError) as caught:
+        mutate_task(board, task, lambda r: finish(r, dict(r.fields, title="u"), "update"), "ada")
+    assert caught.value.code == CHECK_FAILED
+    assert "line 1: hash" in caught.value.message

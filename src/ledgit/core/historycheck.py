@@ -59,12 +59,15 @@ def parse_checked(text: str | bytes, task: str) -> list[Event]:
         line = raw.removesuffix("\r")
         member = ',"id":"' + eid + '"'
         at = line.find(',"id":"')
-        if not (line.startswith(member, at) and at > 0 and sha(
-                (line[:at] + line[at + len(member):]).encode("utf-8", "surrogatepass")
-        ).hexdigest() == eid) and _hash_ok(raw, event) is None:
-            message, _ = _hash_problem(raw, event)
-            if message:
-                raise HistoryError(Problem(task, n, "hash", message))
+        try:
+            if not (line.startswith(member, at) and at > 0 and sha(
+                    (line[:at] + line[at + len(member):]).encode("utf-8", "surrogatepass")
+            ).hexdigest() == eid) and _hash_ok(raw, event) is None:
+                message, _ = _hash_problem(raw, event)
+                if message:
+                    raise HistoryError(Problem(task, n, "hash", message))
+        except ValueError:  # NaN or Infinity: no JSON text (RFC 8259) holds one, no id either
+            raise HistoryError(Problem(task, n, "hash", _FLOAT_MESSAGE)) from None
         if eid in seen:
             raise HistoryError(Problem(task, n, "duplicate", f"event {eid[:12]} appears twice"))
         for p in event["parents"]:
