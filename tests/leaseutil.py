@@ -6,12 +6,13 @@ No ``assert`` here (PYTEST_DONT_REWRITE, as tests/gitutil.py)."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from gitutil import git
@@ -94,12 +95,14 @@ def free_port() -> int:
 def git_daemon(base: Path) -> Iterator[str]:
     """``git daemon`` serving the repositories under ``base`` on 127.0.0.1 with push
     enabled; yields its URL prefix ``git://127.0.0.1:PORT/``. Killed on exit, whatever
-    happened."""
+    happened: ``git daemon`` runs ``git-daemon`` as a child, so the whole process group is
+    killed (killing ``git`` alone left ``git-daemon`` listening after the test)."""
     port = free_port()
     proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--listen=127.0.0.1",
                              f"--port={port}", f"--base-path={base}", "--export-all",
                              "--enable=receive-pack", "--informative-errors", str(base)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -112,5 +115,22 @@ def git_daemon(base: Path) -> Iterator[str]:
                 time.sleep(0.05)
         yield f"git://127.0.0.1:{port}/"
     finally:
-        proc.kill()
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+        _port_closed(port)
+
+
+def _port_closed(port: int) -> None:
+    """Raise when something still listens on ``port`` 5 s after the daemon was killed:
+    a test never leaves a server behind."""
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                pass
+        except OSError:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"git daemon still listening on 127.0.0.1:{port}")
+        time.sleep(0.05)
