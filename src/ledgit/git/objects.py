@@ -64,7 +64,7 @@ def blob_at(cwd: Path, rev: str, path: str) -> bytes | None:
     if repo is not None:
 
         try:
-            obj = _tree_pygit2(repo, rev)[path.strip("/")]
+            obj = _peel(repo, rev, "tree")[path.strip("/")]
         except KeyError:
             return None
         return obj.data if isinstance(obj, _pygit2().Blob) else None
@@ -79,7 +79,7 @@ def changed_paths(cwd: Path, rev: str, prefix: str) -> list[str]:
     paths = require_repo(cwd)
     repo = open_repo(paths)
     if repo is not None:
-        commit = _commit_pygit2(repo, rev)
+        commit = _peel(repo, rev, "commit")
         if commit.parents:
             diff = commit.parents[0].tree.diff_to_tree(commit.tree)
         else:
@@ -119,25 +119,18 @@ def resolve_cli(cwd: Path, rev: str, kind: str) -> str:
     raise LedgitError(f"{rev}: not a valid {kind} name", USAGE)
 
 
-def _commit_pygit2(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
+def _peel(repo: pygit2.Repository, rev: str, kind: str) -> Any:
+    """The ``kind`` ("commit" or "tree") that ``rev`` names in ``repo`` (pygit2's Commit or
+    Tree). Raises LedgitError exit 2 when ``rev`` names none."""
     try:
-        commit: pygit2.Commit = repo.revparse_single(rev).peel(_pygit2().Commit)
-        return commit
+        return repo.revparse_single(rev).peel(getattr(_pygit2(), kind.capitalize()))
     except (KeyError, ValueError, _pygit2().GitError):
-        raise LedgitError(f"{rev}: not a valid commit name", USAGE) from None
-
-
-def _tree_pygit2(repo: pygit2.Repository, rev: str) -> pygit2.Tree:
-    try:
-        tree: pygit2.Tree = repo.revparse_single(rev).peel(_pygit2().Tree)
-        return tree
-    except (KeyError, ValueError, _pygit2().GitError):
-        raise LedgitError(f"{rev}: not a valid tree name", USAGE) from None
+        raise LedgitError(f"{rev}: not a valid {kind} name", USAGE) from None
 
 
 def _tree_files_pygit2(repo: pygit2.Repository, rev: str, prefix: str) -> dict[str, bytes]:
     top = prefix.strip("/")
-    tree = _tree_pygit2(repo, rev)
+    tree = _peel(repo, rev, "tree")
     try:
         node = tree[top] if top else tree
     except KeyError:
@@ -351,7 +344,7 @@ class TreeReader:
         tree = self._trees.get(rev)
         if tree is None:
             assert self.repo is not None
-            tree = self._trees[rev] = _tree_pygit2(self.repo, rev)
+            tree = self._trees[rev] = _peel(self.repo, rev, "tree")
         return tree
 
     def blob(self, rev: str, path: str) -> bytes | None:

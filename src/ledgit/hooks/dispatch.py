@@ -41,9 +41,6 @@ INDEX_HOOKS = ("post-checkout", "post-merge", "post-rewrite", "index")
 NAMES = (PRE_COMMIT, PRE_MERGE_COMMIT, REFERENCE_TRANSACTION, *INDEX_HOOKS)
 
 
-def _say(line: str) -> None:
-    print(line, file=sys.stderr)
-
 
 def _staged_reader(cwd: str) -> gitindex.StagedReader | None:
     """The two git processes of the pre-commit check, started at once, where Git runs the

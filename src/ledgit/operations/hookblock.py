@@ -124,13 +124,7 @@ def _ref_hook_block(command: str | None, *, created: bool, chained: bool) -> str
         "$ledgit_refs",
         "LEDGIT_REFS",
     ]
-    if created:
-        lines.append(CREATED)
-    if chained:
-        lines += [f'chained="$(dirname "$0")/{REF_HOOK}{CHAINED_SUFFIX}"',
-                  '[ -x "$chained" ] && exec "$chained" "$@"']
-    lines.append(END)
-    return "\n".join(lines) + "\n"
+    return _end_block(lines, REF_HOOK, created=created, chained=chained)
 
 
 def hook_block(name: str, command: str | None = None, *, created: bool = False,
@@ -161,6 +155,12 @@ def hook_block(name: str, command: str | None = None, *, created: bool = False,
         f'    echo "ledgit {name} hook: ledgit is not installed; skipped" >&2',
         "fi",
     ]
+    return _end_block(lines, name, created=created, chained=chained)
+
+
+def _end_block(lines: list[str], name: str, *, created: bool, chained: bool) -> str:
+    """The block's text: ``lines``, then the created mark, the run of the hook kept aside
+    (``chained``) and the end marker, for hook ``name``."""
     if created:
         lines.append(CREATED)
     if chained:
