@@ -1,11 +1,10 @@
 """Acceptance of issue 12, "a history only grows": over random histories built in-process,
-the hook's staged check (:func:`ledgit.operations.precommit.check_staged`) and the gate's per-task
-check
-(:func:`ledgit.operations.gate.check_growth`, which both call) refuse every lossy child -- the last
-k
-events cut, one branch's events dropped, a middle event removed -- and refuse no lossless
-merge or rebase made by the merge policy (:func:`ledgit.core.merge.merge_histories`, what the
-driver writes). The end-to-end cases on real Git are in test_growth.py."""
+the hook's staged check (:func:`ledgit.operations.precommit.check_staged`) and the gate's
+per-task check (:func:`ledgit.operations.taskcheck.check_growth`, which both call) refuse every
+lossy child -- the last k events cut, one branch's events dropped, a middle event removed --
+and refuse no lossless merge or rebase made by the merge policy
+(:func:`ledgit.core.merge.merge_histories`, what the driver writes). The end-to-end cases on
+real Git are in test_growth.py."""
 
 from __future__ import annotations
 
@@ -18,8 +17,14 @@ from ledgit.core.historygrowth import lost_events, lost_in_text
 from ledgit.core.historymerge import merge_histories
 from ledgit.core.record import make_record, record_from_state
 from ledgit.core.render import render_record
-from ledgit.operations.gate import GROWTH_RULE, MAX_LOST_LINES, Finding, check_growth, task_paths
 from ledgit.operations.precommit import check_staged
+from ledgit.operations.taskcheck import (
+    GROWTH_RULE,
+    MAX_LOST_LINES,
+    Finding,
+    check_growth,
+    task_paths,
+)
 
 TID = "T-growth1"
 MD, HIST = task_paths("", TID)

@@ -19,11 +19,12 @@ from ledgit.git.repository import discover
 from ledgit.hooks.dispatch import run_hook
 from ledgit.hooks.mergedriver import main as merge_driver_main
 from ledgit.operations.doctor import doctor
-from ledgit.operations.gate import Finding, GateReport, github_line, render_report, run_gate
+from ledgit.operations.gate import GateReport, github_line, render_report, run_gate
 from ledgit.operations.install import install, uninstall
 from ledgit.operations.refguard import ALLOW_ENV, allowed, check_ref_update
 from ledgit.operations.resolve import resolve
 from ledgit.operations.restore import restore_events
+from ledgit.operations.taskcheck import Finding
 from ledgit.storage.board import find_board
 from ledgit.storage.boardcheck import verify_board
 

@@ -17,7 +17,6 @@ grows") is :mod:`ledgit.core.historygrowth`; merging histories is
 
 from __future__ import annotations
 
-import copy
 import heapq
 import json
 from typing import TYPE_CHECKING
@@ -150,8 +149,8 @@ def apply_patch(state: Mapping[str, Any], patch: Sequence[Mapping[str, Any]]) ->
     import jsonpatch  # lazy: 2.7 ms; replay applies the usual patches itself (_apply_shared)
 
     try:
-        result: State = jsonpatch.apply_patch(copy.deepcopy(dict(state)), list(patch),
-                                              in_place=True)
+        # in_place=False: jsonpatch deep-copies the document first (JsonPatch.apply)
+        result: State = jsonpatch.apply_patch(dict(state), list(patch), in_place=False)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, KeyError,
             IndexError, TypeError, RecursionError) as exc:
         raise ValueError(f"patch does not apply: {exc}") from None

@@ -27,15 +27,9 @@ from typing import Any, NamedTuple
 from ledgit.core.errors import BUSY, CHECK_FAILED, IO_ERROR, NOT_FOUND, OK, USAGE, LedgitError
 from ledgit.git import forge as gitforge
 from ledgit.git import objects, repository
-from ledgit.operations.gate import (
-    LEDGIT_DIR,
-    Finding,
-    check_task,
-    growth_between,
-    task_of,
-    task_paths,
-)
+from ledgit.operations.gate import growth_between
 from ledgit.operations.install import ATTRIBUTE_LINES, driver_command
+from ledgit.operations.taskcheck import LEDGIT_DIR, Finding, check_task, task_of, task_paths
 
 ATTEMPTS = 3  # a branch that moves under the bot this many times in a row is left for later
 WORKFLOW_DATA = "forge-update.yml"  # package data: ledgit/data/forge-update.yml
@@ -108,7 +102,7 @@ def check_result(cwd: Path, result: str, parents: Sequence[str]) -> list[Finding
     """The gate on a made commit ``result`` against each of ``parents`` (the branch's old tip
     and the base): the growth rule (:func:`ledgit.operations.gate.growth_between`: every
     event of each parent is in the result; a task removed only when archived) and every check
-    of :func:`ledgit.operations.gate.check_task` on each task the result changes. Reads only
+    of :func:`ledgit.operations.taskcheck.check_task` on each task the result changes. Reads only
     what differs (tree diffs), never the whole board."""
     reader = objects.TreeReader(cwd)
     found: list[Finding] = []

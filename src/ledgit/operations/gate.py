@@ -23,20 +23,27 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from ledgit.core.errors import USAGE, LedgitError
-from ledgit.core.history import HistoryError, heads, parse_events
-from ledgit.core.historycheck import verify
-from ledgit.core.historygrowth import describe_event, lost_in_text
-from ledgit.core.lifecycle import lifecycle_problems
-from ledgit.core.markers import RULE as MARKER_RULE
-from ledgit.core.markers import marker_problem
-from ledgit.core.record import Record, parse_record
 from ledgit.git import objects, repository
 from ledgit.git.refs import shallow_commits
 from ledgit.operations.links import LINK_RULE, link_message, links_at, links_in_range
+from ledgit.operations.taskcheck import (
+    HISTORY,
+    HISTORY_SUFFIX,
+    LEDGIT_DIR,
+    TASK_SUFFIX,
+    TASKS,
+    Finding,
+    check_files,
+    check_growth,
+    check_task,
+    prefix_of,
+    task_of,
+    task_paths,
+)
 from ledgit.storage.board import find_board
 
 if TYPE_CHECKING:
@@ -44,30 +51,7 @@ if TYPE_CHECKING:
 
     from ledgit.git.objects import TreeReader
 
-LEDGIT_DIR = ".ledgit"
-TASKS = "tasks"
-HISTORY = "history"
-TASK_SUFFIX = ".md"
-HISTORY_SUFFIX = ".jsonl"
 FORMATS = ("text", "json", "github")
-_LOCATED = re.compile(r"^(?P<path>.*?):(?P<line>\d+): (?P<rest>.*)$", re.DOTALL)
-
-
-class Finding(NamedTuple):
-    """One problem: the repository-relative ``path`` of the file, a 1-based ``line`` (0 = the
-    whole file), the broken ``rule``, a one-line ``message`` and the ``commit`` it was seen
-    at (None for the index or the working tree)."""
-
-    path: str
-    line: int
-    rule: str
-    message: str
-    commit: str | None = None
-
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line else self.path
-        head = f"{self.commit[:12]} " if self.commit else ""
-        return f"{head}{where}: {self.rule}: {self.message}"
 
 
 class GateReport(NamedTuple):
@@ -143,241 +127,14 @@ def board_prefixes(cwd: Path, revs: Iterable[str] = (), *, configs_only: bool = 
     elif repository.discover(cwd) is None:
         raise LedgitError(f"{cwd}: not a Git repository", USAGE)
     for rev in revs:
-        prefixes.update(p for p in map(_prefix_of, objects.board_paths_at(cwd, rev))
+        prefixes.update(p for p in map(prefix_of, objects.board_paths_at(cwd, rev))
                         if p is not None)
     for out in listed:
         for path in os.fsdecode(out).split("\0"):
-            prefix = _prefix_of(path)
+            prefix = prefix_of(path)
             if prefix is not None:
                 prefixes.add(prefix)
     return sorted(prefixes) or [""]
-
-
-def _prefix_of(path: str) -> str | None:
-    """The board directory (``""``, ``"sub/"``) of a board file's repository path, else None."""
-    for name in ("config.yaml", f"{TASKS}/", f"{HISTORY}/"):
-        marker = f"{LEDGIT_DIR}/{name}"
-        at = path.find(marker)
-        while at != -1:
-            if at == 0 or path[at - 1] == "/":
-                return path[:at]
-            at = path.find(marker, at + 1)
-    return None
-
-
-def task_paths(prefix: str, task_id: str) -> tuple[str, str]:
-    """Repository-relative paths of a task's file and history."""
-    base = f"{prefix}{LEDGIT_DIR}/"
-    return f"{base}{TASKS}/{task_id}{TASK_SUFFIX}", f"{base}{HISTORY}/{task_id}{HISTORY_SUFFIX}"
-
-
-def task_of(path: str, prefix: str) -> str | None:
-    """The task id a repository path belongs to (its task file or history), else None."""
-    base = f"{prefix}{LEDGIT_DIR}/"
-    if not path.startswith(base):
-        return None
-    rest = path[len(base):]
-    for sub, suffix in ((TASKS, TASK_SUFFIX), (HISTORY, HISTORY_SUFFIX)):
-        if rest.startswith(sub + "/") and rest.endswith(suffix):
-            name = rest[len(sub) + 1:-len(suffix)]
-            if name and "/" not in name and not name.startswith("."):
-                return name
-    return None
-
-
-# --------------------------------------------------------------------------- one task
-
-
-def _from_error(message: str, path: str) -> tuple[int, str]:
-    """(line, message) from a ``path:line: field: message`` LedgitError text."""
-    m = _LOCATED.match(message)
-    if m and m.group("path") == path:
-        return int(m.group("line")), m.group("rest")
-    if message.startswith(path + ": "):
-        return 0, message[len(path) + 2:]
-    return 0, message
-
-
-def check_task(task_id: str, record_path: str, record_data: bytes | None, history_path: str,
-               history_data: bytes | None, commit: str | None = None) -> list[Finding]:
-    """Every problem of one task given its two files' bytes (None = absent).
-
-    Rules: ``conflict-markers``; ``schema`` (the record does not parse, or its id is not the
-    file name); ``lifecycle`` (DESIGN §4); ``orphan`` (a history without a task file);
-    and the continuity rules of :func:`ledgit.core.historycheck.verify` (``missing``, ``parse``,
-    ``hash``, ``heads``, ``record-head``, ...).
-    """
-
-    found: list[Finding] = []
-
-    def add(path: str, line: int, rule: str, message: str) -> None:
-        found.append(Finding(path, line, rule, message, commit))
-
-    if record_data is None and history_data is None:
-        return found
-    damaged = False
-    for path, data in ((record_path, record_data), (history_path, history_data)):
-        marked = marker_problem(path, data)
-        if marked:
-            damaged = True
-            add(path, marked[0], MARKER_RULE, marked[1])
-    if damaged:
-        return found
-    if record_data is None:
-        add(history_path, 0, "orphan", f"a history without a task file ({record_path})")
-        return found
-    record: Record | None = None
-    error: str | None = None
-    try:
-        record = parse_record(record_data, record_path)
-    except LedgitError as exc:
-        error = exc.message
-        line, message = _from_error(exc.message, record_path)
-        add(record_path, line, "schema", message)
-    if record is not None and record.id != task_id:
-        error = f"id {record.id!r} does not match the file name"
-        add(record_path, _line_of_key(record_data, "id"), "schema", error)
-        record = None
-    text = None if history_data is None else history_data.decode("utf-8", errors="replace")
-    for p in verify(task_id, text, record, error):
-        if p.rule == "record-head":
-            if error is None:
-                add(record_path, 0, p.rule, p.message)
-        elif p.rule == "missing":
-            add(history_path, 0, p.rule, f"{p.message} ({history_path})")
-        else:
-            add(history_path, p.line, p.rule, p.message)
-    if record is not None:
-        for name, message in lifecycle_problems(record.fields):
-            add(record_path, _line_of_key(record_data, name), "lifecycle", f"{name}: {message}")
-    return found
-
-
-def check_heads_and_markers(task_id: str, record_path: str, record_data: bytes | None,
-                            history_path: str, history_data: bytes | None,
-                            commit: str | None = None) -> list[Finding]:
-    """The cheap checks that must pass for every task everywhere: no conflict markers in
-    either file and a history with exactly one head (DESIGN §6)."""
-
-    found: list[Finding] = []
-    for path, data in ((record_path, record_data), (history_path, history_data)):
-        marked = marker_problem(path, data)
-        if marked:
-            found.append(Finding(path, marked[0], MARKER_RULE, marked[1], commit))
-    if history_data and not found:
-        try:
-            events = parse_events(history_data.decode("utf-8", errors="replace"), task_id)
-        except HistoryError as exc:
-            found.append(Finding(history_path, exc.problem.line, exc.problem.rule,
-                                 exc.problem.message, commit))
-            return found
-        hs = heads(events)
-        if len(hs) > 1:
-            found.append(Finding(history_path, 0, "heads",
-                                 f"expected one head, found {len(hs)}: "
-                                 + ", ".join(h[:12] for h in hs) + " (merge it: ledgit resolve)",
-                                 commit))
-    return found
-
-
-def _line_of_key(data: bytes | None, key: str) -> int:
-    if data is None:
-        return 0
-    needle = key.encode() + b":"
-    for n, line in enumerate(data.split(b"\n"), start=1):
-        if line.startswith(needle):
-            return n
-        if n > 1 and line == b"---":
-            break
-    return 0
-
-
-def check_files(files: Mapping[str, bytes], prefix: str, ids: Iterable[str] | None = None,
-                commit: str | None = None, *, full: bool = True) -> tuple[int, list[Finding]]:
-    """Check the tasks of a snapshot ``{repository path: bytes}`` (a tree or the index).
-
-    ``ids``: the tasks to check (default: every task with a file in ``files``). ``full``:
-    every rule (:func:`check_task`), else only heads and markers. Returns (tasks checked,
-    findings).
-    """
-    wanted = set(ids) if ids is not None else {
-        t for t in (task_of(p, prefix) for p in files) if t is not None}
-    check = check_task if full else check_heads_and_markers
-    found: list[Finding] = []
-    for tid in sorted(wanted):
-        md, hist = task_paths(prefix, tid)
-        found += check(tid, md, files.get(md), hist, files.get(hist), commit)
-    return len(wanted), found
-
-
-# --------------------------------------------------------------------------- growth
-
-GROWTH_RULE = "growth"  # an event of a parent commit's history is missing (DESIGN §8)
-REMOVED_RULE = "removed"  # a task's files removed while it was not archived
-MAX_LOST_LINES = 20  # lost events named one per line for one task; the rest are counted
-
-
-def check_growth(task_id: str, record_path: str, history_path: str,
-                 parent: tuple[bytes | None, bytes | None],
-                 child: tuple[bytes | None, bytes | None], *, against: str,
-                 rev: str | None = None, commit: str | None = None,
-                 base_history: bytes | None = None,
-                 way_back: str | None = None) -> tuple[list[Finding], list[str]]:
-    """"A history only grows" (DESIGN §8) for one task: (findings, notes).
-
-    ``parent``/``child``: the task's (record, history) bytes in the parent commit and in the
-    new commit or the index (None = absent). ``against`` names the parent to a person
-    ("HEAD", "MERGE_HEAD 1a2b3c4d5e6f", a commit id); ``rev`` is how Git names it in the way
-    back (default ``against``). ``base_history``: check only the events the parent adds to it
-    (what a cherry-pick or a rebase step takes). One ``growth`` finding per lost event (op,
-    actor, time, id; at most :data:`MAX_LOST_LINES`, then a count) with the way back
-    (``way_back``, default: redo the commit without dropping it). A task
-    whose two files are both gone is allowed when its record was archived in the parent (a
-    note says so), else one ``removed`` finding.
-    """
-
-    rev = rev or against
-    findings: list[Finding] = []
-    if child == (None, None) and base_history is None:
-        if parent == (None, None):
-            return [], []
-        status = _status_of(parent[0], record_path)
-        if status == "archived":
-            return [], [f"{task_id}: task removed (archived in {against})"]
-        n = len(lost_in_text(parent[1], None))
-        return [Finding(record_path, 0, REMOVED_RULE,
-                        f"{task_id} removed but not archived in {against} (status "
-                        f"{status or 'unknown'}; {n} event(s) would vanish): archive it first "
-                        f"(ledgit archive {task_id}), or bring it back: git checkout {rev} -- "
-                        f"{record_path} {history_path}", commit)], []
-    lost = lost_in_text(parent[1], child[1], base_history)
-    way_back = way_back or (
-        "the way back: redo the commit that dropped it without dropping it (a merge: again "
-        "without -s ours, ledgit's merge driver keeps both sides; an undo: ledgit revert "
-        "instead of git revert)")
-    way_back += f"; to undo a change add an event: ledgit revert {task_id} EVENT"
-    subject = f"staged {task_id}" if commit is None else task_id
-    for event in lost[:MAX_LOST_LINES]:
-        findings.append(Finding(history_path, 0, GROWTH_RULE,
-                                f"{subject} loses an event of {against}: "
-                                f"{describe_event(event)}; {way_back}", commit))
-    if len(lost) > MAX_LOST_LINES:
-        findings.append(Finding(history_path, 0, GROWTH_RULE,
-                                f"{subject} loses {len(lost) - MAX_LOST_LINES} more event(s) "
-                                f"of {against}; {way_back}", commit))
-    return findings, []
-
-
-def _status_of(record_data: bytes | None, path: str) -> str | None:
-    """The ``status`` of a record's bytes, None when it does not parse."""
-    if record_data is None:
-        return None
-
-    try:
-        status = parse_record(record_data, path).fields.get("status")
-    except LedgitError:
-        return None
-    return str(status) if status is not None else None
 
 
 def growth_between(reader: TreeReader, parent: str, commit: str, prefix: str,

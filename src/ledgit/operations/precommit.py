@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 from ledgit.core.errors import CHECK_FAILED, OK, USAGE, LedgitError
 from ledgit.git import gitindex, objects, repository
 from ledgit.git.refs import merge_base, squashed_tip
-from ledgit.operations.gate import (
+from ledgit.operations.links import LINK_RULE, link_message, links_in_raw, staged_links
+from ledgit.operations.taskcheck import (
     Finding,
-    _prefix_of,
     check_growth,
     check_task,
+    prefix_of,
     task_of,
     task_paths,
 )
-from ledgit.operations.links import LINK_RULE, link_message, links_in_raw, staged_links
 from ledgit.storage.config import load_config
 from ledgit.storage.locate import LEDGIT_DIR, TASKS_DIR, find_root
 
@@ -56,7 +56,7 @@ def check_in_hook(cwd: str, reader: gitindex.StagedReader) -> int | None:
         return None
     boards: dict[str, dict[str, gitindex.StagedChange]] = {}
     for path, change in changes.items():
-        prefix = _prefix_of(path)
+        prefix = prefix_of(path)
         if prefix is not None:
             boards.setdefault(prefix, {})[path] = change
     tasks: list[str] = []
@@ -100,7 +100,7 @@ def pre_commit(cwd: Path) -> int:
     problems = [Finding(p, 0, LINK_RULE, link_message(p))
                 for p in staged_links(cwd, repository.head_oid(cwd) or objects._empty_tree(cwd))]
     paths = objects.staged_board_paths(cwd)
-    for prefix in sorted({p for p in map(_prefix_of, paths) if p is not None}):
+    for prefix in sorted({p for p in map(prefix_of, paths) if p is not None}):
         pairs = gitindex.staged_pairs(cwd, f"{prefix}{LEDGIT_DIR}/")
         at_head = {**objects.blobs_at(cwd, None, _halves(prefix, pairs)),
                    **{path: head for path, (head, _) in pairs.items()}}
@@ -134,9 +134,8 @@ def check_staged(prefix: str, staged: Mapping[str, bytes | None],
     for what is not staged). The ids checked are appended to ``tasks``, notes (an archived
     task removed) to ``notes``. A staged config must load too, a staged temp file of an
     interrupted write is refused (issue 13), and a staged history must keep every event of
-    HEAD's (:func:`ledgit.operations.gate.check_growth`). ``top``: the work tree, to tell a pair
-    staged
-    by half (the other file changed but not staged) from a hand edit."""
+    HEAD's (:func:`ledgit.operations.taskcheck.check_growth`). ``top``: the work tree, to tell
+    a pair staged by half (the other file changed but not staged) from a hand edit."""
     problems: list[Finding] = []
     temp_dir = f"{prefix}{LEDGIT_DIR}/{TASKS_DIR}/"
     for path in sorted(staged):
@@ -222,7 +221,7 @@ def check_operation(cwd: Path, staged_paths: list[str], tasks: list[str],
                      fork))
     for label, rev, paths, base in jobs:
         pairs = sorted({(p, t) for p, t in ((p, task_of(path, p)) for path in paths
-                                            for p in [_prefix_of(path)] if p is not None)
+                                            for p in [prefix_of(path)] if p is not None)
                         if t is not None})
         files = [f for p, t in pairs for f in task_paths(p, t)]
         ours = objects.blobs_at(cwd, None, files)

@@ -44,7 +44,7 @@ from ledgit.git.refs import (
     read_state_oid,
     symbolic_head,
 )
-from ledgit.operations.gate import Finding, _prefix_of, check_growth, task_of, task_paths
+from ledgit.operations.taskcheck import Finding, check_growth, prefix_of, task_of, task_paths
 from ledgit.storage.locate import git_dir_for
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def parse_updates(text: str) -> list[Update]:
 
 def _tasks_in(paths: Iterable[str]) -> list[tuple[str, str]]:
     """(board prefix, task id) of every task file or history among ``paths``, sorted."""
-    return sorted({(p, t) for path in paths for p in [_prefix_of(path)] if p is not None
+    return sorted({(p, t) for path in paths for p in [prefix_of(path)] if p is not None
                    for t in [task_of(path, p)] if t is not None})
 
 
@@ -189,7 +189,7 @@ def step_losses(cwd: str, git_dir: str, old: str, new: str) -> list[Finding]:
 def _lost_lines(hist: str, theirs: bytes | None, mine: bytes | None, base: bytes | None,
                 label: str, commit: str, way_back: str) -> list[Finding]:
     """One growth finding per event of ``theirs`` (beyond ``base``) missing from ``mine``."""
-    prefix = _prefix_of(hist) or ""
+    prefix = prefix_of(hist) or ""
     task = task_of(hist, prefix) or hist
     md = task_paths(prefix, task)[0]
     found, _ = check_growth(task, md, hist, (b"", theirs), (b"", mine), against=label,

@@ -45,7 +45,8 @@ from ledgit.core.revision import revision_of
 from ledgit.core.schema import is_valid_id
 from ledgit.git import gitindex, repository
 from ledgit.git.mergenames import rebase_names
-from ledgit.operations.gate import LEDGIT_DIR, board_prefix, task_of, task_paths
+from ledgit.operations.gate import board_prefix
+from ledgit.operations.taskcheck import LEDGIT_DIR, task_of, task_paths
 from ledgit.storage.taskfiles import file_mode
 
 _START = re.compile(rb"^(<{7,})(?: |$)")
