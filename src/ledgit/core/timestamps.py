@@ -8,7 +8,7 @@ read or the merge driver meets hold nothing else, and datetime costs ~10 ms to i
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -18,11 +18,16 @@ TIMESTAMP_RE = re.compile(
 _CANONICAL_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 
+def _datetime() -> Any:
+    """The :mod:`datetime` module, imported by the first timestamp that is not canonical."""
+    import datetime  # lazy: 1.2 ms (-X importtime); canonical text needs none
+
+    return datetime
+
+
 def format_timestamp(moment: datetime) -> str:
     """RFC 3339 UTC with microseconds: ``2026-08-29T10:00:00.000000Z``."""
-    from datetime import timezone  # lazy: 1.2 ms (-X importtime); canonical text needs none
-
-    m = moment.astimezone(timezone.utc)
+    m = moment.astimezone(_datetime().timezone.utc)
     # Not strftime: its %Y does not zero-pad years before 1000 on every platform.
     return (f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:"
             f"{m.second:02d}.{m.microsecond:06d}Z")
@@ -34,8 +39,6 @@ def parse_timestamp(text: str) -> datetime:
     Digits beyond microseconds are dropped. Raises ValueError for anything else (a bare date
     included) or a date-time that does not exist or is out of range once in UTC.
     """
-    from datetime import datetime, timezone  # lazy: 1.2 ms (-X importtime), as above
-
     m = TIMESTAMP_RE.fullmatch(text.strip())
     if not m:
         raise ValueError(f"expected an RFC 3339 UTC timestamp like "
@@ -45,7 +48,9 @@ def parse_timestamp(text: str) -> datetime:
     base = f"{m.group(1)}-{m.group(2)}-{m.group(3)}T{m.group(4)}:{m.group(5)}:{m.group(6)}"
     offset = "+00:00" if tz in ("Z", "z") else tz
     try:
-        return datetime.fromisoformat(f"{base}.{frac}{offset}").astimezone(timezone.utc)
+        dt = _datetime()
+        moment: datetime = dt.datetime.fromisoformat(f"{base}.{frac}{offset}")
+        return moment.astimezone(dt.timezone.utc)
     except (ValueError, OverflowError) as exc:
         raise ValueError(f"invalid timestamp {text!r}: {exc}") from None
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Sequence
-from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ledgit.core.errors import USAGE, LedgitError
 from ledgit.git.objects import batch_contents, cat_blobs, open_repo, read_blobs
@@ -23,6 +22,9 @@ from ledgit.git.repository import (
     require_repo,
     run_git,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def staged_files(cwd: Path, prefix: str) -> dict[str, bytes | None]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledgit.core.errors import USAGE, LedgitError
@@ -27,6 +26,8 @@ from ledgit.git.repository import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pygit2
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledgit.core.errors import OK, USAGE, LedgitError
@@ -73,7 +72,7 @@ def _pre_commit(cwd: str, name: str) -> int:
         if reader is not None:
             reader.close()
 
-    return precommit.pre_commit(Path(cwd))
+    return precommit.pre_commit(repository.as_path(cwd))
 
 
 def warm_up_needed(name: str, args: list[str], cwd: str) -> bool:
@@ -111,5 +110,5 @@ def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
         # lazy: the board, its index and the gate, 4.0 ms (-X importtime) pre-commit skips
         from ledgit.hooks.refresh import refresh_index
 
-        return refresh_index(Path(os.getcwd()) if cwd is None else cwd)
+        return refresh_index(repository.as_path(os.getcwd()) if cwd is None else cwd)
     raise LedgitError(f"unknown hook {name!r} (one of {', '.join(NAMES)})", USAGE)

@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 
 from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError, located
 from ledgit.storage.board import Board
+from ledgit.storage.config import yaml_settings
 from ledgit.storage.locate import LEDGIT_DIR
 
 FILE_NAME = "projects.yaml"
@@ -120,10 +121,7 @@ def read_file(path: Path) -> ProjectsFile:
         raise LedgitError(located("not valid UTF-8", str(path)), USAGE) from None
     except OSError as exc:
         raise LedgitError(f"{path}: cannot read: {exc.strerror or exc}", USAGE) from None
-    # lazy: PyYAML, 10.5 ms (-X importtime) of every get, list and update (bench/results)
-    from ledgit.core.frontmatter import settings_mapping
-
-    raw, lines = settings_mapping(text, str(path))
+    raw, lines = yaml_settings(text, str(path))
 
     def fail(key: str, message: str) -> LedgitError:
         line = lines.get(key.split(".")[0])

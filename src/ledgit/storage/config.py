@@ -168,13 +168,21 @@ def _read_mapping(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]
                   and (rest == "" or rest[:1] in (" ", "\t")))
         parsed = _simple_value(value) if simple else None
         if parsed is None or key in raw:
-            # lazy: PyYAML, 10.5 ms (-X importtime) that a flat config (and the hooks) skip
-            from ledgit.core import frontmatter
-
-            return frontmatter.settings_mapping(text, path)
+            return yaml_settings(text, path)
         raw[key] = parsed
         lines[key] = n
     return raw, lines
+
+
+def yaml_settings(text: str, path: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """(mapping, {key: 1-based line}) of a settings file -- ``config.yaml`` beyond flat
+    ``key: scalar`` lines, ``projects.yaml`` -- read by PyYAML
+    (:func:`ledgit.core.frontmatter.settings_mapping`, which raises LedgitError exit 2 naming
+    ``path``, the line and the key for what it refuses)."""
+    # A flat config, the hooks and every get, list and update skip PyYAML (bench/results).
+    from ledgit.core import frontmatter  # lazy: PyYAML, 10.5 ms (-X importtime)
+
+    return frontmatter.settings_mapping(text, path)
 
 
 def _simple_value(text: str) -> str | None:
