@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import sys
 
 # Exit codes (DESIGN §9).
 OK = 0
@@ -87,6 +88,6 @@ def os_failure(exc: OSError, path: str | None = None, detail: str | None = None
 def print_traceback() -> None:
     """The traceback of the exception being handled, on stderr: what ``LEDGIT_DEBUG=1`` adds
     to an error's one line, for every entry point (the CLI, the hooks, the merge driver)."""
-    import traceback  # lazy: 1.9 ms (-X importtime) that every run without LEDGIT_DEBUG skips
-
-    traceback.print_exc()
+    # Python's own display (sys.__excepthook__, what an uncaught exception prints), so that
+    # the traceback module is imported by no run.
+    sys.__excepthook__(*sys.exc_info())

@@ -21,6 +21,7 @@ import heapq
 import json
 from typing import TYPE_CHECKING
 
+from ledgit.core.patch import apply_patch as apply_rfc6902
 from ledgit.core.patch import make_patch as rfc6902_patch
 from ledgit.core.record import MAX_RECORD_BYTES
 from ledgit.core.revision import canonical_json, revision_of, sha256_hex
@@ -145,16 +146,10 @@ def make_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict
 
 
 def apply_patch(state: Mapping[str, Any], patch: Sequence[Mapping[str, Any]]) -> State:
-    """Apply an RFC 6902 patch to a copy of ``state``. Raises ValueError when it does not apply."""
-    import jsonpatch  # lazy: 2.7 ms; replay applies the usual patches itself (_apply_shared)
-
-    try:
-        # in_place=False: jsonpatch deep-copies the document first (JsonPatch.apply)
-        result: State = jsonpatch.apply_patch(dict(state), list(patch), in_place=False)
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, KeyError,
-            IndexError, TypeError, RecursionError) as exc:
-        raise ValueError(f"patch does not apply: {exc}") from None
-    return result
+    """Apply an RFC 6902 patch to a copy of ``state``. Raises ValueError when it does not apply
+    (:func:`ledgit.core.patch.apply_patch`; replay applies the usual patches itself,
+    :func:`_apply_shared`)."""
+    return apply_rfc6902(state, patch)
 
 
 def new_event(*, parents: Sequence[str], at: str, actor: str, op: str,

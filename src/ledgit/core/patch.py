@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ledgit.core.canonjson import plain_encoder
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -38,11 +38,28 @@ def make_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict
     ops = fast_patch(before, after)
     if ops is not None:
         return ops
+    result: list[dict[str, Any]] = _jsonpatch().make_patch(before, after).patch
+    return result
 
+
+def apply_patch(state: Mapping[str, Any], patch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``patch`` (RFC 6902 operations) applied by jsonpatch to a deep copy of ``state``
+    (``in_place=False``: jsonpatch copies the document first). Raises ValueError naming the
+    reason when it does not apply (a missing path, a failed test, an index out of range)."""
+    jsonpatch = _jsonpatch()
+    try:
+        result: dict[str, Any] = jsonpatch.apply_patch(dict(state), list(patch), in_place=False)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, KeyError,
+            IndexError, TypeError, RecursionError) as exc:
+        raise ValueError(f"patch does not apply: {exc}") from None
+    return result
+
+
+def _jsonpatch() -> Any:
+    """The jsonpatch module, imported by the first patch the fast paths leave to it."""
     import jsonpatch  # lazy: 2.8 ms; only lists and moves need it (ledgit update's do not)
 
-    result: list[dict[str, Any]] = jsonpatch.make_patch(before, after).patch
-    return result
+    return jsonpatch
 
 
 def fast_patch(before: Mapping[str, Any], after: Mapping[str, Any]

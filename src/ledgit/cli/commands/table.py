@@ -94,7 +94,7 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               OWNER, WORKER,
               Param(VALUE, "--note", help="Note for the create event."),
               BY, JSON),
-        _spec("get", "reads:get_cmd",
+        _spec("get", "get:get_cmd",
               "The readout of one task: record, path, revision, claim freshness, UNKNOWNs.",
               TASK,
               Param(FLAG, "--no-body", help="Leave the Markdown body out of the text."),
