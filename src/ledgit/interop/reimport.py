@@ -17,7 +17,7 @@ from ledgit.core.merge import merge_records
 from ledgit.core.record import make_record, record_from_state
 from ledgit.core.render import render_record
 from ledgit.interop.genesis import IMPORT_OP
-from ledgit.operations.transitions import clashes
+from ledgit.operations.revert import clashes
 from ledgit.storage.board import refuse_link
 from ledgit.storage.safefiles import BOARD_FILE_LIMIT, read_board_file
 from ledgit.storage.taskfiles import replace_task_file, write_all
@@ -65,7 +65,7 @@ def merge_import(base: Record | None, ours: Record, theirs: Record
     imported; None when unknown), and the paths where the board's value was kept.
 
     :func:`ledgit.core.merge.merge_records` merges field by field; wherever it would settle a
-    difference by its rules (:func:`ledgit.operations.transitions.clashes`), and for overlapping
+    difference by its rules (:func:`ledgit.operations.revert.clashes`), and for overlapping
     body edits,
     the board's value stays: nothing local is overwritten. When the board's values do not
     fit the merged record's lifecycle, the board's record stays whole."""

@@ -18,7 +18,7 @@ MAX_LISTED = 20  # skip reasons printed one per line; the rest are counted
 class Conflict(NamedTuple):
     """A re-imported record that changed both at the source and on the board in the same
     place: the board's value was kept for each of ``fields`` (paths as
-    :func:`ledgit.operations.transitions.clashes` names them, ``body`` for overlapping body
+    :func:`ledgit.operations.revert.clashes` names them, ``body`` for overlapping body
     edits)."""
 
     task: str

@@ -1,6 +1,6 @@
-"""What a command's arguments name, for every face: task ids from unique prefixes,
-dependencies (``ALIAS:ID`` across boards) and their statuses, comma-separated lists, and the
-actor (``--by``).
+"""What a command's arguments name, for every face: task ids from unique prefixes, a task's
+status, comma-separated lists. Dependencies across boards (``ALIAS:ID``) are
+:mod:`ledgit.operations.projects`' (``resolve_dependencies``, ``dependency_statuses``).
 """
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ledgit.core.errors import LedgitError
-from ledgit.operations import projects
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -46,36 +45,6 @@ def resolve_or_keep(board: Board, text: str) -> str:
         return board.resolve_id(text)
     except LedgitError:
         return text
-
-
-def resolve_dependencies(board: Board, texts: Iterable[str]) -> list[str]:
-    """:func:`resolve_ids` for ``--depends``: ``ALIAS:ID`` names a task of a registered
-    board, resolved there to its full id (ledgit.operations.projects; exit 4 naming the alias when
-    it is
-    not registered, cannot be read or holds no such task)."""
-    found: list[str] = []
-    for text in texts:
-        for part in text.replace(",", " ").split():
-            if ":" in part:
-
-                alias, task = projects.split_dependency(part)
-                assert alias is not None
-                full = f"{alias}:{projects.open_project(board, alias).resolve_id(task)}"
-            else:
-                full = board.resolve_id(part)
-            if full not in found:
-                found.append(full)
-    return found
-
-
-def dependency_statuses(board: Board, deps: list[str]) -> dict[str, str | None]:
-    """Each dependency's status (None: not found or unreadable), for a claim's readiness;
-    ``ALIAS:ID`` read on its registered board
-    (:func:`ledgit.operations.projects.dependency_statuses`)."""
-    if any(":" in d for d in deps):
-
-        return projects.dependency_statuses(board, deps)
-    return {d: status_of(board, d) for d in deps}
 
 
 def status_of(board: Board, task: str) -> str | None:

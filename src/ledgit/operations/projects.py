@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -355,9 +355,27 @@ def external_status(board: Board, dep: str,
     return ExternalStatus(dep, alias, tid, status, source, None)
 
 
+def resolve_dependencies(board: Board, texts: Iterable[str]) -> list[str]:
+    """:func:`ledgit.operations.arguments.resolve_ids` for ``--depends``: ``ALIAS:ID`` names a
+    task of a registered board, resolved there to its full id (exit 4 naming the alias when it
+    is not registered, cannot be read or holds no such task)."""
+    found: list[str] = []
+    for text in texts:
+        for part in text.replace(",", " ").split():
+            if ":" in part:
+                alias, task = split_dependency(part)
+                assert alias is not None
+                full = f"{alias}:{open_project(board, alias).resolve_id(task)}"
+            else:
+                full = board.resolve_id(part)
+            if full not in found:
+                found.append(full)
+    return found
+
+
 def dependency_statuses(board: Board, deps: list[str]) -> dict[str, str | None]:
     """``{dep: status or None}`` for a task's ``depends_on``, local and ``ALIAS:ID`` alike
-    (the shape :func:`ledgit.operations.transitions.claim` takes)."""
+    (the shape :func:`ledgit.operations.claims.claim` takes)."""
     cache: dict[str, Board | LedgitError] = {}
     out: dict[str, str | None] = {}
     for dep in deps:

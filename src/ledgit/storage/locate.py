@@ -8,6 +8,8 @@ hook (:mod:`ledgit.hooks.dispatch`), which must find the board before importing 
 import os
 import stat
 
+from ledgit.core.revision import sha256_hex
+
 LEDGIT_DIR = ".ledgit"
 TASKS_DIR = "tasks"
 CONFIG_NAME = "config.yaml"
@@ -116,7 +118,5 @@ def user_cache_dir(private: str) -> "str | None":
         if not home or not os.path.isabs(home):
             return None
         base = os.path.join(home, ".cache")
-    import hashlib  # lazy: OpenSSL, 2.5 ms (-X importtime) that one board's hook skips
-
-    key = hashlib.sha256(os.fsencode(os.path.abspath(private))).hexdigest()[:20]
+    key = sha256_hex(os.fsencode(os.path.abspath(private)))[:20]
     return os.path.join(base, "ledgit", key)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ledgit.cli.commands.running import command_board
 from ledgit.cli.commands.writes import mutate
 from ledgit.operations import claims, transitions
-from ledgit.operations.arguments import dependency_statuses
+from ledgit.operations.projects import dependency_statuses
 
 if TYPE_CHECKING:
     from ledgit.core.change import Change

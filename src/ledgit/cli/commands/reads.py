@@ -1,8 +1,8 @@
-"""The reads answered from the worktree's index: ``list``, ``search``, ``ready`` and ``handoff``
-(``get``: :mod:`ledgit.cli.commands.get`). They ask the index after its stat-level freshness
-check (DESIGN §10; ``handoff`` falls back to the one task file without an index) and write
-nothing but the derived index. ``item list`` and ``history`` read one task's files:
-:mod:`ledgit.cli.commands.file_reads`.
+"""The reads answered from the worktree's index: ``list``, ``ready`` and ``handoff`` (``get``:
+:mod:`ledgit.cli.commands.get`, ``search``: :mod:`ledgit.cli.commands.search`). They ask the
+index after its stat-level freshness check (DESIGN §10; ``handoff`` falls back to the one
+task file without an index) and write nothing but the derived index. ``item list`` and
+``history`` read one task's files: :mod:`ledgit.cli.commands.file_reads`.
 
 No YAML and no write-path code (ops, record, history) on these paths: tests/test_cli.py
 checks the modules a read imports.
@@ -18,7 +18,7 @@ from ledgit.cli.commands.output import err, out, out_json
 from ledgit.cli.commands.rows import print_rows, row_line
 from ledgit.cli.commands.running import command_board
 from ledgit.cli.commands.table import STATUSES
-from ledgit.core.errors import OK, LedgitError
+from ledgit.core.errors import OK
 from ledgit.core.readout import (
     NOT_READY_OUTCOMES,
     handoff_of,
@@ -72,25 +72,6 @@ def list_cmd(status: tuple[str, ...], owner: str | None, worker: str | None,
     if ready and leases:
         rows = unleased(rows, leases)
     print_rows(rows, as_json, board, errors, leases)
-    return OK
-
-
-def search_cmd(text: str, fields: tuple[str, ...], status: tuple[str, ...],
-               owner: str | None, worker: str | None, label: tuple[str, ...],
-               outcome: str | None, include_all: bool, sort: str, limit: int | None,
-               as_json: bool) -> int:
-    """``ledgit search``: exact, case-insensitive substring search for ``text`` over
-    ``fields`` (default: title, body, response, items), with the list filters. Prints rows;
-    returns 0; LedgitError exit 2 for an empty ``text``."""
-    if not text:
-        raise LedgitError("search needs non-empty TEXT")
-    board = command_board()
-    with Index.open(board) as index:
-        filters = filters_of(status, owner, worker, label, include_all, outcome)
-        rows = index.search(text, fields=list(fields) or None, sort=sort, limit=limit,
-                            **filters)
-        errors = index.errors()
-    print_rows(rows, as_json, board, errors)
     return OK
 
 

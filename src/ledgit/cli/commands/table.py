@@ -105,7 +105,7 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               *LIST_FILTERS,
               Param(FLAG, "--ready", help="Only ready tasks (see: ledgit ready)."),
               JSON, PROJECTS),
-        _spec("search", "reads:search_cmd",
+        _spec("search", "search:search_cmd",
               "Exact, case-insensitive substring search over title, body, response and "
               "items.",
               Param(ARG, "text"),
@@ -258,7 +258,7 @@ def _specs() -> dict[tuple[str, ...], Spec]:
                     help="Accept the canonical form: record, and rewrite the file without "
                          "its YAML comments, custom quoting or layout."),
               BY, JSON),
-        _spec("revert", "writes:revert_cmd",
+        _spec("revert", "revert:revert_cmd",
               "Undo EVENT of TASK with a new 'revert' event (like git revert; EVENT: an id "
               "or a unique prefix of >= 4 hex digits, as ledgit history shows).",
               TASK, Param(ARG, "event"), *MUTATION),
