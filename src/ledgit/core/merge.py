@@ -11,8 +11,6 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import merge3
-
 from ledgit.core.lifecycle import lifecycle_problems, outcome_contradiction
 from ledgit.core.marklabels import marker_labels
 from ledgit.core.record import Record, make_record
@@ -265,7 +263,7 @@ def _merge_body(sides: _Sides, base: str, a: str, b: str, marker_size: int,
     if src is not None or a == b:
         return value, False, src or BOTH
     base_l, a_l, b_l = _split_lines(base), _split_lines(a), _split_lines(b)
-    m = merge3.Merge3(base_l, a_l, b_l)
+    m = line_merge3(base_l, a_l, b_l)
     regions = list(m.merge_regions())
     # Lines both sides inserted at one place, editing no base line (two notes appended at
     # the end of the body): both kept, no conflict (issue 24). Only edits of the same base
@@ -296,6 +294,17 @@ def _merge_body(sides: _Sides, base: str, a: str, b: str, marker_size: int,
                         ">" * marker_size + " " + labels[1] + "\n"]
     text = "".join(_ended(out))
     return text, conflict, MERGED
+
+
+def line_merge3(base: Sequence[Any], a: Sequence[Any], b: Sequence[Any]) -> Any:
+    """``merge3.Merge3(base, a, b)``: the merge3 library's 3-way merge of three lists of lines
+    (``merge_regions()``, ``merge_lines()``, ``sequence_matcher``), for a body both sides
+    changed and the merge driver's fallback line merge."""
+    # Most driver runs merge a task whose body one side kept (bench/run.py: the merge driver
+    # within 10% of before issue 23).
+    import merge3  # lazy: 1.0 ms (-X importtime) of every driver run that merges no body
+
+    return merge3.Merge3(base, a, b)
 
 
 def _ended(lines: list[str]) -> list[str]:

@@ -11,10 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-import merge3
-
 from ledgit.core.errors import print_traceback
-from ledgit.core.merge import describe_provenance, merge_records
+from ledgit.core.merge import describe_provenance, line_merge3, merge_records
 from ledgit.core.record import parse_record
 from ledgit.core.render import render_record
 from ledgit.git.mergenames import side_names
@@ -57,7 +55,7 @@ def line_merge(base: bytes, ours: bytes, theirs: bytes, marker_size: int = 7,
     a, b = (ours, theirs)
     if symmetric and theirs < ours:
         a, b = theirs, ours
-    m = merge3.Merge3(_lines(base), _lines(a), _lines(b))
+    m = line_merge3(_lines(base), _lines(a), _lines(b))
     conflict = any(r[0] == "conflict" for r in m.merge_regions())
     out = b"".join(m.merge_lines(name_a=b"ledgit: side 1", name_b=b"ledgit: side 2",
                                  start_marker=b"<" * marker_size,
