@@ -8,6 +8,7 @@ back each refusal names (``git rebase --abort``, ``ledgit restore-events REV``).
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -317,6 +318,38 @@ def test_install_doctor_and_uninstall_know_the_ref_guard(tmp_path: Path,
     (repo / ".pre-commit-config.yaml").write_text("repos: []\n")
     r = ledgit(repo, "install", "--command", LEDGIT)
     assert hook.is_file() and "pre-commit framework" in r.out
+
+
+def test_a_rebase_starts_ledgit_for_its_end_only(tmp_path: Path, git_env: Path) -> None:
+    """The hook blocks start no Python process where ledgit would do nothing or where a later
+    check covers it (issue 24, a light sync loop): the checkout a rebase starts with
+    (post-checkout), and each pick the rebase makes by itself (reference-transaction: the
+    rebase's end is checked, its branch keeping every event of the old tip). ledgit runs once
+    for the guard, at the end, and once to warm the index (post-rewrite); a step after a stop
+    still goes to ledgit (the --continue tests above)."""
+    repo, tid, _ = _diverged(tmp_path)
+    calls = tmp_path / "calls"
+    wrapper = tmp_path / "counting-ledgit"
+    wrapper.write_text(f"#!/bin/sh\necho \"$*\" >> {shlex.quote(str(calls))}\n"
+                       f"exec {LEDGIT} \"$@\"\n", encoding="utf-8")
+    wrapper.chmod(0o755)
+    ledgit(repo, "install", "--command", str(wrapper))
+    git("checkout", "-q", "feature", cwd=repo)
+    calls.unlink(missing_ok=True)
+    proc = git_rc(repo, "rebase", "-q", "main")
+    assert proc.returncode == 0, proc.stderr
+    ran = [" ".join(ln.split()[:2]) for ln in calls.read_text(encoding="utf-8").splitlines()
+           if ln.startswith("hook ")]
+    assert ran == ["hook reference-transaction", "hook post-rewrite"], ran
+    # the pick merged both sides' events (the driver), and the end was checked
+    assert _events(repo, "main", tid) <= _events(repo, "HEAD", tid)
+    assert _events(repo, "ORIG_HEAD", tid) <= _events(repo, "HEAD", tid)
+    # a lossy rebase is still refused, at its end: -s ours replays none of feature's changes
+    old_tip = git("rev-parse", "ORIG_HEAD", cwd=repo)
+    git("reset", "-q", "--hard", old_tip, cwd=repo, env={"LEDGIT_ALLOW_REWRITE": "1"})
+    proc = git_rc(repo, "rebase", "-q", "-s", "ours", "main")
+    assert proc.returncode != 0 and ": growth: " in proc.stderr, proc.stderr
+    assert git("rev-parse", "feature", cwd=repo) == old_tip  # the branch did not move
 
 
 def test_the_workflow_checks_a_forced_push_tip_to_tip(tmp_path: Path, git_env: Path) -> None:

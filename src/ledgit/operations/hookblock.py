@@ -86,7 +86,10 @@ def _ref_hook_block(command: str | None, *, created: bool, chained: bool) -> str
     are read once and given again as stdin to what follows the block (the hook's own script,
     or the chained one). A plain commit -- every guarded ref moves to a child of its old
     value, no rebase, ``am``, cherry-pick or revert stopped -- is the pre-commit hook's: the
-    block tells it with ``git rev-parse`` alone (~3 git processes, not a Python one)."""
+    block tells it with ``git rev-parse`` alone (~3 git processes, not a Python one). So is a
+    pick a rebase makes by itself (``CHERRY_PICK_HEAD`` while a rebase runs, no
+    ``REBASE_HEAD``): the rebase's end moves the branch, and that move is checked (every event
+    of the old tip kept), so a ``git pull --rebase`` starts ledgit once for the guard."""
     cmd = command or ledgit_command()
     words = shlex.split(cmd)
     exe = words[0] if words else "ledgit"
@@ -101,19 +104,36 @@ def _ref_hook_block(command: str | None, *, created: bool, chained: bool) -> str
         '"; done',
         "# only a prepared transaction can be refused, and only HEAD or a branch matters",
         'case "${1:-}:$ledgit_refs" in prepared:*" HEAD"*|prepared:*" refs/heads/"*)',
-        "    # a plain commit (HEAD and its branch move to a child of their old value, nothing",
-        "    # stopped) is the pre-commit hook's: one git process tells it",
-        '    ledgit_pair=$(printf %s "$ledgit_refs" | { p=; while read -r o n r; do',
-        "        case $r in HEAD|refs/heads/*) ;; *) continue ;; esac",
+        "    # a move to a child of the old value (one git process tells it) with no step",
+        "    # stopped is a plain commit (the pre-commit hook's) or a pick a rebase makes by",
+        "    # itself (the rebase's end is checked: its branch keeps every event): ledgit is",
+        "    # not started. A stopped step: REBASE_HEAD in a rebase, a cherry-pick's",
+        "    # CHERRY_PICK_HEAD, REVERT_HEAD, git am's rebase-apply/applying.",
+        "    # HEAD alone moved to another commit (a checkout; the start of a rebase) moves",
+        "    # no branch: nothing for the guard either.",
+        '    ledgit_pair=$(printf %s "$ledgit_refs" | { p=; b=; while read -r o n r; do',
+        "        case $r in HEAD) ;; refs/heads/*) b=1 ;; *) continue ;; esac",
         '        [ -n "$p" ] || p="$o $n"',
         '        [ "$p" = "$o $n" ] || { echo many; exit 0; }',
-        '    done; echo "$p"; })',
-        '    ledgit_gd=$(git rev-parse --git-dir "${ledgit_pair#* }^1" 2>/dev/null) || ledgit_gd=',
-        "    for ledgit_f in CHERRY_PICK_HEAD REVERT_HEAD rebase-merge rebase-apply; do",
-        '        [ -e "${ledgit_gd%%\n*}/$ledgit_f" ] && ledgit_gd=',
+        '    done; echo "$p${b:+ branch}"; })',
+        '    ledgit_new=${ledgit_pair#* }; ledgit_br=${ledgit_new#* }',
+        '    ledgit_new=${ledgit_new%% *}',
+        '    ledgit_gd=$(git rev-parse --git-dir "$ledgit_new^1" 2>/dev/null) || ledgit_gd=',
+        '    ledgit_d=${ledgit_gd%%\n*}; ledgit_step=',
+        '    if [ -d "$ledgit_d/rebase-merge" ] || [ -d "$ledgit_d/rebase-apply" ]; then',
+        '        [ -e "$ledgit_d/REBASE_HEAD" ] && ledgit_step=1',
+        '    elif [ -e "$ledgit_d/CHERRY_PICK_HEAD" ]; then ledgit_step=1',
+        "    fi",
+        "    for ledgit_f in REVERT_HEAD rebase-apply/applying; do",
+        '        [ -e "$ledgit_d/$ledgit_f" ] && ledgit_step=1',
         "    done",
         '    if [ -n "$ledgit_gd" ] && [ "${ledgit_gd#*\n}" = "${ledgit_pair%% *}" ]; then',
-        "        :  # a plain commit: the pre-commit hook checked it",
+        '        [ -n "$ledgit_step" ] || ledgit_pair=',
+        '    elif [ "$ledgit_br" = "$ledgit_new" ] && [ "$ledgit_pair" != many ]; then',
+        "        ledgit_pair=  # HEAD alone moved, to a commit that is not a child",
+        "    fi",
+        '    if [ -z "$ledgit_pair" ]; then',
+        "        :  # nothing for the guard: a plain commit, a rebase's own pick, a checkout",
         f"    elif {guard}; then",
         f'        {feed} {cmd} hook {REF_HOOK} "$@" || exit $?',
         "    elif command -v ledgit >/dev/null 2>&1; then",
@@ -125,6 +145,19 @@ def _ref_hook_block(command: str | None, *, created: bool, chained: bool) -> str
         "LEDGIT_REFS",
     ]
     return _end_block(lines, REF_HOOK, created=created, chained=chained)
+
+
+# post-checkout warms nothing after a checkout that moved nothing (``git checkout -b``) or
+# the one a rebase starts with (its post-rewrite warms the index once at the end): told in the
+# shell, so that no Python process starts for it (:func:`ledgit.hooks.dispatch.warm_up_needed`
+# says the same when the hook is run by hand).
+_CHECKOUT_SKIP = [
+    'ledgit_d=$(git rev-parse --git-dir 2>/dev/null) || ledgit_d=/nonexistent',
+    'if [ "${1:-}" = "${2:-}" ] && case "${1:-}" in *[!0]*) true ;; *) false ;; esac; then',
+    "    :  # the checkout moved nothing",
+    'elif [ -d "$ledgit_d/rebase-merge" ] || [ -d "$ledgit_d/rebase-apply" ]; then',
+    "    :  # a rebase starts: its post-rewrite warms the index",
+]
 
 
 def hook_block(name: str, command: str | None = None, *, created: bool = False,
@@ -147,7 +180,8 @@ def hook_block(name: str, command: str | None = None, *, created: bool = False,
     lines = [
         BEGIN,
         "# Added by `ledgit install`; `ledgit uninstall` removes this block (githooks(5)).",
-        f"if {guard}; then",
+        *(skip := _CHECKOUT_SKIP if name == "post-checkout" else []),
+        f"{'elif' if skip else 'if'} {guard}; then",
         f'    {cmd} hook {name} "$@" </dev/null{tail}',
         "elif command -v ledgit >/dev/null 2>&1; then",
         f'    ledgit hook {name} "$@" </dev/null{tail}',
