@@ -72,6 +72,14 @@ OP_LABELS = {
 # The ops compared with the --base commit.
 BASE_OPS = ("version", "create", "get", "list", "search", "update", "claim", "verify",
             "rebuild", "refresh", "precommit", "driver", "driver_history")
+# Issue 23 retired the CLI's start-up budgets (against ``ledgit --version``, against the stat
+# floor, and every command within 10% of the commit before): those lines are still printed,
+# as "retired". What stays a budget: the merge driver and the hooks against their floors and
+# within 10% of before, every CLI command >= 3x faster than the fastest peer at 1,000 tasks;
+# get, list and update at the largest board are recorded in absolute ms.
+HELD_BASE_OPS = ("precommit", "driver", "driver_history")
+RECORDED_OPS = ("get", "list", "update")
+RETIRED = "retired"
 
 
 # --------------------------------------------------------------------------- task shapes
@@ -824,7 +832,7 @@ def budgets(results: dict[str, Any], sizes: list[int], rebase: dict[str, Any]
     lines: list[dict[str, Any]] = []
 
     def ratio_line(text: str, size: int, op: str, floor_c: str, floor_op: str,
-                   limit: float) -> None:
+                   limit: float, *, retired: bool = False) -> None:
         a, b = med(results, size, "ledgit", op), med(results, size, floor_c, floor_op)
         if a is None or b is None:
             lines.append({"budget": text, "figure": "no figure (command failed)",
@@ -834,16 +842,24 @@ def budgets(results: dict[str, Any], sizes: list[int], rebase: dict[str, Any]
         note = cpu_note(results, size, ("ledgit", op), (floor_c, floor_op))
         lines.append({"budget": text, "figure": f"{a:.1f} ms / {b:.1f} ms = {r:.2f}x{note}",
                       "ratio": round(r, 3), "limit": limit,
-                      "status": "PASS" if r <= limit else "MISS"})
+                      "status": RETIRED if retired else "PASS" if r <= limit else "MISS"})
 
     at = f"at {big:,} tasks"
     # Issue 15: no background process behind a read.
     for op in ("list", "search"):
         ratio_line(f"{op} (20) <= 1.5x the stat floor (the interpreter + a stat of every "
-                   f"task file; {at})", big, op, "floor", "stat_floor", 1.5)
-    ratio_line(f"get <= 1.6x ledgit --version ({at})", big, "get", "ledgit", "version", 1.6)
+                   f"task file; {at})", big, op, "floor", "stat_floor", 1.5, retired=True)
+    ratio_line(f"get <= 1.6x ledgit --version ({at})", big, "get", "ledgit", "version", 1.6,
+               retired=True)
+    for op in RECORDED_OPS:
+        a = med(results, big, "ledgit", op)
+        lines.append({"budget": f"{OP_LABELS[op]} at {big:,} tasks, absolute (issue 23: "
+                                f"recorded)",
+                      "figure": "no figure" if a is None else f"{a:.1f} ms",
+                      "status": "recorded"})
     for op in ("update", "claim"):
-        ratio_line(f"{op} <= 2.2x ledgit --version ({at})", big, op, "ledgit", "version", 2.2)
+        ratio_line(f"{op} <= 2.2x ledgit --version ({at})", big, op, "ledgit", "version", 2.2,
+                   retired=True)
         a, b = med(results, big, "ledgit", op), med(results, big, "ledgit", f"{op}_small")
         text = (f"{op} flat from {small:,} to {big:,} tasks (within 10%; both boards timed "
                 f"in the same rounds)")
@@ -896,9 +912,10 @@ def budgets(results: dict[str, Any], sizes: list[int], rebase: dict[str, Any]
                 lines.append({"budget": text, "figure": "no ledgit figure", "status": "MISS"})
                 continue
             note = cpu_note(results, size, ("ledgit", op), ("base", op))
+            held = "PASS" if a / b <= 1.1 else "MISS"
             lines.append({"budget": text, "figure": f"{a:.1f} / {b:.1f} ms = {a / b:.2f}x{note}",
                           "ratio": round(a / b, 3), "limit": 1.1,
-                          "status": "PASS" if a / b <= 1.1 else "MISS"})
+                          "status": held if op in HELD_BASE_OPS else RETIRED})
     a, b = med(results, mid, "ledgit", "driver"), med(results, mid, "git", "merge")
     if a is not None and b is not None:
         lines.append({"budget": f"one merge: driver vs plain git merge-file (at {mid:,} tasks; "
