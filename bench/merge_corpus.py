@@ -4,7 +4,7 @@ For each line of a ``beads-merges.jsonl`` (see shared/data/README.md) whose base
 theirs are all present, each side is imported as a ledgit task file
 (:func:`ledgit.interop.beads.beads_to_record`), then merged
 
-- by our driver's task path, :func:`ledgit.hooks.mergedriver.merge_task_bytes`, ours-vs-theirs AND
+- by our driver's task path, :func:`ledgit.core.filemerge.merge_task_bytes`, ours-vs-theirs AND
   theirs-vs-ours (a rebase swaps the sides), and
 - by ``git merge-file -p`` on the same three files, both ways.
 
@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from ledgit.core.errors import LedgitError
+from ledgit.core.filemerge import merge_task_bytes
 from ledgit.core.merge import merge_records
 from ledgit.core.record import parse_record
 from ledgit.core.render import render_record
-from ledgit.hooks.mergedriver import merge_task_bytes
 from ledgit.interop.beads import (
     SECTIONS,
     beads_to_record,

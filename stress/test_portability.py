@@ -32,10 +32,10 @@ from pathlib import Path
 import pytest
 from stresskit import git, isolated_env, ledgit
 
+from ledgit.core.filemerge import merge_history_bytes, merge_task_bytes
 from ledgit.core.history import new_event, render_history
 from ledgit.core.record import Record, make_record
 from ledgit.core.render import render_record
-from ledgit.hooks.mergedriver import merge_history_bytes, merge_task_bytes
 
 TID = "T-portable00"
 HOSTILE_DIR = "wört \"dq\" 'sq' $HOME ß"

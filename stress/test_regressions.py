@@ -139,7 +139,7 @@ def _drive(tmp: Path, o: bytes, a: bytes, b: bytes, path: str) -> tuple[int, byt
 
 @pytest.mark.parametrize("path", [".ledgit/tasks/T-aaaaaaaaaa.md", "README.md"])
 def test_merge_driver_three_empty_sides(tmp_path: Path, path: str) -> None:
-    """mergedriver.line_merge hands merge3 three empty inputs; merge3 then takes the str
+    """filemerge.line_merge hands merge3 three empty inputs; merge3 then takes the str
     branch and fails ``assert isinstance(local_start, str)``: a traceback and exit 1, %A
     unwritten. Reached when a task file is emptied on both sides. Want: no
     traceback; a clean empty result or a marked conflict."""

@@ -16,7 +16,7 @@ import yaml
 from gitflow import commit_all, create, ledgit, new_repo
 from gitutil import git
 
-from ledgit.operations.forge import workflow_text
+from ledgit.integration.forge import workflow_text
 
 
 class Forge(NamedTuple):

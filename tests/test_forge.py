@@ -31,7 +31,7 @@ from forgeflow import (
 from gitflow import commit_all, create, edit_body, ledgit
 from gitutil import git
 
-from ledgit.operations.forge import WORKFLOW_PATH, workflow_text
+from ledgit.integration.forge import WORKFLOW_PATH, workflow_text
 
 pytest_plugins = ["gitutil"]
 

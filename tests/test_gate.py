@@ -9,8 +9,8 @@ from gitflow import commit_all, create, history_file, ledgit, new_repo, task_fil
 from gitutil import git
 
 from ledgit.core.markers import marker_lines
-from ledgit.operations.gate import github_line
-from ledgit.operations.taskcheck import Finding
+from ledgit.integration.gate import github_line
+from ledgit.integration.taskcheck import Finding
 
 pytest_plugins = ["gitutil"]
 

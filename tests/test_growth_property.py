@@ -1,6 +1,6 @@
 """Acceptance of issue 12, "a history only grows": over random histories built in-process,
-the hook's staged check (:func:`ledgit.operations.precommit.check_staged`) and the gate's
-per-task check (:func:`ledgit.operations.taskcheck.check_growth`, which both call) refuse every
+the hook's staged check (:func:`ledgit.integration.precommit.check_staged`) and the gate's
+per-task check (:func:`ledgit.integration.taskcheck.check_growth`, which both call) refuse every
 lossy child -- the last k events cut, one branch's events dropped, a middle event removed --
 and refuse no lossless merge or rebase made by the merge policy
 (:func:`ledgit.core.merge.merge_histories`, what the driver writes). The end-to-end cases on
@@ -17,8 +17,8 @@ from ledgit.core.historygrowth import lost_events, lost_in_text
 from ledgit.core.historymerge import merge_histories
 from ledgit.core.record import make_record, record_from_state
 from ledgit.core.render import render_record
-from ledgit.operations.precommit import check_staged
-from ledgit.operations.taskcheck import (
+from ledgit.integration.precommit import check_staged
+from ledgit.integration.taskcheck import (
     GROWTH_RULE,
     MAX_LOST_LINES,
     Finding,

@@ -19,8 +19,8 @@ from gitutil import CliRun, git
 
 from ledgit.core.errors import LedgitError
 from ledgit.git import objects as gitmod
-from ledgit.operations.links import links_at, staged_links
-from ledgit.operations.precommit import pre_commit
+from ledgit.integration.links import links_at, staged_links
+from ledgit.integration.precommit import pre_commit
 from ledgit.storage.taskfiles import is_valid_id
 
 IO_ERROR = 74

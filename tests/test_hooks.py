@@ -27,8 +27,8 @@ from gitflow import (
 from gitutil import git
 
 from ledgit.hooks.dispatch import run_hook
-from ledgit.operations.gate import _found_prefix
-from ledgit.operations.precommit import _board_prefix, pre_commit
+from ledgit.integration.gate import _found_prefix
+from ledgit.integration.precommit import _board_prefix, pre_commit
 
 pytest_plugins = ["gitutil"]
 
@@ -231,7 +231,7 @@ def test_shims_say_so_when_ledgit_is_missing(tmp_path: Path) -> None:
 def test_fast_board_prefix_agrees_with_find_board(tmp_path: Path, git_env: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The pre-commit fast path finds the board without pathlib: the same answer as
-    ledgit.operations.gate's (ledgit.storage.board.find_board), or None where that one has none
+    ledgit.integration.gate's (ledgit.storage.board.find_board), or None where that one has none
     either."""
     repo = new_repo(tmp_path / "repo")
     git("init", "-q", str(repo / "nested"), cwd=repo)

@@ -8,7 +8,7 @@ from pathlib import Path
 from gitflow import LEDGIT, PY, commit_all, create, history_file, ledgit, task_file
 from gitutil import git
 
-from ledgit.operations.hookblock import BEGIN, END, HOOKS
+from ledgit.integration.hookblock import BEGIN, END, HOOKS
 
 pytest_plugins = ["gitutil"]
 

@@ -150,15 +150,16 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_packages_declare_a_layering() -> None:
     """Every unit declares what it may import, the declarations name real units and form a
-    DAG, and its layers are the ones DESIGN §11 draws: core, Git, storage, operations, the
-    faces, the command line over them, the entry point on top."""
+    DAG, and its layers are the ones DESIGN §11 and §13 draw: core, Git, storage, a task's
+    life (operations), Git's paths (integration), the faces, the command line over them, the
+    entry point on top."""
     allowed = declared()
     units = set(allowed)
     unknown = {u: sorted(deps - units) for u, deps in allowed.items() if deps - units}
     assert unknown == {}
     floors = layers(allowed)
     assert floors == [["ledgit", "ledgit.core"], ["ledgit.git"], ["ledgit.storage"],
-                      ["ledgit.operations"],
+                      ["ledgit.operations"], ["ledgit.integration"],
                       ["ledgit.boardpage", "ledgit.hooks", "ledgit.interop", "ledgit.mcp"],
                       ["ledgit.cli"], ["ledgit.__main__"]]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from gitutil import CliRun, git
 
-import ledgit.operations.install as install_mod
+import ledgit.integration.install as install_mod
 from ledgit.core.change import Change
 from ledgit.core.errors import IO_ERROR, USAGE, LedgitError
 from ledgit.core.record import Record

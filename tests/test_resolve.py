@@ -23,7 +23,7 @@ from gitflow import (
 from gitutil import git
 
 from ledgit.core.errors import LedgitError
-from ledgit.operations.resolve import split_markers
+from ledgit.integration.resolve import split_markers
 
 pytest_plugins = ["gitutil"]
 

@@ -6,5 +6,6 @@ histories; :mod:`.plots` draws the inline SVG plots; :mod:`.render` fills the Ji
 serves the page read-only with server-sent events; :mod:`.cli` is the ``board`` command.
 Nothing else in ledgit imports this package, and no other command pays for its imports.
 
-May import: ledgit.core, ledgit.git, ledgit.storage, ledgit.operations.
+May import: ledgit.core, ledgit.git, ledgit.storage, ledgit.operations,
+ledgit.integration.
 """

@@ -4,6 +4,7 @@ in :mod:`ledgit.cli.commands`, the Git-facing commands, ``check``, ``demo`` and 
 It is the face the other faces are started from (``ledgit mcp``, ``ledgit board``,
 ``ledgit import``).
 
-May import: ledgit.core, ledgit.git, ledgit.storage, ledgit.operations, ledgit.interop,
+May import: ledgit.core, ledgit.git, ledgit.storage, ledgit.operations, ledgit.integration,
+ledgit.interop,
 ledgit.boardpage, ledgit.mcp, ledgit.hooks.
 """

@@ -18,13 +18,13 @@ from ledgit.git.objects import resolve_commit
 from ledgit.git.repository import discover
 from ledgit.hooks.dispatch import run_hook
 from ledgit.hooks.mergedriver import main as merge_driver_main
-from ledgit.operations.doctor import doctor
-from ledgit.operations.gate import GateReport, github_line, render_report, run_gate
-from ledgit.operations.install import install, uninstall
-from ledgit.operations.refguard import ALLOW_ENV, allowed, check_ref_update
-from ledgit.operations.resolve import resolve
-from ledgit.operations.restore import restore_events
-from ledgit.operations.taskcheck import Finding
+from ledgit.integration.doctor import doctor
+from ledgit.integration.gate import GateReport, github_line, render_report, run_gate
+from ledgit.integration.install import install, uninstall
+from ledgit.integration.refguard import ALLOW_ENV, allowed, check_ref_update
+from ledgit.integration.resolve import resolve
+from ledgit.integration.restore import restore_events
+from ledgit.integration.taskcheck import Finding
 from ledgit.storage.board import find_board
 from ledgit.storage.boardcheck import verify_board
 

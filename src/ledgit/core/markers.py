@@ -1,5 +1,5 @@
 """Conflict markers left by a line merge: the one detector the validator (``Board.verify``),
-the CI gate and the pre-commit hook (``ledgit.operations.gate``) and the readout warnings share.
+the CI gate and the pre-commit hook (``ledgit.integration.gate``) and the readout warnings share.
 Pure,
 standard library only (the hook's import budget, DESIGN §10).
 

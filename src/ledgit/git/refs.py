@@ -1,7 +1,7 @@
 """Questions about refs, ancestry and operation state asked of Git for the ref guard
 (DESIGN §12, "Every path, every forge"): git CLI only (argv lists), one process per question,
 and plain file reads of the state Git leaves in the git directory. Nothing here decides what is
-allowed: :mod:`ledgit.operations.refguard` does.
+allowed: :mod:`ledgit.integration.refguard` does.
 """
 
 from __future__ import annotations

@@ -2,5 +2,6 @@
 driver. Git runs these many times per rebase, so they stay import-light: the driver imports
 only the core.
 
-May import: ledgit.core, ledgit.git, ledgit.storage, ledgit.operations.
+May import: ledgit.core, ledgit.git, ledgit.storage, ledgit.operations,
+ledgit.integration.
 """

@@ -1,7 +1,7 @@
 """Hook entry points: ``ledgit hook NAME [ARGS...]`` (githooks(5), DESIGN §8).
 
 * ``pre-commit`` and ``pre-merge-commit``: validate what is staged
-(:mod:`ledgit.operations.precommit`)
+(:mod:`ledgit.integration.precommit`)
   -- task files and histories read from the index (the one ``GIT_INDEX_FILE`` names: ``git
   commit -a`` and partial commits use a temporary index), cost O(staged tasks), never
   O(board). One line per problem on stderr; exit 1 stops the commit.
@@ -12,7 +12,7 @@
   interrupted refresh consistent) and always exit 0 (:mod:`ledgit.hooks.refresh`). ``index``
   is the same refresh under the name the pre-commit framework's ``ledgit-index`` hook uses.
 * ``reference-transaction`` (state ``prepared``, the ref updates on stdin): the ref guard
-  (:mod:`ledgit.operations.refguard`): a step of a stopped rebase, ``am``, cherry-pick or
+  (:mod:`ledgit.integration.refguard`): a step of a stopped rebase, ``am``, cherry-pick or
   revert, and a branch moved to a commit that is not a child of its old tip, must keep every
   event; exit 1 aborts the transaction, so the ref does not move. Other states exit 0 at once.
 
@@ -44,7 +44,7 @@ NAMES = (PRE_COMMIT, PRE_MERGE_COMMIT, REFERENCE_TRANSACTION, *INDEX_HOOKS)
 def _staged_reader(cwd: str) -> gitindex.StagedReader | None:
     """The two git processes of the pre-commit check, started at once, where Git runs the
     hook at the top of a work tree with nothing stopped that brings in other parents (a
-    merge, pick, revert or rebase); None elsewhere (:func:`ledgit.operations.precommit.pre_commit`
+    merge, pick, revert or rebase); None elsewhere (:func:`ledgit.integration.precommit.pre_commit`
     then asks with discovery)."""
     if not os.path.exists(os.path.join(cwd, ".git")):
         return None  # not the top of a work tree: pre_commit finds every board
@@ -62,7 +62,8 @@ def _pre_commit(cwd: str, name: str) -> int:
     """Run the ``pre-commit`` (or ``pre-merge-commit``) check in ``cwd``; the exit code."""
     reader = _staged_reader(cwd) if name == PRE_COMMIT else None
     try:
-        from ledgit.operations import precommit  # lazy: 3.6 ms (-X importtime), done while git runs
+        # lazy: 3.6 ms (-X importtime), done while git runs
+        from ledgit.integration import precommit
 
         if reader is not None:
             answer = precommit.check_in_hook(cwd, reader)
@@ -97,7 +98,7 @@ def run_hook(name: str, args: list[str], cwd: Path | None = None) -> int:
     if name == REFERENCE_TRANSACTION:
         if args[:1] != ["prepared"]:
             return OK  # "committed" and "aborted" cannot change anything (githooks(5))
-        from ledgit.operations import refguard  # lazy: 9 ms (-X importtime), a ref move only
+        from ledgit.integration import refguard  # lazy: 9 ms (-X importtime), a ref move only
 
         return refguard.check_transaction(os.getcwd() if cwd is None else str(cwd),
                                           refguard.parse_updates(sys.stdin.read()))

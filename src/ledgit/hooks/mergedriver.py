@@ -12,13 +12,8 @@ import os
 import sys
 
 from ledgit.core.errors import print_traceback
-from ledgit.core.merge import describe_provenance, line_merge3, merge_records
-from ledgit.core.record import parse_record
-from ledgit.core.render import render_record
+from ledgit.core.filemerge import board_file_kind, is_binary, line_merge, merge_board_file
 from ledgit.git.mergenames import side_names
-
-TASKS_PREFIX = ".ledgit/tasks/"
-HISTORY_PREFIX = ".ledgit/history/"
 
 
 def _read(path: str) -> bytes:
@@ -29,92 +24,6 @@ def _read(path: str) -> bytes:
 def _write(path: str, data: bytes) -> None:
     with open(path, "wb") as f:
         f.write(data)
-
-
-def _lines(data: bytes) -> list[bytes]:
-    if not data:
-        return []
-    parts = data.split(b"\n")
-    out = [p + b"\n" for p in parts[:-1]]
-    if parts[-1]:
-        out.append(parts[-1])
-    return out
-
-
-def line_merge(base: bytes, ours: bytes, theirs: bytes, marker_size: int = 7,
-               symmetric: bool = True) -> tuple[bytes, bool]:
-    """Plain 3-way line merge (merge3) with conflict markers: (bytes, conflicted).
-
-    With ``symmetric`` the two sides are ordered by content so the bytes do not depend on
-    which side is ours. CRLF is normalised to LF first.
-    """
-
-    base, ours, theirs = (x.replace(b"\r\n", b"\n") for x in (base, ours, theirs))
-    if not (base or ours or theirs):
-        return b"", False  # merge3 cannot tell bytes from str without a single line
-    a, b = (ours, theirs)
-    if symmetric and theirs < ours:
-        a, b = theirs, ours
-    m = line_merge3(_lines(base), _lines(a), _lines(b))
-    conflict = any(r[0] == "conflict" for r in m.merge_regions())
-    out = b"".join(m.merge_lines(name_a=b"ledgit: side 1", name_b=b"ledgit: side 2",
-                                 start_marker=b"<" * marker_size,
-                                 mid_marker=b"=" * marker_size,
-                                 end_marker=b">" * marker_size))
-    return out, conflict
-
-
-def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
-                     path: str, names: tuple[str, str] | None = None
-                     ) -> tuple[bytes, bool, list[str]]:
-    """Merge three task-file versions: (output bytes, conflicted, human notes). ``names``:
-    (ours, theirs) as Git names them (:func:`ledgit.git.mergenames.side_names`) for a body's
-    conflict markers; None: each side's last actor and time.
-
-    Raises LedgitError/ValueError when a side cannot be parsed (the caller falls back).
-    """
-    if not base.strip():
-        rec_o = parse_record(ours, f"{path} (ours)")
-        rec_t = parse_record(theirs, f"{path} (theirs)")
-        if rec_o == rec_t:
-            return render_record(rec_o).encode(), False, []
-        out, _ = line_merge(b"", render_record(rec_o).encode(), render_record(rec_t).encode(),
-                            marker_size)
-        return out, True, [f"{path}: added on both sides with different content, not fused"]
-    rec_b = parse_record(base, f"{path} (base)")
-    rec_o = parse_record(ours, f"{path} (ours)")
-    rec_t = parse_record(theirs, f"{path} (theirs)")
-    result = merge_records(rec_b, rec_o, rec_t, marker_size, names)
-    notes = [f"{path}: {describe_provenance(k, v, result.rules.get(k))}"
-             for k, v in sorted(result.provenance.items())]
-    notes += [f"{path}: {n}" for n in result.notes]
-    return render_record(result.record).encode(), bool(result.conflicts), notes
-
-
-def merge_history_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
-                        path: str, names: tuple[str, str] | None = None
-                        ) -> tuple[bytes, bool, list[str]]:
-    """Merge three history versions: (output bytes, conflicted, notes). Raises on bad input."""
-    # lazy: history, patch and hashing, 6.5 ms (-X importtime) that a task file's merge skips
-    from ledgit.core.historymerge import merge_histories
-
-    task = os.path.splitext(os.path.basename(path))[0]
-    res = merge_histories(base.decode(), ours.decode(), theirs.decode(), task, marker_size,
-                          names)
-    if res.conflict:
-        out, _ = line_merge(base, ours, theirs, marker_size)
-        return out, True, [f"{path}: {res.problem}"]
-    notes = []
-    if res.event is not None:
-        notes.append(f"{path}: merge event {res.event['id'][:12]} joins "
-                     f"{len(res.event['parents'])} heads")
-    return res.text.encode(), False, notes
-
-
-def is_binary(data: bytes) -> bool:
-    """Git's rule for binary content (xdiff ``buffer_is_binary``): a NUL byte in the first
-    8,000 bytes."""
-    return b"\0" in data[:8000]
 
 
 def _merge_as_git(data: tuple[bytes, bytes, bytes], paths: tuple[str, str, str],
@@ -169,16 +78,13 @@ def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
 def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size: int,
            path: str, others: tuple[str, str], names: tuple[str, str] | None) -> int:
     posix = path.replace(os.sep, "/")
+    kind = board_file_kind(posix)
     try:
-        if f"/{TASKS_PREFIX}" in f"/{posix}" and posix.endswith(".md"):
-            out, conflict, notes = merge_task_bytes(base, ours, theirs, marker_size, path,
-                                                    names)
-        elif f"/{HISTORY_PREFIX}" in f"/{posix}" and posix.endswith(".jsonl"):
-            out, conflict, notes = merge_history_bytes(base, ours, theirs, marker_size, path,
-                                                       names)
-        else:
+        if kind is None:
             return _merge_as_git((base, ours, theirs), (others[0], ours_path, others[1]),
                                  marker_size, path, names)
+        out, conflict, notes = merge_board_file(kind, base, ours, theirs, marker_size, path,
+                                                names)
     except Exception as exc:  # noqa: BLE001 - any failure falls back to a marked line merge
         if os.environ.get("LEDGIT_DEBUG") == "1":
             print_traceback()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ledgit.core.errors import OK, LedgitError
 from ledgit.git import repository
-from ledgit.operations.gate import board_prefixes
+from ledgit.integration.gate import board_prefixes
 from ledgit.storage.board import Board, find_board
 from ledgit.storage.index import Index
 from ledgit.storage.locate import LEDGIT_DIR

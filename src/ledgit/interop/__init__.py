@@ -7,5 +7,6 @@ import loop) with ``plan``, ``genesis``, ``staging``, ``historywriter`` and ``re
 ``summary`` (its summary and progress bar); ``cli`` the click commands. Mappings:
 docs/interop.md.
 
-May import: ledgit.core, ledgit.git, ledgit.storage, ledgit.operations.
+May import: ledgit.core, ledgit.git, ledgit.storage, ledgit.operations,
+ledgit.integration.
 """

@@ -132,7 +132,7 @@ def _verify_one(board: Board, tid: str) -> list[Problem]:
         data, read_error = None, located(f"cannot read: {exc.strerror}", rel)
     # A line merge left in either file (Git's fallback without the driver, or the
     # driver's own body conflict, committed anyway): said first, at the marker's line,
-    # as the gate does (ledgit.operations.taskcheck.check_task); the other rules would only
+    # as the gate does (ledgit.integration.taskcheck.check_task); the other rules would only
     # misplace it.
     for where, content in ((rel, data), (hrel, hdata)):
         marked = marker_problem(where, content)

@@ -12,9 +12,9 @@ from ledgit.cli.commands.output import out, out_json, report_problems
 from ledgit.cli.commands.running import command_board
 from ledgit.core.errors import OK, LedgitError
 from ledgit.core.history import Problem
+from ledgit.integration.resolve import stage_if_unmerged
 from ledgit.operations import projects
 from ledgit.operations.arguments import resolve_ids
-from ledgit.operations.resolve import stage_if_unmerged
 from ledgit.storage.actor import actor_or_warn
 from ledgit.storage.boardcheck import verify_board
 from ledgit.storage.index import Index

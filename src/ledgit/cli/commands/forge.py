@@ -1,5 +1,5 @@
 """``ledgit forge update`` and ``ledgit forge install-workflow`` (DESIGN §12): thin over
-:mod:`ledgit.operations.forge` -- parse, call, print one line per branch (or JSON), return
+:mod:`ledgit.integration.forge` -- parse, call, print one line per branch (or JSON), return
 the exit code."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ledgit.cli.commands.output import out, out_json
 from ledgit.core.errors import OK, USAGE, LedgitError
-from ledgit.operations.forge import check_repository as forge_repository
-from ledgit.operations.forge import exit_code, install_workflow, update_all, update_branches
+from ledgit.integration.forge import check_repository as forge_repository
+from ledgit.integration.forge import exit_code, install_workflow, update_all, update_branches
 
 
 def forge_update_cmd(branches: tuple[str, ...], base: str, remote: str, rebase: bool,

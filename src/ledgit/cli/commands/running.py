@@ -18,7 +18,7 @@ from ledgit.cli.argspec import ARG, Spec, find, parse
 from ledgit.cli.commands.output import PipeClosed, err, silence_stdout, stdout_failed
 from ledgit.cli.commands.table import FAST
 from ledgit.core.errors import OK, USAGE, LedgitError, os_failure, print_traceback
-from ledgit.operations.unmerged import unmerged_hint
+from ledgit.integration.unmerged import unmerged_hint
 from ledgit.storage.board import find_board
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def guarded(call: Callable[[], int]) -> int:
 
 def _hint_unmerged(said: str | None) -> None:
     """After a command on a board: one line when Git stopped with task files unmerged
-    (:func:`ledgit.operations.unmerged.unmerged_hint`), unless the command's own error named
+    (:func:`ledgit.integration.unmerged.unmerged_hint`), unless the command's own error named
     ``ledgit resolve`` already. Never fails the command."""
     if not _BOARDS or (said is not None and "ledgit resolve" in said):
         return

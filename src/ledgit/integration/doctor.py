@@ -5,7 +5,7 @@
 pre-commit framework's), the board's private dir, its ``.gitignore``, the index's freshness,
 interrupted writes, task files that differ from their history head (:func:`unrecorded_edits`)
 and unresolved task conflicts. :func:`doctor` reports them for every worktree and board;
-``--fix`` runs ``ledgit install`` (:mod:`ledgit.operations.install`) and refreshes stale
+``--fix`` runs ``ledgit install`` (:mod:`ledgit.integration.install`) and refreshes stale
 indexes, ``--repair`` rolls interrupted writes forward.
 """
 
@@ -19,17 +19,17 @@ from typing import NamedTuple
 
 from ledgit.core.errors import LedgitError
 from ledgit.git import gitindex, repository
-from ledgit.operations.gate import attributes_name_driver, board_prefixes
-from ledgit.operations.hookblock import (
+from ledgit.integration.gate import attributes_name_driver, board_prefixes
+from ledgit.integration.hookblock import (
     HOOKS,
     REF_HOOK,
     hook_installed,
     pre_commit_framework_gaps,
     uses_pre_commit_framework,
 )
-from ledgit.operations.install import DRIVER, attributes_file, install, preflight, work_tree_top
+from ledgit.integration.install import DRIVER, attributes_file, install, preflight, work_tree_top
+from ledgit.integration.links import links_at
 from ledgit.operations.leases import doctor_lines
-from ledgit.operations.links import links_at
 from ledgit.storage.board import Board
 from ledgit.storage.boardcheck import verify_board
 from ledgit.storage.boardinit import BOARD_IGNORE
@@ -112,7 +112,7 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
 def link_gaps(wt: Path, board_root: Path) -> list[Gap]:
     """Symbolic links that would lead a board outside itself (issue 26): one on disk under
     ``board_root`` (:func:`ledgit.storage.boardlinks.escaping_link`), and every one under a
-    board in the tree of HEAD (:func:`ledgit.operations.links.links_at`)."""
+    board in the tree of HEAD (:func:`ledgit.integration.links.links_at`)."""
     gaps: list[Gap] = []
     found = escaping_link(str(board_root))
     if found is not None:

@@ -9,8 +9,8 @@ asked of Git. Each problem is a :class:`Finding` naming the file, the line and t
 * where a board's files sit in a repository: :func:`prefix_of`, :func:`task_paths`,
   :func:`task_of`.
 
-Used by the CI gate (:mod:`ledgit.operations.gate`) and by the hooks Git runs on every commit
-and ref move (:mod:`ledgit.operations.precommit`, :mod:`ledgit.operations.refguard`), which
+Used by the CI gate (:mod:`ledgit.integration.gate`) and by the hooks Git runs on every commit
+and ref move (:mod:`ledgit.integration.precommit`, :mod:`ledgit.integration.refguard`), which
 therefore load neither the board's storage modules nor the gate's Git readers.
 """
 

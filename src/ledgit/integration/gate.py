@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from ledgit.core.errors import USAGE, LedgitError
 from ledgit.git import objects, repository
 from ledgit.git.refs import shallow_commits
-from ledgit.operations.links import LINK_RULE, link_message, links_at, links_in_range
-from ledgit.operations.taskcheck import (
+from ledgit.integration.links import LINK_RULE, link_message, links_at, links_in_range
+from ledgit.integration.taskcheck import (
     HISTORY,
     HISTORY_SUFFIX,
     LEDGIT_DIR,
@@ -225,7 +225,7 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
 
 
 def committed_links(cwd: Path, commits: list[str], *, whole: bool) -> list[Finding]:
-    """One finding per symbolic link under a board (issue 26, :mod:`ledgit.operations.links`): in
+    """One finding per symbolic link under a board (issue 26, :mod:`ledgit.integration.links`): in
     the tree of the last of ``commits``, and (``whole`` False: a range) every link any of
     them adds or changes; each path once, at the first commit it is seen."""
     if not commits:

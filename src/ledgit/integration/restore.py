@@ -23,8 +23,8 @@ from ledgit.core.historymerge import merge_histories
 from ledgit.core.record import parse_record, record_from_state
 from ledgit.core.render import render_record
 from ledgit.git import objects, repository
-from ledgit.operations.gate import board_prefixes
-from ledgit.operations.taskcheck import task_of, task_paths
+from ledgit.integration.gate import board_prefixes
+from ledgit.integration.taskcheck import task_of, task_paths
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

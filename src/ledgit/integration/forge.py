@@ -7,7 +7,7 @@ already in the branch there is nothing to do (idempotent: nothing pushed). Other
 the base into the branch (or rebase the branch onto it) in a temporary worktree with the
 driver given for that one command (:mod:`ledgit.git.forge`); when anything is left conflicted
 -- a code file, or a task body both sides edited on the same lines -- change nothing and name
-those files. Then the gate's growth rule (:mod:`ledgit.operations.gate`): every event of the
+those files. Then the gate's growth rule (:mod:`ledgit.integration.gate`): every event of the
 branch's old tip and of the base is in the result, and every task the result changes passes the
 checks. Then push with a lease on the branch's old tip: a push that raced ours (the agent
 pushed again) is never overwritten; fetch again and redo, at most ``attempts`` times.
@@ -27,9 +27,9 @@ from typing import Any, NamedTuple
 from ledgit.core.errors import BUSY, CHECK_FAILED, IO_ERROR, NOT_FOUND, OK, USAGE, LedgitError
 from ledgit.git import forge as gitforge
 from ledgit.git import objects, repository
-from ledgit.operations.gate import growth_between
-from ledgit.operations.install import ATTRIBUTE_LINES, driver_command
-from ledgit.operations.taskcheck import LEDGIT_DIR, Finding, check_task, task_of, task_paths
+from ledgit.integration.gate import growth_between
+from ledgit.integration.install import ATTRIBUTE_LINES, driver_command
+from ledgit.integration.taskcheck import LEDGIT_DIR, Finding, check_task, task_of, task_paths
 
 ATTEMPTS = 3  # a branch that moves under the bot this many times in a row is left for later
 WORKFLOW_DATA = "forge-update.yml"  # package data: ledgit/data/forge-update.yml
@@ -100,9 +100,9 @@ def board_dir_of(path: str) -> str | None:
 
 def check_result(cwd: Path, result: str, parents: Sequence[str]) -> list[Finding]:
     """The gate on a made commit ``result`` against each of ``parents`` (the branch's old tip
-    and the base): the growth rule (:func:`ledgit.operations.gate.growth_between`: every
+    and the base): the growth rule (:func:`ledgit.integration.gate.growth_between`: every
     event of each parent is in the result; a task removed only when archived) and every check
-    of :func:`ledgit.operations.taskcheck.check_task` on each task the result changes. Reads only
+    of :func:`ledgit.integration.taskcheck.check_task` on each task the result changes. Reads only
     what differs (tree diffs), never the whole board."""
     reader = objects.TreeReader(cwd)
     found: list[Finding] = []

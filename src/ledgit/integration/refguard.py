@@ -20,7 +20,7 @@ A plain commit (the new tip's first parent is the old tip, nothing stopped) is t
 hook's and costs one ``git rev-list``. ``LEDGIT_ALLOW_REWRITE=1`` lets a deliberate rewrite
 through (a note says what it drops). The way back is named on the refusal; events already lost
 on a path no hook guards come back with ``ledgit restore-events REV``
-(:mod:`ledgit.operations.restore`).
+(:mod:`ledgit.integration.restore`).
 
 The same comparison of two tips is ``ledgit verify --ref-update OLD NEW`` and the
 ``pre-receive`` hook's check of a forced push (:func:`check_ref_update`).
@@ -44,7 +44,7 @@ from ledgit.git.refs import (
     read_state_oid,
     symbolic_head,
 )
-from ledgit.operations.taskcheck import Finding, check_growth, prefix_of, task_of, task_paths
+from ledgit.integration.taskcheck import Finding, check_growth, prefix_of, task_of, task_paths
 from ledgit.storage.locate import git_dir_for
 
 if TYPE_CHECKING:

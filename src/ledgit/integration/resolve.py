@@ -45,8 +45,8 @@ from ledgit.core.revision import revision_of
 from ledgit.core.schema import is_valid_id
 from ledgit.git import gitindex, repository
 from ledgit.git.mergenames import rebase_names
-from ledgit.operations.gate import board_prefix
-from ledgit.operations.taskcheck import LEDGIT_DIR, task_of, task_paths
+from ledgit.integration.gate import board_prefix
+from ledgit.integration.taskcheck import LEDGIT_DIR, task_of, task_paths
 from ledgit.storage.taskfiles import file_mode
 
 _START = re.compile(rb"^(<{7,})(?: |$)")

@@ -3,7 +3,7 @@
 
 The block is the text between ``# >>> ledgit >>>`` and ``# <<< ledgit <<<`` that install puts
 into a file and uninstall takes out again (:func:`split_block` finds it; the ``.gitattributes``
-block of :mod:`ledgit.operations.install` uses the same markers). In the hooks
+block of :mod:`ledgit.integration.install` uses the same markers). In the hooks
 ``pre-commit``, ``post-checkout``, ``post-merge``, ``post-rewrite``, ``pre-merge-commit`` and
 ``reference-transaction`` (:data:`HOOKS`; the last one also beside the framework, which has no
 stage for it) it runs ``<ledgit> hook NAME`` (:func:`hook_block`, :func:`ledgit_command`)
@@ -28,7 +28,7 @@ from ledgit.git import repository
 # the hooks the pre-commit framework can run for ledgit (its stages, .pre-commit-hooks.yaml)
 FRAMEWORK_HOOKS = ("pre-commit", "post-checkout", "post-merge", "post-rewrite",
                    "pre-merge-commit")
-# the ref guard (ledgit.operations.refguard): no framework stage exists for it, so ledgit
+# the ref guard (ledgit.integration.refguard): no framework stage exists for it, so ledgit
 # installs it itself, also beside the framework's hooks
 REF_HOOK = "reference-transaction"
 HOOKS = (*FRAMEWORK_HOOKS, REF_HOOK)

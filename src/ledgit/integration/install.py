@@ -4,7 +4,7 @@
 
 1. the merge driver in the repository's shared config (``<common dir>/config``, read by every
    worktree): ``merge.ledgit.name`` and ``merge.ledgit.driver = <python> -c '<entry>'
-   merge-driver %O %A %B %L %P`` (:func:`ledgit.operations.hookblock.ledgit_command`) -- an
+   merge-driver %O %A %B %L %P`` (:func:`ledgit.integration.hookblock.ledgit_command`) -- an
    absolute command, because Git runs it through the shell from whatever directory the merge
    runs in (gitattributes(5), "Defining a custom merge driver");
 2. the attributes that route task files and histories to it, as a marked block in the
@@ -12,12 +12,12 @@
 3. the hooks ``pre-commit``, ``post-checkout``, ``post-merge`` and ``post-rewrite`` in the
    effective hooks directory (``core.hooksPath`` aware, githooks(5)), each as a block between
    ``# >>> ledgit >>>`` and ``# <<< ledgit <<<`` that runs before whatever the hook already
-   did (the block and the hook files: :mod:`ledgit.operations.hookblock`). When the
+   did (the block and the hook files: :mod:`ledgit.integration.hookblock`). When the
    repository uses the pre-commit framework (``.pre-commit-config.yaml``), hooks are left to
    it and the snippet to add is printed instead.
 
 ``uninstall`` removes exactly those blocks, files and settings. Both are all or nothing
-(:func:`preflight`, :class:`_Undo`). ``ledgit doctor`` is :mod:`ledgit.operations.doctor`.
+(:func:`preflight`, :class:`_Undo`). ``ledgit doctor`` is :mod:`ledgit.integration.doctor`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 
 from ledgit.core.errors import USAGE, LedgitError
 from ledgit.git import repository
-from ledgit.operations.gate import board_prefix
-from ledgit.operations.hookblock import (
+from ledgit.integration.gate import board_prefix
+from ledgit.integration.hookblock import (
     BEGIN,
     CHAINED_SUFFIX,
     END,

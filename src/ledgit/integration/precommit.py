@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from ledgit.core.errors import CHECK_FAILED, OK, USAGE, LedgitError
 from ledgit.git import gitindex, objects, repository
 from ledgit.git.refs import merge_base, squashed_tip
-from ledgit.operations.links import LINK_RULE, link_message, links_in_raw, staged_links
-from ledgit.operations.taskcheck import (
+from ledgit.integration.links import LINK_RULE, link_message, links_in_raw, staged_links
+from ledgit.integration.taskcheck import (
     Finding,
     check_growth,
     check_task,
@@ -134,7 +134,7 @@ def check_staged(prefix: str, staged: Mapping[str, bytes | None],
     for what is not staged). The ids checked are appended to ``tasks``, notes (an archived
     task removed) to ``notes``. A staged config must load too, a staged temp file of an
     interrupted write is refused (issue 13), and a staged history must keep every event of
-    HEAD's (:func:`ledgit.operations.taskcheck.check_growth`). ``top``: the work tree, to tell
+    HEAD's (:func:`ledgit.integration.taskcheck.check_growth`). ``top``: the work tree, to tell
     a pair staged by half (the other file changed but not staged) from a hand edit."""
     problems: list[Finding] = []
     temp_dir = f"{prefix}{LEDGIT_DIR}/{TASKS_DIR}/"
