@@ -81,6 +81,7 @@ COMMANDS: dict[str, str] = {
     "hook": "ledgit.cli.gitcli:hook_cmd",
     "merge-driver": "ledgit.cli.gitcli:merge_driver_cmd",
     "forge": "ledgit.cli.main:forge_group",
+    "sync": "ledgit.cli.main:sync_cmd",
     "help": "ledgit.cli.main:help_cmd",
     "mcp": "ledgit.cli.main:mcp_cmd",
 }
@@ -100,6 +101,7 @@ SECTION: dict[str, str] = {
     "install": "Git integration", "uninstall": "Git integration", "verify": "Git integration",
     "restore-events": "Git integration",
     "resolve": "Git integration", "doctor": "Git integration", "forge": "Git integration",
+    "sync": "Git integration",
     "import": "Import / export", "export": "Import / export",
     "check": "Maintenance", "record": "Maintenance", "cache": "Maintenance",
     "demo": "Maintenance", "help": "Maintenance",
@@ -171,6 +173,7 @@ EXAMPLES: dict[str, str] = {
     "revert": "ledgit revert T-k3v 3f9c0a1b",
     "board": "ledgit board --serve",
     "forge": "ledgit forge update feature-x --base main",
+    "sync": "ledgit sync --json",
     "forge update": "ledgit forge update --all --base main --conflicting",
     "forge install-workflow": "ledgit forge install-workflow",
 }
@@ -445,6 +448,7 @@ cache_group = _group("cache")
 lease_group = _group("lease")
 project_group = _group("project")
 forge_group = _group("forge")
+sync_cmd = _command("sync")
 
 
 __all__ = ["COMMANDS", "LazyGroup", "by_option", "cli", "click_command", "click_param",

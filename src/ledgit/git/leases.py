@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, NamedTuple
 
+from ledgit.git.remotes import PushOutcome, last_error, push_outcome, unattended_env
 from ledgit.git.repository import no_git_env, run_git
 
 if TYPE_CHECKING:
@@ -36,21 +37,6 @@ _IDENTITY = {"GIT_AUTHOR_NAME": "ledgit", "GIT_AUTHOR_EMAIL": "ledgit@invalid",
 _LOCK_WAIT = ("-c", "core.filesRefLockTimeout=5000", "-c", "core.packedRefsTimeout=5000")
 
 
-class PushOutcome(NamedTuple):
-    """What ``git push --porcelain`` said of the one lease ref: ``ok`` (the ref now holds
-    what was pushed, or is deleted), ``flag`` (the porcelain flag: ``*``, ``+``, ``-``,
-    ``=``, `` ``, ``!``; empty when there was no status line), ``reason`` (e.g. ``stale
-    info``, ``remote rejected``), ``detail`` (the remote's message: its ``remote:`` lines and
-    the reason in parentheses), ``reached`` (False: the remote could not be reached at all;
-    ``detail`` holds git's last error line)."""
-
-    ok: bool
-    flag: str
-    reason: str
-    detail: str
-    reached: bool
-
-
 class MirrorEntry(NamedTuple):
     """One mirrored lease ref: the task id, the commit it points at, the commit message."""
 
@@ -67,12 +53,6 @@ def lease_ref(task: str) -> str:
 def mirror_ref(remote: str, task: str) -> str:
     """The local mirror of ``task``'s lease on ``remote``."""
     return f"{MIRROR_NS}{remote}/{task}"
-
-
-def _env() -> dict[str, str]:
-    # never stop for a password or a host-key question: a lease is asked for unattended
-    return {**no_git_env(), "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "",
-            "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
 
 
 def remote_names(cwd: Path | str) -> list[str]:
@@ -117,8 +97,8 @@ def push_lease(cwd: Path | str, remote: str, task: str, new: str | None,
     spec = f"{new}:{ref}" if new is not None else f":{ref}"
     proc = run_git(["push", "--porcelain", "--no-verify",
                     f"--force-with-lease={ref}:{expect or ''}", remote, spec], cwd,
-                   env=_env(), check=False)
-    return _push_outcome(os.fsdecode(proc.stdout), os.fsdecode(proc.stderr), ref)
+                   env=unattended_env(), check=False)
+    return push_outcome(os.fsdecode(proc.stdout), os.fsdecode(proc.stderr), ref)
 
 
 def push_deletes(cwd: Path | str, remote: str, expected: Mapping[str, str]
@@ -131,29 +111,9 @@ def push_deletes(cwd: Path | str, remote: str, expected: Mapping[str, str]
     args = ["push", "--porcelain", "--no-verify"]
     args += [f"--force-with-lease={lease_ref(t)}:{oid}" for t, oid in expected.items()]
     args += [remote, *(f":{lease_ref(t)}" for t in expected)]
-    proc = run_git(args, cwd, env=_env(), check=False)
+    proc = run_git(args, cwd, env=unattended_env(), check=False)
     out, err = os.fsdecode(proc.stdout), os.fsdecode(proc.stderr)
-    return {t: _push_outcome(out, err, lease_ref(t)) for t in expected}
-
-
-def _push_outcome(out: str, err: str, ref: str) -> PushOutcome:
-    remote_says = [line.removeprefix("remote:").strip() for line in err.splitlines()
-                   if line.startswith("remote:") and line.removeprefix("remote:").strip()]
-    for line in out.splitlines():
-        parts = line.split("\t")
-        if len(parts) >= 3 and parts[1].endswith(":" + ref):
-            flag, summary = parts[0], parts[2]
-            reason = ""
-            if "(" in summary and summary.endswith(")"):
-                reason = summary[summary.index("(") + 1:-1]
-            ok = flag in ("*", "+", "-", "=", " ")
-            text = summary.strip("[]") if not reason else summary
-            detail = "; ".join([*remote_says, text]) if not ok else ""
-            return PushOutcome(ok, flag, reason or summary.strip("[]"), detail, True)
-    lines = [line.strip() for line in err.splitlines() if line.strip()]
-    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return PushOutcome(False, "", "", (fatal or lines or ["git push failed"])[0]
-                       .removeprefix("fatal: ").removeprefix("error: "), False)
+    return {t: push_outcome(out, err, lease_ref(t)) for t in expected}
 
 
 def fetch_leases(cwd: Path | str, remote: str) -> str | None:
@@ -162,14 +122,11 @@ def fetch_leases(cwd: Path | str, remote: str) -> str | None:
     on success, else git's last error line (unreachable remote, refused namespace...)."""
     spec = f"+{LEASES_NS}*:{MIRROR_NS}{remote}/*"
     proc = run_git([*_LOCK_WAIT, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                    "--prune", "--no-recurse-submodules", remote, spec], cwd, env=_env(),
+                    "--prune", "--no-recurse-submodules", remote, spec], cwd, env=unattended_env(),
                    check=False)
     if proc.returncode == 0:
         return None
-    lines = [line.strip() for line in os.fsdecode(proc.stderr).splitlines() if line.strip()]
-    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return (fatal or lines or ["git fetch failed"])[0].removeprefix("fatal: ") \
-        .removeprefix("error: ")
+    return last_error(os.fsdecode(proc.stderr), "git fetch failed")
 
 
 def read_mirror(cwd: Path | str, remote: str) -> dict[str, MirrorEntry]:

@@ -58,7 +58,7 @@ PROJECT = Param(VALUE, "--project", metavar="ALIAS",
                 help="Act on the registered board ALIAS (see: ledgit project list).")
 PROJECTS = Param(FLAG, "--projects", help="This board and every registered one; each row "
                                           "names its board.")
-_NO_PROJECT = ("init", "project", "forge")  # commands that do not take --project
+_NO_PROJECT = ("init", "project", "forge", "sync")  # commands that do not take --project
 
 
 def _spec(name: str, run: str, help: str, *params: Param) -> Spec:
@@ -290,6 +290,26 @@ def _specs() -> dict[tuple[str, ...], Spec]:
         _spec("lease prune", "leases:lease_prune_cmd",
               "Delete the leases that ran out from the remote, each by compare-and-swap on "
               "its expired value.",
+              JSON),
+        _spec("sync", "sync:sync_cmd",
+              "Commit the board's changes, fetch, merge task files and histories field by "
+              "field in this one process (other files as Git merges them), check, and push "
+              "with a lease on the remote branch's old tip; a lost push race fetches and "
+              "merges again. Exit 1 on a conflict Git stopped on (files named), 5 after "
+              "--tries lost races, 69 when the remote cannot be reached.",
+              Param(VALUE, "--remote", metavar="NAME",
+                    help="The remote (default: the branch's upstream's, else origin)."),
+              Param(VALUE, "--branch", metavar="B",
+                    help="Also bring in this branch of the remote (a branch per agent: "
+                         "--branch main); the push goes to the branch's own upstream."),
+              Param(FLAG, "--rebase", help="Rebase the local commits onto the upstream."),
+              Param(FLAG, "--merge", help="Merge the upstream (default: pull.rebase, else "
+                                          "rebase)."),
+              Param(VALUE, "--message", metavar="TEXT",
+                    help="The message of the commit of the board's changes."),
+              Param(FLAG, "--no-push", help="Commit, fetch and integrate; push nothing."),
+              Param(VALUE, "--tries", int_range=(1, 100), default=10, show_default=True,
+                    help="Lost push races before giving up (exit 5)."),
               JSON),
         _spec("forge update", "forge:forge_update_cmd",
               "Bring pull request BRANCHes up to date with --base by ledgit's merge driver, "

@@ -1,0 +1,87 @@
+"""The work tree and Git's index of one worktree, moved by ``ledgit sync`` in this process
+(DESIGN §13), with pygit2's public API: what changed under some directories (libgit2's
+``git add`` of those directories: a stat of the files there, a hash only where the stat
+says so -- never a scan of the whole tree), and the files that differ between two commits
+written into the work tree and the index, refusing before anything is written where the
+user's own uncommitted work would be overwritten (``git merge``'s rule).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import pygit2
+
+from ledgit.core.errors import CHECK_FAILED, LedgitError
+from ledgit.git.treemerge import commit_of
+
+
+def stage_directories(repo: pygit2.Repository, parent: str | None,
+                      directories: Sequence[str]) -> tuple[pygit2.Index, list[str]]:
+    """Git's index of ``repo`` with every file under ``directories`` (repository-relative,
+    ending in ``/``) staged as the work tree has it -- new, changed and removed files,
+    ignored files left out (git-add(1) ``-A DIR``) -- in memory only, and the paths under
+    them that now differ from commit ``parent`` (None: an unborn branch), sorted. The index
+    file is not written: :meth:`pygit2.Index.write` does that, :meth:`pygit2.Index.read`
+    with ``force`` forgets it."""
+    index = repo.index
+    index.read(False)
+    index.add_all(list(directories))
+    if parent is None:
+        paths = {entry.path for entry in index}
+    else:
+        diff = index.diff_to_tree(commit_of(repo, parent).tree)
+        paths = {p for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}
+    return index, sorted(p for p in paths if any(p.startswith(d) for d in directories))
+
+
+def restage(repo: pygit2.Repository, index: pygit2.Index, parent: str | None,
+            paths: Sequence[str], again: Sequence[str]) -> list[str]:
+    """Stage each of ``again`` in ``index`` once more as the work tree has it now (absent:
+    removed), and return ``paths`` and ``again`` that now differ from commit ``parent``,
+    sorted: :func:`stage_directories` for a few files, after a writer finished them."""
+    top = repo.workdir
+    for path in again:
+        if os.path.lexists(os.path.join(top, path)):
+            index.add(path)
+        elif path in index:
+            index.remove(path)
+    tree = None if parent is None else commit_of(repo, parent).tree
+    changed = []
+    for path in sorted({*paths, *again}):
+        staged = index[path].id if path in index else None
+        try:
+            before = tree[path].id if tree is not None else None
+        except KeyError:
+            before = None
+        if staged != before:
+            changed.append(path)
+    return changed
+
+
+def checkout_paths(repo: pygit2.Repository, old: str | None, new: str,
+                   paths: Sequence[str]) -> None:
+    """Write ``paths`` as commit ``new`` has them (absent there: removed) into the work tree
+    and the index, where they are as commit ``old`` (HEAD, not moved yet) has them. A path
+    the user changed since ``old`` -- in the work tree or staged -- stops it before any file
+    is written: LedgitError (exit 1) naming the paths (libgit2's safe checkout)."""
+    if not paths:
+        return
+    conflicts: list[str] = []
+
+    class _Notes(pygit2.CheckoutCallbacks):
+        def checkout_notify(self, why: pygit2.enums.CheckoutNotify, path: str,
+                            baseline: pygit2.DiffFile | None, target: pygit2.DiffFile | None,
+                            workdir: pygit2.DiffFile | None) -> None:
+            if why & pygit2.enums.CheckoutNotify.CONFLICT:
+                conflicts.append(path)
+
+    strategy = pygit2.enums.CheckoutStrategy.SAFE
+    try:
+        repo.checkout_tree(commit_of(repo, new).tree,  # type: ignore[no-untyped-call]
+                           paths=list(paths), strategy=strategy, callbacks=_Notes())
+    except pygit2.GitError as err:
+        named = ", ".join(sorted(set(conflicts))) or str(err)
+        raise LedgitError(f"your uncommitted changes would be overwritten: {named}; commit "
+                          f"or stash them, then run ledgit sync again", CHECK_FAILED) from None

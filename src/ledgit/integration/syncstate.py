@@ -1,0 +1,189 @@
+"""What ``ledgit sync`` leaves between two runs (DESIGN §13): the note of a work-tree move in
+progress, Git's own stopped rebase or merge, and the hand-over to Git where ledgit does not
+merge in process.
+
+* :func:`move_work_tree`: the files that differ between the branch's tip and the new tip are
+  written into the work tree and Git's index (refused before anything is written where the
+  user's own changes would be overwritten), then the branch moves by compare-and-swap. A note
+  (``<private dir>/sync-move.json``: the branch, old and new tip, the paths) is written first
+  and removed last, so a sync killed in between is finished by the next one
+  (:func:`finish_interrupted`): the files still at the old or the new tip are brought to the
+  new one and the branch moved; a file someone changed since is named and left alone.
+* :func:`let_git_integrate`: ``git rebase`` or ``git merge`` run with ledgit's merge driver
+  given for that one command (``-c``, as ``ledgit forge update`` runs it), for a conflict
+  ledgit leaves to Git or a person. Where Git stops, the sync stops with exit 1 naming the
+  files; ``git rebase --continue``/``--abort`` (or ``git merge --continue``/``--abort``)
+  finish it, and so does the next ``ledgit sync`` once the files are resolved and added.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from ledgit.core.errors import CHECK_FAILED, USAGE, LedgitError
+from ledgit.git import branches, treemerge
+from ledgit.git.forge import driver_settings, unmerged_paths
+from ledgit.git.remotes import last_error
+from ledgit.git.repository import no_git_env, run_git
+from ledgit.git.workupdate import checkout_paths
+from ledgit.integration.install import ATTRIBUTE_LINES, driver_command
+from ledgit.storage.board import Board
+
+NOTE = "sync-move.json"
+_REBASING = (pygit2.enums.RepositoryState.REBASE, pygit2.enums.RepositoryState.REBASE_MERGE,
+             pygit2.enums.RepositoryState.REBASE_INTERACTIVE,
+             pygit2.enums.RepositoryState.APPLY_MAILBOX_OR_REBASE)
+
+
+def _note_path(board: Board) -> str:
+    return os.path.join(board.private_str, NOTE)
+
+
+def _write_note(board: Board, note: dict[str, Any]) -> None:
+    path = _note_path(board)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(note, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def move_work_tree(repo: pygit2.Repository, board: Board, branch: str, old: str | None,
+                   new: str, message: str) -> None:
+    """Bring the work tree and Git's index from commit ``old`` (the branch's tip, HEAD) to
+    ``new``, then move ``branch`` from ``old`` to ``new`` (module docstring). Raises
+    LedgitError: exit 1 when the user's uncommitted changes are in the way (nothing
+    written), exit 5 when the branch moved meanwhile."""
+    old_tree = None if old is None else str(treemerge.commit_of(repo, old).tree_id)
+    paths = sorted(treemerge.changed_paths(repo, old_tree,
+                                           str(treemerge.commit_of(repo, new).tree_id)))
+    note = {"branch": branch, "old": old, "new": new, "paths": paths, "message": message}
+    _write_note(board, note)
+    try:
+        checkout_paths(repo, old, new, paths)
+    except LedgitError:
+        os.unlink(_note_path(board))
+        raise
+    branches.move_ref(repo, branch, old, new, message)
+    os.unlink(_note_path(board))
+
+
+def finish_interrupted(repo: pygit2.Repository, board: Board, top: str,
+                       notes: list[str]) -> str | None:
+    """Finish what a killed sync or a stopped Git left (module docstring), before a new sync
+    starts; appends what was done to ``notes``. Returns the old tip of a move it finished
+    (the index rows of its tasks need refreshing), else None. Raises LedgitError: exit 1
+    while Git still holds unresolved conflicts, or a file of an interrupted move was changed
+    since; exit 2 for a stopped operation sync does not finish (cherry-pick, revert, am)."""
+    finished = _finish_move(repo, board, notes)
+    _finish_git(repo, top, notes)
+    return finished
+
+
+def _finish_move(repo: pygit2.Repository, board: Board, notes: list[str]) -> str | None:
+    try:
+        with open(_note_path(board), encoding="utf-8") as fh:
+            note = json.load(fh)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        os.unlink(_note_path(board))  # torn before its rename: the move never began
+        return None
+    branch, old, new = note["branch"], note["old"], note["new"]
+    paths: list[str] = note["paths"]
+    now = branches.ref_target(repo, branch)
+    if now == old:
+        changed = _changed_since(repo, old, new, paths)
+        if changed:
+            raise LedgitError(f"a sync killed while it wrote the work tree left "
+                              f"{', '.join(changed)} changed since; check them, then remove "
+                              f"{_note_path(board)} and run ledgit sync again", CHECK_FAILED)
+        force = pygit2.enums.CheckoutStrategy.FORCE
+        repo.checkout_tree(  # type: ignore[no-untyped-call]
+            treemerge.commit_of(repo, new).tree, paths=paths, strategy=force)
+        branches.move_ref(repo, branch, old, new, note.get("message") or "ledgit sync")
+        notes.append(f"finished the work-tree move of an interrupted sync "
+                     f"({(old or 'unborn')[:12]}..{new[:12]})")
+    os.unlink(_note_path(board))
+    return old if now == old else None
+
+
+def _changed_since(repo: pygit2.Repository, old: str | None, new: str,
+                   paths: Sequence[str]) -> list[str]:
+    """The ``paths`` whose work-tree file is neither as commit ``old`` nor as ``new`` has it."""
+    trees = [None if old is None else str(treemerge.commit_of(repo, old).tree_id),
+             str(treemerge.commit_of(repo, new).tree_id)]
+    top = repo.workdir
+    found = []
+    for path in paths:
+        try:
+            with open(os.path.join(top, path), "rb") as fh:
+                data: bytes | None = fh.read()
+        except FileNotFoundError:
+            data = None
+        except OSError:
+            found.append(path)
+            continue
+        if all(treemerge.blob_at(repo, t, path) != data for t in trees):
+            found.append(path)
+    return found
+
+
+def _finish_git(repo: pygit2.Repository, top: str, notes: list[str]) -> None:
+    """Continue a rebase or merge Git stopped (one that an earlier sync handed to Git, or
+    any other) once the person resolved it; refuse while conflicts remain."""
+    state = repo.state()
+    if state == pygit2.enums.RepositoryState.NONE:
+        return
+    rebasing = state in _REBASING
+    if not rebasing and state != pygit2.enums.RepositoryState.MERGE:
+        raise LedgitError(f"a {state.name.lower().replace('_', ' ')} is stopped in this "
+                          "worktree: finish it (--continue) or abort it (--abort) with Git, "
+                          "then run ledgit sync again", USAGE)
+    what = "rebase" if rebasing else "merge"
+    if repo.index.conflicts is not None:
+        left = sorted({e.path for entries in repo.index.conflicts for e in entries if e})
+        raise LedgitError(f"the {what} Git stopped still has conflicts in {', '.join(left)}: "
+                          f"resolve them (task files: ledgit resolve), git add them, then run "
+                          f"ledgit sync again (or: git {what} --abort)", CHECK_FAILED)
+    args = ["rebase", "--continue"] if rebasing else ["commit", "--no-edit"]
+    _git_with_driver(top, args, what, "the stopped " + what)
+    notes.append(f"finished the {what} Git had stopped")
+
+
+def let_git_integrate(repo: pygit2.Repository, top: str, how: str, upstream: str,
+                      label: str, message: str, conflicted: Sequence[str]) -> None:
+    """Integrate ``upstream`` (named ``label`` to the person) with Git itself, by ``how``
+    (``rebase`` or ``merge``), for the ``conflicted`` paths ledgit does not merge (module
+    docstring). Returns when Git finished cleanly; raises LedgitError (exit 1) where it
+    stopped or refused (a dirty work tree), naming the files and the ways on."""
+    args = ["rebase", upstream] if how == branches.REBASE else [
+        "merge", "--no-edit", "-m", message, upstream]
+    _git_with_driver(top, args, how, f"the {how} with {label}")
+
+
+def _git_with_driver(top: str, args: Sequence[str], what: str, subject: str) -> None:
+    settings, attributes = driver_settings(driver_command(), ATTRIBUTE_LINES)
+    try:
+        env = {**no_git_env(), "GIT_EDITOR": "true"}
+        proc = run_git([*settings, *args], top, env=env, check=False)
+    finally:
+        attributes.unlink(missing_ok=True)
+    if proc.returncode == 0:
+        return
+    stuck = unmerged_paths(Path(top))
+    if stuck:
+        raise LedgitError(f"Git stopped {subject} on a conflict in {', '.join(stuck)} (every "
+                          f"task file ledgit could merge is merged): resolve them (task files: "
+                          f"ledgit resolve), git add them, then run ledgit sync again (or: "
+                          f"git {what} --abort)", CHECK_FAILED)
+    said = last_error(os.fsdecode(proc.stderr), "failed")
+    raise LedgitError(f"git {args[0]}: {said} ({subject}; nothing else changed: run ledgit "
+                      f"sync again when it is fixed)", CHECK_FAILED)
