@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from ledgit.core.errors import LedgitError
 from ledgit.git import gitindex, repository
+from ledgit.integration.driverconfig import DRIVER
 from ledgit.integration.gate import attributes_name_driver, board_prefixes
 from ledgit.integration.hookblock import (
     HOOKS,
@@ -27,7 +28,7 @@ from ledgit.integration.hookblock import (
     pre_commit_framework_gaps,
     uses_pre_commit_framework,
 )
-from ledgit.integration.install import DRIVER, attributes_file, install, preflight, work_tree_top
+from ledgit.integration.install import attributes_file, install, preflight, work_tree_top
 from ledgit.integration.links import links_at
 from ledgit.operations.leases import doctor_lines
 from ledgit.storage.board import Board

@@ -27,8 +27,8 @@ from typing import Any, NamedTuple
 from ledgit.core.errors import BUSY, CHECK_FAILED, IO_ERROR, NOT_FOUND, OK, USAGE, LedgitError
 from ledgit.git import forge as gitforge
 from ledgit.git import objects, repository
+from ledgit.integration.driverconfig import ATTRIBUTE_LINES, driver_command
 from ledgit.integration.gate import growth_between
-from ledgit.integration.install import ATTRIBUTE_LINES, driver_command
 from ledgit.integration.taskcheck import LEDGIT_DIR, Finding, check_task, task_of, task_paths
 
 ATTEMPTS = 3  # a branch that moves under the bot this many times in a row is left for later

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ledgit.core.errors import USAGE, LedgitError
 from ledgit.git import repository
+from ledgit.integration.driverconfig import ATTRIBUTE_LINES, DRIVER, DRIVER_NAME, driver_command
 from ledgit.integration.gate import board_prefix
 from ledgit.integration.hookblock import (
     BEGIN,
@@ -42,7 +43,6 @@ from ledgit.integration.hookblock import (
     PRE_COMMIT_CONFIG,
     REF_HOOK,
     install_hook,
-    ledgit_command,
     pre_commit_snippet,
     split_block,
     uninstall_hook,
@@ -51,15 +51,6 @@ from ledgit.integration.hookblock import (
 )
 from ledgit.storage.board import find_board
 from ledgit.storage.index import Index
-
-DRIVER = "ledgit"
-DRIVER_NAME = "ledgit task merge"
-ATTRIBUTE_LINES = (".ledgit/tasks/*.md merge=ledgit", ".ledgit/history/*.jsonl merge=ledgit")
-
-
-def driver_command(command: str | None = None) -> str:
-    """The ``merge.ledgit.driver`` value (gitattributes(5): Git substitutes %O %A %B %L %P)."""
-    return f"{command or ledgit_command()} merge-driver %O %A %B %L %P"
 
 
 def readable_command(command: str | None = None) -> str:

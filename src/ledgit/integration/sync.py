@@ -53,9 +53,9 @@ from ledgit.integration.syncmerge import (
 )
 from ledgit.integration.taskcheck import LEDGIT_DIR, Finding, task_of, task_paths
 from ledgit.storage.board import Board, find_board
+from ledgit.storage.index import Index
 from ledgit.storage.locate import git_location
 from ledgit.storage.locks import FileLock
-from ledgit.storage.writepath import refresh_index
 
 TRIES = 10  # lost push races before a sync gives up (exit 5)
 LOCK_WAIT = 60.0  # seconds a sync waits for another sync of the same worktree
@@ -313,12 +313,18 @@ def _refresh(repo: pygit2.Repository, board: Board, top: str, before: str | None
     tasks = sorted({t for t in (task_of(p, prefix)
                                 for p in treemerge.changed_paths(repo, old, new))
                     if t is not None})
-    records = []
-    for task in tasks:
-        try:
-            with open(board.task_file(task), "rb") as fh:
-                records.append(parse_record(fh.read(), board.rel(board.task_path(task))))
-        except (OSError, LedgitError):
-            continue  # removed, or not valid: the next read's scan re-checks the file
-    refresh_index(board, records)
+    index = Index.open_existing(board)
+    if index is None:
+        return tasks  # none built yet: the next read builds it
+    try:
+        for task in tasks:
+            path = board.task_file(task)
+            try:
+                with open(path, "rb") as fh:
+                    record = parse_record(fh.read(), board.rel(board.task_path(task)))
+            except (OSError, LedgitError):
+                continue  # removed, or not valid: the next read's stat scan re-checks it
+            index.update_one(record, path)
+    finally:
+        index.close()
     return tasks

@@ -32,7 +32,7 @@ from ledgit.git.forge import driver_settings, unmerged_paths
 from ledgit.git.remotes import last_error
 from ledgit.git.repository import no_git_env, run_git
 from ledgit.git.workupdate import checkout_paths
-from ledgit.integration.install import ATTRIBUTE_LINES, driver_command
+from ledgit.integration.driverconfig import ATTRIBUTE_LINES, driver_command
 from ledgit.storage.board import Board
 
 NOTE = "sync-move.json"
