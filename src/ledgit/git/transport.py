@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,7 @@ AUTO = "auto"
 TRANSPORT_ENV = "LEDGIT_SYNC_TRANSPORT"
 TRANSPORT_CONFIG = "ledgit.syncTransport"
 ZERO = "0" * 40
+FETCH_TRIES = 5  # a fetch that meets another's ref lock is tried again this many times
 _SCP_LIKE = re.compile(r"^[^/:]+:")  # user@host:path (git-clone(1) "GIT URLS")
 
 
@@ -126,11 +128,17 @@ def fetch_branch(repo: pygit2.Repository, cwd: Path, remote: str, branches: Sequ
     removed). Raises LedgitError exit 69 when the remote cannot be reached."""
     specs = [f"+refs/heads/{b}:{tracking_ref(remote, b)}" for b in branches]
     if way == LIBRARY:
-        try:
-            _remote(repo, remote).fetch(specs, message=f"ledgit sync: fetch {remote}",
-                                        prune=pygit2.enums.FetchPrune.PRUNE)
-        except pygit2.GitError as err:
-            raise LedgitError(f"git fetch {remote}: {err}", REMOTE) from None
+        for attempt in range(FETCH_TRIES):
+            try:
+                _remote(repo, remote).fetch(specs, message=f"ledgit sync: fetch {remote}",
+                                            prune=pygit2.enums.FetchPrune.PRUNE)
+                break
+            except pygit2.GitError as err:
+                # another worktree's fetch holds a tracking ref's lock: wait, as Git would
+                # (core.filesRefLockTimeout); anything else is the remote's answer
+                if "lock" not in str(err) or attempt == FETCH_TRIES - 1:
+                    raise LedgitError(f"git fetch {remote}: {err}", REMOTE) from None
+                time.sleep(0.1 * (attempt + 1))
         # pruned: a branch the remote no longer has leaves no tracking ref
         return {b: _ref(repo, tracking_ref(remote, b)) for b in branches}
     proc = run_git(["fetch", "--quiet", "--no-write-fetch-head", remote, *specs], cwd,
@@ -193,7 +201,13 @@ def push_branch(repo: pygit2.Repository, cwd: Path, remote: str, commit: str, br
     if way == CLI:
         proc = run_git(["push", "--porcelain", f"--force-with-lease={ref}:{expect or ''}",
                         remote, f"{commit}:{ref}"], cwd, env=unattended_env(), check=False)
-        return push_outcome(os.fsdecode(proc.stdout), os.fsdecode(proc.stderr), ref)
+        said = os.fsdecode(proc.stderr)
+        outcome = push_outcome(os.fsdecode(proc.stdout), said, ref)
+        if not outcome.reached and proc.returncode == 1:
+            # refused before any ref was sent (a pre-push hook): exit 1, not 128
+            lines = [line.strip() for line in said.splitlines() if line.strip()]
+            return PushOutcome(False, "!", "refused before sending", "; ".join(lines), True)
+        return outcome
     lease = _Lease(ref, expect)
     found = _remote(repo, remote)
     try:

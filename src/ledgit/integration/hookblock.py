@@ -147,16 +147,42 @@ def _ref_hook_block(command: str | None, *, created: bool, chained: bool) -> str
     return _end_block(lines, REF_HOOK, created=created, chained=chained)
 
 
-# post-checkout warms nothing after a checkout that moved nothing (``git checkout -b``) or
-# the one a rebase starts with (its post-rewrite warms the index once at the end): told in the
-# shell, so that no Python process starts for it (:func:`ledgit.hooks.dispatch.warm_up_needed`
-# says the same when the hook is run by hand).
+# The post-* hooks warm this worktree's index, which every read also keeps fresh by itself
+# (DESIGN §8). Warming pays only when many task files changed: a new worktree or clone, a
+# checkout of a distant branch. A pull of a few tasks is left to the next read's stat check,
+# which re-reads those few files (~1 ms each) -- cheaper than a Python process (its start and
+# imports, ~5x `python -c pass`: issue 32 holds each post-* hook within 1.5x). Told in the
+# shell, with one `git diff --name-only`; skipping is always safe. post-checkout also warms
+# nothing after a checkout that moved nothing (``git checkout -b``) or the one a rebase
+# starts with (:func:`ledgit.hooks.dispatch.warm_up_needed` says the same when the hook is
+# run by hand).
+WARM_THRESHOLD = 100  # changed task files from which a post-* hook warms the index
+_TASK_FILES = "':(glob)**/.ledgit/tasks/*.md'"
+
+
+def _few_changed(old: str, new: str) -> str:
+    """A shell test: at most ``$LEDGIT_WARM_THRESHOLD`` (default :data:`WARM_THRESHOLD`)
+    task files differ between the commits ``old`` and ``new`` (shell words; a failing
+    ``git diff`` counts as few)."""
+    return (f'[ "$(git diff --name-only --no-renames {old} {new} -- {_TASK_FILES} '
+            f'2>/dev/null | head -n "$((${{LEDGIT_WARM_THRESHOLD:-{WARM_THRESHOLD}}} + 1))" '
+            f'| wc -l)" -le "${{LEDGIT_WARM_THRESHOLD:-{WARM_THRESHOLD}}}" ]')
+
+
 _CHECKOUT_SKIP = [
     'ledgit_d=$(git rev-parse --git-dir 2>/dev/null) || ledgit_d=/nonexistent',
     'if [ "${1:-}" = "${2:-}" ] && case "${1:-}" in *[!0]*) true ;; *) false ;; esac; then',
     "    :  # the checkout moved nothing",
     'elif [ -d "$ledgit_d/rebase-merge" ] || [ -d "$ledgit_d/rebase-apply" ]; then',
     "    :  # a rebase starts: its post-rewrite warms the index",
+    'elif case "${1:-0}" in *[!0]*) true ;; *) false ;; esac && '
+    + _few_changed('"$1"', '"$2"') + "; then",
+    "    :  # a few task files changed: the next read re-reads them itself",
+]
+# post-merge and post-rewrite: what the merge, pull or rebase brought (ORIG_HEAD..HEAD)
+_MOVE_SKIP = [
+    "if " + _few_changed("ORIG_HEAD", "HEAD") + "; then",
+    "    :  # a few task files changed: the next read re-reads them itself",
 ]
 
 
@@ -180,7 +206,8 @@ def hook_block(name: str, command: str | None = None, *, created: bool = False,
     lines = [
         BEGIN,
         "# Added by `ledgit install`; `ledgit uninstall` removes this block (githooks(5)).",
-        *(skip := _CHECKOUT_SKIP if name == "post-checkout" else []),
+        *(skip := _CHECKOUT_SKIP if name == "post-checkout"
+          else _MOVE_SKIP if name in ("post-merge", "post-rewrite") else []),
         f"{'elif' if skip else 'if'} {guard}; then",
         f'    {cmd} hook {name} "$@" </dev/null{tail}',
         "elif command -v ledgit >/dev/null 2>&1; then",
