@@ -383,9 +383,10 @@ def ledgit_cases(repo: Path, env: dict[str, str], picks: dict[str, Any],
             "ten" if r % 2 == 0 else "main"], repo, env)
 
     def pulled(r: int) -> None:
-        # the two tasks' files as a pull leaves them (no hook ran): the refresh re-reads them
-        sh(["git", "-c", "core.hooksPath=/dev/null", "checkout", "-q",
-            "two" if r % 2 == 0 else "main"], repo, env)
+        # the two tasks' files as a pull leaves them (no hook ran), ORIG_HEAD the tip before
+        came, went = ("two", "main") if r % 2 == 0 else ("main", "two")
+        sh(["git", "-c", "core.hooksPath=/dev/null", "checkout", "-q", came], repo, env)
+        sh(["git", "update-ref", "ORIG_HEAD", went], repo, env)
 
     def drop_index(r: int) -> None:
         for name in ("index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm"):
