@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledgit.core.errors import LedgitError
 from ledgit.core.render import render_record
+from ledgit.core.schema import case_twin_message
 from ledgit.interop.genesis import history_bytes
 from ledgit.interop.incoming import Skip
 from ledgit.storage.safefiles import BOARD_FILE_LIMIT, read_board_file
@@ -42,13 +43,22 @@ def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip
     skipped = list(skips)
     first: dict[str, str] = {}
     existing = set(board.list_ids())
+    folded = {tid.casefold(): tid for tid in existing}
     histories = _stems(board.history_str, ".jsonl")
     for item in incoming:
         tid = item.record.id
         if tid in first:
             skipped.append(Skip(item.where, f"duplicate id {tid} (first at {first[tid]})"))
             continue
+        twin = folded.get(tid.casefold(), tid)
+        if twin != tid:  # issue 36: one file on macOS and Windows
+            where = f", from {first[twin]}" if twin in first else ""
+            skipped.append(Skip(item.where, f"id taken under case folding: {tid}: "
+                                + case_twin_message(board.rel(board.task_file(tid)),
+                                                    board.rel(board.task_file(twin)) + where)))
+            continue
         first[tid] = item.where
+        folded[tid.casefold()] = tid
         if tid not in existing:
             if tid in histories and not (_interrupted_import(board, tid, source, False)
                                          or _ours(board, item, actor, source)):
