@@ -15,6 +15,7 @@ import json
 import os
 import re
 
+from ledgit.core.importroot import add_add_base
 from ledgit.core.merge import describe_provenance, line_merge3, merge_records
 from ledgit.core.record import parse_record
 from ledgit.core.render import render_record
@@ -153,20 +154,28 @@ def merge_task_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: int,
 
     Raises LedgitError/ValueError when a side cannot be parsed (the caller falls back).
     """
+    added: list[str] = []
     if not base.strip():
         rec_o = parse_record(ours, f"{path} (ours)")
         rec_t = parse_record(theirs, f"{path} (theirs)")
         if rec_o == rec_t:
             return render_record(rec_o).encode(), False, []
-        out, _ = line_merge(b"", render_record(rec_o).encode(), render_record(rec_t).encode(),
-                            marker_size)
-        return out, True, [f"{path}: added on both sides with different content, not fused"]
-    rec_b = parse_record(base, f"{path} (base)")
-    rec_o = parse_record(ours, f"{path} (ours)")
-    rec_t = parse_record(theirs, f"{path} (theirs)")
+        root = add_add_base(rec_o, rec_t)
+        if root is None:
+            out, _ = line_merge(b"", render_record(rec_o).encode(),
+                                render_record(rec_t).encode(), marker_size)
+            return out, True, [f"{path}: added on both sides with different content (other "
+                               f"created times: two tasks under one id), not fused"]
+        # One task added twice (two imports): merged against the state both start from.
+        rec_b = root
+        added.append(f"{path}: added on both sides: merged against its import root")
+    else:
+        rec_b = parse_record(base, f"{path} (base)")
+        rec_o = parse_record(ours, f"{path} (ours)")
+        rec_t = parse_record(theirs, f"{path} (theirs)")
     result = merge_records(rec_b, rec_o, rec_t, marker_size, names)
-    notes = [f"{path}: {describe_provenance(k, v, result.rules.get(k))}"
-             for k, v in sorted(result.provenance.items())]
+    notes = added + [f"{path}: {describe_provenance(k, v, result.rules.get(k))}"
+                     for k, v in sorted(result.provenance.items())]
     notes += [f"{path}: {n}" for n in result.notes]
     return render_record(result.record).encode(), bool(result.conflicts), notes
 
@@ -180,7 +189,7 @@ def merge_history_bytes(base: bytes, ours: bytes, theirs: bytes, marker_size: in
 
     task = os.path.splitext(os.path.basename(path))[0]
     res = merge_histories(base.decode(), ours.decode(), theirs.decode(), task, marker_size,
-                          names)
+                          names, added=not base.strip())
     if res.conflict:
         out, _ = line_merge(base, ours, theirs, marker_size)
         return out, True, [f"{path}: {res.problem}"]

@@ -116,7 +116,7 @@ def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size:
                 log.write(n + "\n")
     if conflict:
         task = os.path.splitext(os.path.basename(posix))[0]
-        if posix.endswith(".md") and base.strip():
+        if posix.endswith(".md") and not (notes and notes[-1].endswith("not fused")):
             print(f"ledgit merge-driver: {path}: overlapping edits of the body left with "
                   f"conflict markers; edit the file, then run: ledgit record {task} (it "
                   f"adds the task file and its history to the index)", file=sys.stderr)
