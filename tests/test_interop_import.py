@@ -19,6 +19,7 @@ from gitutil import CliRun
 from shareddata import BEADS_ISSUES
 
 from ledgit.core.history import event_line, parse_events
+from ledgit.core.historycheck import verify
 from ledgit.core.render import render_record
 from ledgit.interop import genesis, historywriter, incoming
 from ledgit.interop import staging as staging_files
@@ -69,9 +70,12 @@ def test_import_then_reimport_is_idempotent_and_changes_become_events(lg: CliRun
     first = objs[0]["id"]
     task_bytes = board.task_path(first).read_bytes()
     assert task_bytes == render_record(beads_to_record(objs[0])).encode()
-    [genesis] = parse_events(board.read_history_text(first) or "", first)
-    assert genesis["op"] == "create" and genesis["actor"] == "importer"
-    assert genesis["meta"] == {"source": "beads", "source_id": first}
+    root, imported = parse_events(board.read_history_text(first) or "", first)
+    assert (root["op"], root["actor"], root["parents"]) == ("create", "ledgit", [])
+    assert "meta" not in root  # the import root: the task's id and created alone
+    assert imported["op"] == "import" and imported["actor"] == "importer"
+    assert imported["parents"] == [root["id"]]
+    assert imported["meta"] == {"source": "beads", "source_id": first}
     snapshot = {tid: (board.task_path(tid).read_bytes(), board.history_path(tid).read_bytes())
                 for tid in board.list_ids()}
 
@@ -94,8 +98,8 @@ def test_import_then_reimport_is_idempotent_and_changes_become_events(lg: CliRun
     assert board.read(first).fields["title"] == "A new title"
     assert board.read(tomb["id"]).fields["status"] == "archived"
     events = parse_events(board.read_history_text(tomb["id"]) or "", tomb["id"])
-    assert [e["op"] for e in events] == ["create", "import"]
-    assert events[1]["at"] == "2026-02-02T00:00:00.000000Z"
+    assert [e["op"] for e in events] == ["create", "import", "import"]
+    assert events[2]["at"] == "2026-02-02T00:00:00.000000Z"
     assert verify_board(board) == []
 
 
@@ -294,8 +298,9 @@ def test_history_bytes_are_the_genesis_events(tmp_path: Path) -> None:
         item = incoming.Incoming(beads_to_record(obj), "x", obj["id"])
         slow = "".join(event_line(e) for e in genesis.genesis_events(item, "Ölga", "beads"))
         assert genesis.history_bytes(item, "Ölga", "beads") == slow.encode("utf-8")
-        [event] = parse_events(slow, obj["id"])
-        assert event["after"] == item.record.revision
+        root, event = parse_events(slow, obj["id"])
+        assert event["after"] == item.record.revision and event["parents"] == [root["id"]]
+        assert verify(obj["id"], slow, item.record) == []
 
 
 def test_what_a_power_loss_leaves_is_completed(lg: CliRun, tmp_path: Path) -> None:

@@ -314,7 +314,7 @@ def test_a_change_at_the_source_only_is_one_import_event(lg: CliRun, tmp_path: P
     code, summary, err = _import(lg, src)
     assert code == 0, err
     assert (summary["updated"], summary["merged"], summary["unchanged"]) == (1, 0, 2)
-    assert [e["op"] for e in _events(lg, "bd-t002")] == ["create", "import"]
+    assert [e["op"] for e in _events(lg, "bd-t002")] == ["create", "import", "import"]
     assert _get(lg, "bd-t002")["title"] == "Retitled upstream"
 
 
@@ -339,11 +339,11 @@ def test_changes_on_both_sides_merge_and_the_next_import_is_unchanged(
     code, out, _ = lg("get", "bd-t000", "--json")
     assert "More upstream." in json.loads(out)["body"]
     events = _events(lg, "bd-t000")
-    assert [e["op"] for e in events] == ["create", "update", "import", "merge"]
+    assert [e["op"] for e in events] == ["create", "import", "update", "import", "merge"]
     # The import event branches from the last import: its state is the source's record,
     # so the history alone gives the next re-import its base.
-    assert events[2]["parents"] == [events[0]["id"]]
-    assert sorted(events[3]["parents"]) == sorted([events[1]["id"], events[2]["id"]])
+    assert events[3]["parents"] == [events[1]["id"]]
+    assert sorted(events[4]["parents"]) == sorted([events[2]["id"], events[3]["id"]])
     assert lg("verify", "--all")[0] == 0
     _commit_all(lg.root, "re-import")
     code, out, err = lg("verify", "--range", "HEAD~1..HEAD")

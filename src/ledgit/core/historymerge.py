@@ -8,7 +8,7 @@ a task file's merge needs no history, patch or hashing code.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledgit.core.history import (
@@ -25,6 +25,7 @@ from ledgit.core.history import (
     replay,
     topological_order,
 )
+from ledgit.core.importroot import is_root
 from ledgit.core.merge import MergeResult, merge_records
 from ledgit.core.record import Record, record_from_state
 from ledgit.core.revision import revision_of, sha256_function
@@ -97,13 +98,17 @@ def _checked_events(text: str, task: str) -> list[dict[str, Any]]:
 
 
 def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
-                    marker_size: int = 7, names: tuple[str, str] | None = None) -> HistoryMerge:
+                    marker_size: int = 7, names: tuple[str, str] | None = None, *,
+                    added: bool = False) -> HistoryMerge:
     """Merge two histories of one task (DESIGN §7): the union of both sides' events by id, in
     a deterministic topological order, plus one ``merge`` event whose parents are the sorted
     heads, ``at`` the latest parent's, actor ``ledgit``, and state
     ``merge_records(state at the common ancestor, state at one head, state at the other)``.
 
-    ``names``: as for :func:`merge_records` (used when each side has one head).
+    ``names``: as for :func:`merge_records` (used when each side has one head). ``added``:
+    the file is new on both sides (Git's add/add: its base holds no such file); when the
+    union's genesis is then an import root (:mod:`ledgit.core.importroot`: one task
+    imported twice), the state is merged against that root, as the task file's add/add is.
     Symmetric in ours/theirs. Raises HistoryError when a side cannot be parsed or replayed;
     returns ``conflict=True`` (text = None-free marker text is the caller's job) only when the
     two sides share no genesis.
@@ -128,6 +133,12 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
     # against the base's head too when it is known and the sides have one head each; the
     # result then equals the merged task file, and the history head agrees with it.
     base_head = _single_head(base_text, task)
+    added_twice = False
+    if added and base_head is None:
+        # One task added twice (Git's base has no history): two imports share their import
+        # root, which is then the base, as for the task file (docs/merge.md)
+        base_head = import_root_of(union, states)
+        added_twice = base_head is not None
     ours_head, theirs_head = heads(ours), heads(theirs)
     rec: Record | None = None
     result: MergeResult | None = None
@@ -164,11 +175,21 @@ def merge_histories(base_text: str, ours_text: str, theirs_text: str, task: str,
     if result is not None and result.conflicts:
         meta["conflicts"] = result.conflicts
     note = (f"merged {len(hs)} heads" if len(hs) > 1
+            else "the merge of two imports against their import root" if added_twice
             else "the merge of the task file against Git's base (a cherry-pick or revert)")
     event = new_event(parents=hs, at=at, actor="ledgit", op=MERGE_OP,
                       before_state=states[hs[0]], after_state=rec.state(),
                       note=note, meta=meta or None)
     return HistoryMerge(render_history([*union, event]), False, event, result)
+
+
+def import_root_of(events: Sequence[Event], states: Mapping[str, Any]) -> str | None:
+    """The id of the genesis of ``events`` (``states``: their replayed states) when it is an
+    import root (:func:`ledgit.core.importroot.is_root`), else None."""
+    for event in events:
+        if not event["parents"]:
+            return event["id"] if is_root(event, states[event["id"]]) else None
+    return None
 
 
 def _single_head(text: str, task: str) -> str | None:

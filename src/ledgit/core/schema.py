@@ -17,7 +17,7 @@ from ledgit.core.errors import LedgitError, located
 from ledgit.core.timestamps import normalize_timestamp
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any, NoReturn
 
 STATUSES = ("open", "in_progress", "waiting", "monitoring", "parked", "done", "dropped",
@@ -52,6 +52,34 @@ COMMIT_RE = re.compile(r"[0-9a-fA-F]{4,64}")
 def is_valid_id(text: str) -> bool:
     """True when ``text`` may name a task: no path separators, no ``..``, no NUL."""
     return bool(ID_RE.fullmatch(text)) and ".." not in text
+
+
+ID_CASE_RULE = "id-case"  # two task ids equal under case folding (issue 36)
+
+
+def case_twins(ids: Iterable[str], new: Iterable[str] | None = None) -> list[tuple[str, str]]:
+    """Pairs ``(id, other)`` of distinct task ids equal under case folding (``T-abc`` and
+    ``T-ABC``: one file on macOS and Windows, whose file systems ignore case), sorted: for
+    each id of ``new`` (default: every id) each other id of ``ids`` (``new`` included) with
+    the same ``casefold()``. O(len(ids))."""
+    everyone = set(ids)
+    wanted = everyone if new is None else set(new)
+    everyone |= wanted
+    by_key: dict[str, list[str]] = {}
+    for tid in everyone:
+        by_key.setdefault(tid.casefold(), []).append(tid)
+    pairs = []
+    for tid in wanted:
+        pairs += [(tid, other) for other in by_key[tid.casefold()] if other != tid]
+    return sorted(pairs)
+
+
+def case_twin_message(task_path: str, other_path: str) -> str:
+    """What is said of a task whose id equals another's under case folding, naming both
+    files (repository- or board-relative paths)."""
+    return (f"its id equals another task's under case folding ({task_path} and {other_path}):"
+            f" on a case-insensitive file system (macOS, Windows) the two are one file; give"
+            f" one of them another id")
 
 
 _MAX_KEY = 256  # YAML readers refuse implicit keys longer than 1024 characters

@@ -112,6 +112,7 @@ class StagedReader:
                 "--no-renames", "--no-abbrev", "HEAD", "--", pathspec]
         pipe = subprocess.PIPE
         self.raw = b""
+        self._cwd = cwd
         self._diff = subprocess.Popen(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=pipe,
                                       stderr=pipe)
         try:
@@ -142,6 +143,16 @@ class StagedReader:
             raise LedgitError(f"git cat-file --batch: {last_line(err)}", USAGE)
         return batch_contents(out, names)
 
+    def listed(self, directory: str) -> list[str]:
+        """The repository paths the index Git gave the hook holds under ``directory``
+        (relative to ``cwd``, the work tree top): one ``git ls-files -z``, started only when
+        asked (a commit that adds a task file). Raises LedgitError (2) when git fails."""
+        proc = subprocess.run(["git", "--literal-pathspecs", "ls-files", "-z", "--",
+                               directory], cwd=self._cwd, capture_output=True, check=False)
+        if proc.returncode != 0:
+            raise LedgitError(f"git ls-files: {last_line(proc.stderr)}", USAGE)
+        return [os.fsdecode(p) for p in proc.stdout.split(b"\0") if p]
+
     def close(self) -> None:
         """End both processes (a process still running is killed: it only reads)."""
         self._end(self._cat)
@@ -159,6 +170,16 @@ class StagedReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def listed_paths(cwd: Path, directory: str) -> list[str]:
+    """The repository paths the index (:func:`index_path`) holds under ``directory`` (a
+    repository path): one ``git ls-files -z --full-name``, run at the work tree top."""
+    paths = require_repo(cwd)
+    env = {**no_git_env(), "GIT_INDEX_FILE": str(index_path(cwd, paths))}
+    args = ["--literal-pathspecs", "ls-files", "-z", "--full-name", *pathspec(directory)]
+    out = run_git(args, paths.toplevel or paths.git_dir, env=env).stdout
+    return [os.fsdecode(p) for p in out.split(b"\0") if p]
 
 
 def conflicted_paths(cwd: Path, prefix: str) -> list[str]:

@@ -365,6 +365,23 @@ class TreeReader:
         self._blobs[key] = data
         return data
 
+    def names(self, rev: str, directory: str) -> list[str]:
+        """The repository paths of the blobs directly in ``directory`` (a repository path
+        ending in ``/``) at ``rev``; [] when there is no such directory. One tree listing,
+        not a blob read."""
+        if self.repo is None:
+            return sorted(p for p in _ls_tree(self.cwd, rev, directory)
+                          if "/" not in p[len(directory):])
+        try:
+            tree = self._tree(rev)[directory.rstrip("/")]
+        except KeyError:
+            return []
+        pygit2 = _pygit2()
+        if not isinstance(tree, pygit2.Tree):
+            return []
+        return sorted(directory + os.fsdecode(entry.raw_name) for entry in tree
+                      if isinstance(entry, pygit2.Blob))
+
     def diff_paths(self, old: str, new: str) -> list[str]:
         """:func:`tree_diff_paths`: the board paths that differ between two commits."""
         if self.repo is None:

@@ -12,7 +12,14 @@ import os
 import sys
 
 from ledgit.core.errors import print_traceback
-from ledgit.core.filemerge import board_file_kind, is_binary, line_merge, merge_board_file
+from ledgit.core.filemerge import (
+    board_file_kind,
+    content_kind,
+    content_path,
+    is_binary,
+    line_merge,
+    merge_board_file,
+)
 from ledgit.git.mergenames import side_names
 
 
@@ -56,10 +63,12 @@ def _merge_as_git(data: tuple[bytes, bytes, bytes], paths: tuple[str, str, str],
 
 
 def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
-        path: str, labels: tuple[str, ...] = ()) -> int:
+        path: str, labels: tuple[str, ...] = (), *, named: bool = True) -> int:
     """Merge the files Git names; write %A; return 0 clean, 1 conflicted, 2 when a file
     cannot be read or written (one line on stderr; %A is left as it is). ``labels``: %X and
-    %Y when Git passes them (Git 2.44 and later)."""
+    %Y when Git passes them (Git 2.44 and later). ``named`` False: Git gave no ``%P`` (a
+    driver line without it), so ``path`` is a temporary name and a task file or history is
+    known by its content (:func:`ledgit.core.filemerge.board_file_kind`)."""
     try:
         base, ours, theirs = _read(base_path), _read(ours_path), _read(theirs_path)
     except OSError as exc:
@@ -68,7 +77,7 @@ def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
         return 2
     try:
         return _merge(base, ours, theirs, ours_path, marker_size, path,
-                      (base_path, theirs_path), side_names(labels))
+                      (base_path, theirs_path), side_names(labels), named)
     except OSError as exc:
         print(f"ledgit merge-driver: {path}: cannot write {exc.filename or ours_path}: "
               f"{exc.strerror or exc}", file=sys.stderr)
@@ -76,9 +85,16 @@ def run(base_path: str, ours_path: str, theirs_path: str, marker_size: int,
 
 
 def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size: int,
-           path: str, others: tuple[str, str], names: tuple[str, str] | None) -> int:
+           path: str, others: tuple[str, str], names: tuple[str, str] | None,
+           named: bool = True) -> int:
     posix = path.replace(os.sep, "/")
     kind = board_file_kind(posix)
+    if kind is None and not named:  # Git's temporary names: the content says what it is
+        for side in (ours, theirs, base):
+            kind = content_kind(side)
+            if kind is not None:
+                path = posix = content_path(kind, side) or posix
+                break
     try:
         if kind is None:
             return _merge_as_git((base, ours, theirs), (others[0], ours_path, others[1]),
@@ -100,7 +116,7 @@ def _merge(base: bytes, ours: bytes, theirs: bytes, ours_path: str, marker_size:
                 log.write(n + "\n")
     if conflict:
         task = os.path.splitext(os.path.basename(posix))[0]
-        if posix.endswith(".md") and base.strip():
+        if posix.endswith(".md") and not (notes and notes[-1].endswith("not fused")):
             print(f"ledgit merge-driver: {path}: overlapping edits of the body left with "
                   f"conflict markers; edit the file, then run: ledgit record {task} (it "
                   f"adds the task file and its history to the index)", file=sys.stderr)
@@ -121,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: ledgit merge-driver %O %A %B %L %P", file=sys.stderr)
         return 2
     marker = int(args[3]) if len(args) > 3 and args[3].isdigit() else 7
-    path = args[4] if len(args) > 4 else args[1]
-    return run(args[0], args[1], args[2], marker, path, tuple(args[6:8]))
+    named = len(args) > 4 and args[4] not in ("", "%P")
+    path = args[4] if named else args[1]
+    return run(args[0], args[1], args[2], marker, path, tuple(args[6:8]), named=named)
 
 
 if __name__ == "__main__":

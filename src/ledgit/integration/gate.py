@@ -37,6 +37,7 @@ from ledgit.integration.taskcheck import (
     TASK_SUFFIX,
     TASKS,
     Finding,
+    check_case,
     check_files,
     check_growth,
     check_task,
@@ -200,6 +201,7 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
     found: list[Finding] = []
     notes: list[str] = []
     board_dir = f"{prefix}{LEDGIT_DIR}/"
+    tasks_dir = f"{board_dir}{TASKS}/"
     for commit in commits:
         mine = parents.get(commit, [])
         if (mine[0] if mine else None) not in seen:
@@ -209,6 +211,12 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
             found += more
         first = objects.changed_paths(cwd, commit, board_dir)
         changed = {t for t in (task_of(p, prefix) for p in first) if t is not None}
+        added = [p for p in first if p.startswith(tasks_dir) and p.endswith(TASK_SUFFIX)
+                 and reader.blob(commit, p) is not None
+                 and (not mine or reader.blob(mine[0], p) is None)]
+        if added:  # no two ids equal under case folding (issue 36)
+            found += [f for f in check_case(prefix, reader.names(commit, tasks_dir), added,
+                                            commit) if f not in found]
         for tid in sorted(changed):
             md, hist = task_paths(prefix, tid)
             found += [f for f in check_task(tid, md, reader.blob(commit, md), hist,

@@ -24,7 +24,9 @@ from ledgit.git import gitindex, objects, repository
 from ledgit.git.refs import merge_base, squashed_tip
 from ledgit.integration.links import LINK_RULE, link_message, links_in_raw, staged_links
 from ledgit.integration.taskcheck import (
+    TASK_SUFFIX,
     Finding,
+    check_case,
     check_growth,
     check_task,
     prefix_of,
@@ -75,7 +77,8 @@ def check_in_hook(cwd: str, reader: gitindex.StagedReader) -> int | None:
         for path, (head, oid) in boards[prefix].items():
             staged[path] = None if oid is None else blobs[oid]
             at_head[path] = None if head is None else blobs[head]
-        problems += check_staged(prefix, staged, at_head.get, tasks, notes, cwd)
+        problems += check_staged(prefix, staged, at_head.get, tasks, notes, cwd,
+                                 reader.listed)
     return report(problems, tasks, notes)
 
 
@@ -105,7 +108,8 @@ def pre_commit(cwd: Path) -> int:
         at_head = {**objects.blobs_at(cwd, None, _halves(prefix, pairs)),
                    **{path: head for path, (head, _) in pairs.items()}}
         staged = {path: blob for path, (_, blob) in pairs.items()}
-        problems += check_staged(prefix, staged, at_head.get, tasks, notes, str(top))
+        problems += check_staged(prefix, staged, at_head.get, tasks, notes, str(top),
+                                 lambda directory: gitindex.listed_paths(cwd, directory))
     problems += check_operation(cwd, paths, tasks, notes)
     return report(problems, tasks, notes)
 
@@ -126,7 +130,8 @@ def _board_prefix(cwd: str, top: str) -> str | None:
 
 def check_staged(prefix: str, staged: Mapping[str, bytes | None],
                  other: Callable[[str], bytes | None], tasks: list[str],
-                 notes: list[str] | None = None, top: str | None = None) -> list[Finding]:
+                 notes: list[str] | None = None, top: str | None = None,
+                 listed: Callable[[str], list[str]] | None = None) -> list[Finding]:
     """The problems of the staged tasks of one board (``prefix``: ``""`` or ``"sub/"``).
 
     ``staged``: repository path -> staged blob (None: deleted), the paths under the board
@@ -135,7 +140,10 @@ def check_staged(prefix: str, staged: Mapping[str, bytes | None],
     task removed) to ``notes``. A staged config must load too, a staged temp file of an
     interrupted write is refused (issue 13), and a staged history must keep every event of
     HEAD's (:func:`ledgit.integration.taskcheck.check_growth`). ``top``: the work tree, to tell
-    a pair staged by half (the other file changed but not staged) from a hand edit."""
+    a pair staged by half (the other file changed but not staged) from a hand edit.
+    ``listed(directory)``: the paths the index holds in a directory; asked only when a task
+    file is added, whose id must not equal another's in the index under case folding
+    (:func:`ledgit.integration.taskcheck.check_case`)."""
     problems: list[Finding] = []
     temp_dir = f"{prefix}{LEDGIT_DIR}/{TASKS_DIR}/"
     for path in sorted(staged):
@@ -177,6 +185,10 @@ def check_staged(prefix: str, staged: Mapping[str, bytes | None],
     config = f"{prefix}{LEDGIT_DIR}/config.yaml"
     if staged.get(config) is not None:
         problems += _check_config(config, staged[config] or b"")
+    added = [p for p in staged if p.startswith(temp_dir) and p.endswith(TASK_SUFFIX)
+             and staged[p] is not None and other(p) is None and task_of(p, prefix)]
+    if added and listed is not None:
+        problems += check_case(prefix, listed(temp_dir), added)
     return problems
 
 

@@ -37,7 +37,8 @@ from ledgit.core.history import (
     replay,
     strip_lines,
 )
-from ledgit.core.historymerge import best_common_ancestor, merge_histories
+from ledgit.core.historymerge import best_common_ancestor, import_root_of, merge_histories
+from ledgit.core.importroot import add_add_base
 from ledgit.core.merge import describe_provenance, merge_records
 from ledgit.core.record import Record, parse_record, record_from_state
 from ledgit.core.render import render_record
@@ -60,6 +61,12 @@ class Sides(NamedTuple):
     ours: bytes | None
     theirs: bytes | None
     source: str
+
+
+def _added(sides: Sides) -> bool:
+    """Whether the stages say the file is new on both sides (Git's add/add: no stage 1)."""
+    return sides.source == "stages" and not sides.base and sides.ours is not None \
+        and sides.theirs is not None
 
 
 class Outcome(NamedTuple):
@@ -237,7 +244,8 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
             assert hsides.ours is not None and hsides.theirs is not None
             res = merge_histories("", hsides.ours.decode("utf-8", errors="replace"),
                                   hsides.theirs.decode("utf-8", errors="replace"), task,
-                                  marker_size, names if hsides.source == "stages" else None)
+                                  marker_size, names if hsides.source == "stages" else None,
+                                  added=_added(hsides))
             if res.conflict:
                 lines.append(f"{hist_path}: {res.problem}; not fused (two different tasks "
                              f"under one id?)")
@@ -322,6 +330,9 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
                 base_from = "index stage 1" if msides.source == "stages" else "diff3 base"
             except LedgitError:
                 base = None
+        if base is None and _added(msides) and import_root_of(events, states) is not None:
+            base = add_add_base(ours, theirs)  # one task imported twice: the history's base
+            base_from = "the import root (added on both sides)" if base else base_from
         if base is None or msides.source == "markers":
             by_rev = {_rev(s): eid for eid, s in states.items()}
             a, b = by_rev.get(ours.revision), by_rev.get(theirs.revision)

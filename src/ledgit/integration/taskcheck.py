@@ -28,6 +28,7 @@ from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.markers import RULE as MARKER_RULE
 from ledgit.core.markers import marker_problem
 from ledgit.core.record import Record, parse_record
+from ledgit.core.schema import ID_CASE_RULE, case_twin_message, case_twins
 
 LEDGIT_DIR = ".ledgit"
 TASKS = "tasks"
@@ -200,9 +201,10 @@ def check_files(files: Mapping[str, bytes], prefix: str, ids: Iterable[str] | No
                 commit: str | None = None, *, full: bool = True) -> tuple[int, list[Finding]]:
     """Check the tasks of a snapshot ``{repository path: bytes}`` (a tree or the index).
 
-    ``ids``: the tasks to check (default: every task with a file in ``files``). ``full``:
-    every rule (:func:`check_task`), else only heads and markers. Returns (tasks checked,
-    findings).
+    ``ids``: the tasks to check (default: every task with a file in ``files``, and then
+    also no two task files whose ids are equal under case folding, :func:`check_case`).
+    ``full``: every rule (:func:`check_task`), else only heads and markers. Returns (tasks
+    checked, findings).
     """
     wanted = set(ids) if ids is not None else {
         t for t in (task_of(p, prefix) for p in files) if t is not None}
@@ -211,7 +213,26 @@ def check_files(files: Mapping[str, bytes], prefix: str, ids: Iterable[str] | No
     for tid in sorted(wanted):
         md, hist = task_paths(prefix, tid)
         found += check(tid, md, files.get(md), hist, files.get(hist), commit)
+    if ids is None:
+        found += check_case(prefix, [p for p in files if p.endswith(TASK_SUFFIX)],
+                            commit=commit)
     return len(wanted), found
+
+
+def check_case(prefix: str, task_files: Iterable[str], new: Iterable[str] | None = None,
+               commit: str | None = None) -> list[Finding]:
+    """One ``id-case`` finding per task file of ``new`` (repository paths; default: all of
+    ``task_files``) whose id equals another task file's id among ``task_files`` (the board
+    ``prefix``'s task files in the snapshot) under case folding -- one file on macOS and
+    Windows (:func:`ledgit.core.schema.case_twins`; issue 36) -- naming both paths."""
+    ids = [t for t in (task_of(p, prefix) for p in task_files) if t is not None]
+    entering = None if new is None else [t for t in (task_of(p, prefix) for p in new)
+                                          if t is not None]
+    found = []
+    for tid, other in case_twins(ids, entering):
+        md, twin = task_paths(prefix, tid)[0], task_paths(prefix, other)[0]
+        found.append(Finding(md, 0, ID_CASE_RULE, case_twin_message(md, twin), commit))
+    return found
 
 
 # --------------------------------------------------------------------------- growth

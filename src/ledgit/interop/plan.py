@@ -10,8 +10,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledgit.core.errors import LedgitError
+from ledgit.core.importroot import ROOT_ACTOR
 from ledgit.core.render import render_record
-from ledgit.interop.genesis import history_bytes
+from ledgit.core.schema import case_twin_message
+from ledgit.interop.genesis import IMPORT_OP, history_bytes
 from ledgit.interop.incoming import Skip
 from ledgit.storage.safefiles import BOARD_FILE_LIMIT, read_board_file
 
@@ -42,13 +44,22 @@ def plan_import(board: Board, incoming: Iterable[Incoming], skips: Iterable[Skip
     skipped = list(skips)
     first: dict[str, str] = {}
     existing = set(board.list_ids())
+    folded = {tid.casefold(): tid for tid in existing}
     histories = _stems(board.history_str, ".jsonl")
     for item in incoming:
         tid = item.record.id
         if tid in first:
             skipped.append(Skip(item.where, f"duplicate id {tid} (first at {first[tid]})"))
             continue
+        twin = folded.get(tid.casefold(), tid)
+        if twin != tid:  # issue 36: one file on macOS and Windows
+            where = f", from {first[twin]}" if twin in first else ""
+            skipped.append(Skip(item.where, f"id taken under case folding: {tid}: "
+                                + case_twin_message(board.rel(board.task_file(tid)),
+                                                    board.rel(board.task_file(twin)) + where)))
+            continue
         first[tid] = item.where
+        folded[tid.casefold()] = tid
         if tid not in existing:
             if tid in histories and not (_interrupted_import(board, tid, source, False)
                                          or _ours(board, item, actor, source)):
@@ -125,20 +136,27 @@ def _read_or_none(board: Board, tid: str) -> Record | None:
 
 def _interrupted_import(board: Board, tid: str, source: str, file_ok: bool) -> bool:
     """True for what a crash in the middle of a bulk import of ``source`` leaves: a history
-    that is missing, empty or torn, or (when the task file is missing or unreadable,
-    ``file_ok`` False) one that holds only the genesis event such an import wrote."""
+    that is missing, empty or torn (its last line cut short), or (when the task file is
+    missing or unreadable, ``file_ok`` False) one that holds only what such an import wrote:
+    the import root and one ``import`` event of ``source`` (docs/interop.md)."""
     text = board.read_history_text(tid)
     if text is None or not text.strip():
         return True
     lines = text.strip().split("\n")
-    try:
-        event = json.loads(lines[0])
-    except (ValueError, RecursionError):
-        return len(lines) == 1  # a torn genesis line: nothing was written after it
-    if file_ok or len(lines) != 1:
+    events = []
+    for n, line in enumerate(lines):
+        try:
+            events.append(json.loads(line))
+        except (ValueError, RecursionError):
+            return n == len(lines) - 1 and n < 2  # torn: nothing was written after it
+    if file_ok or len(events) != 2 or not all(isinstance(e, dict) for e in events):
         return False
-    return (isinstance(event, dict) and not event.get("parents") and event.get("op") == "create"
-            and isinstance(event.get("meta"), dict) and event["meta"].get("source") == source)
+    root, first = events
+    meta = first.get("meta")
+    return (root.get("op") == "create" and root.get("actor") == ROOT_ACTOR
+            and not root.get("parents") and first.get("op") == IMPORT_OP
+            and first.get("parents") == [root.get("id")] and isinstance(meta, dict)
+            and meta.get("source") == source)
 
 
 def _stems(path: Any, suffix: str) -> set[str]:

@@ -35,6 +35,7 @@ import jsonschema
 
 from ledgit.core.errors import USAGE, LedgitError, located
 from ledgit.core.history import HistoryError, parse_events, replay, topological_order
+from ledgit.core.importroot import is_root
 from ledgit.core.merge import NO_ACCOUNT
 from ledgit.core.record import Record, make_record
 from ledgit.core.schema import is_valid_id
@@ -336,7 +337,7 @@ def record_to_ledger(record: Record, history: str | None = None) -> dict[str, An
                                                                kv[0])):
             commits.append({"id": cid, "task_id": task_id,
                              **{k: c.get(k) for k in COMMIT_KEYS[2:]}})
-    # Events of the history that are not the import itself: one commit each.
+    # Events of the history that are not the import itself (nor its root): one commit each.
     events: list[dict[str, Any]] = []
     states: dict[str, Any] = {}
     if history:
@@ -349,7 +350,7 @@ def record_to_ledger(record: Record, history: str | None = None) -> dict[str, An
     previous_state: dict[str, Any] = {}
     for e in events:
         state = states.get(e["id"], {})
-        if (e.get("meta") or {}).get("source") == SOURCE:
+        if (e.get("meta") or {}).get("source") == SOURCE or is_root(e, state):
             previous_state = state
             continue
         cid = _uuid("commit", e["id"])

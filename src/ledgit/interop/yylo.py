@@ -6,8 +6,8 @@ matter + marked body and response blocks) and every change in a hash-chained NDJ
 style ``changes`` on top-level keys). The importer replays the ledger (checking its hash
 chain: ``event_sha256`` = sha256 of the canonical JSON of the event without it, each
 ``previous_event_sha256`` the line before), so every YYLO event becomes one event of the ledgit
-history (op ``create`` for the first, ``import`` with ``meta.source_op`` = the YYLO operation
-for the rest, at the YYLO timestamp, actor ``yylo:<source>``). The ``.md`` file is the
+history under the task's import root (op ``import`` with ``meta.source_op`` = the YYLO
+operation, at the YYLO timestamp, actor ``yylo:<source>``). The ``.md`` file is the
 current state: an edit YYLO never recorded (no ``reconcile``) becomes one more ``import``
 event. Values in the ``.md`` are read without implicit typing and take their JSON type from
 the ledger where the two agree.

@@ -162,9 +162,10 @@ def build_tools(boards: Boards) -> list[Tool]:
 
     def mutation(board: Board, task: str, by: str | None, expect: str | None,
                  op: Callable[..., Any], *, take_over: bool = False,
-                 offline: bool = False) -> Written:
+                 offline: bool = False, lease_op: str | None = None) -> Written:
         written, record, result, actor = write_task(task, by, expect, op, board,
-                                                    take_over=take_over, offline=offline)
+                                                    take_over=take_over, offline=offline,
+                                                    lease_op=lease_op)
         return Written(id=record.id, op=result.op, status=record.fields["status"],
                        revision=record.revision, actor=actor, meta=result.meta or {},
                        written=written)
@@ -292,17 +293,20 @@ def build_tools(boards: Boards) -> list[Tool]:
               ) -> Annotated[CallToolResult, Written]:
         """Claim a task (in_progress, a lease), renew it (heartbeat) or give it up
         (release). take_over: a stale claim or an expired remote lease; force: dependencies
-        not done; offline: no remote lease (docs/leases.md)."""
+        not done; offline: no remote lease (docs/leases.md). heartbeat/release of a task
+        here showing no claim of yours still renew/release your remote lease (written
+        false, meta.lease)."""
         def run(board: Board) -> Written:
             if action == "heartbeat":
                 return mutation(board, task, by, expect,
                                 lambda r, a, now, ttl: claims.heartbeat(r, by=a, now=now,
                                                                         ttl=ttl),
-                                offline=offline)
+                                offline=offline, lease_op="heartbeat")
             if action == "release":
                 return mutation(board, task, by, expect,
                                 lambda r, a, now, ttl: claims.release(r, by=a, now=now, ttl=ttl,
-                                                                   note=note))
+                                                                   note=note),
+                                lease_op="release")
 
             def op(r: Any, a: str, now: str, ttl: int) -> Any:
                 deps = {d: status_of(board, d) for d in r.fields.get("depends_on", [])}

@@ -6,17 +6,7 @@ that remote, written by compare-and-swap (:mod:`ledgit.git.leases`), so that two
 both hold a task: the ref has one value at a time and every change is a CAS on the value the
 writer last saw.
 
-The record (the lease commit's message: a subject line, a blank line, canonical JSON)::
-
-    {"v": 1, "task", "state": "held"|"ended", "by", "at", "renewed", "expires", "ttl",
-     "revision", "op"?, "took_over_from"?, "nonce"}
-
-``held``: ``by`` holds the task since ``at``, last renewed at ``renewed``, until ``expires``
-(``renewed + ttl``, by the writer's clock). ``ended``: ``by`` ended the task with ``op``
-(complete, drop, park, archive, wait, monitor) at ``at``; ``revision`` is the task's revision
-*before* that event, so a clone knows the end once its history holds an event from that
-revision with that op and actor (:func:`end_known`). An end marker keeps a clone that has not
-pulled from claiming the task again; it runs out after :data:`ENDED_KEEP`.
+The record itself (its fields, the commit message): :mod:`ledgit.operations.leaserecord`.
 
 Clock skew: expiry compares the writer's clock (``expires``) with the reader's. A takeover
 waits :func:`skew_allowance` past ``expires`` (a tenth of the TTL, at most 30 s); clocks of
@@ -31,8 +21,8 @@ the holder and when the lease runs out; an unreachable remote, or one refusing t
 
 from __future__ import annotations
 
-import json
 import os
+import shlex
 import sys
 import time
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -40,21 +30,25 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ledgit.core.errors import BUSY, CLAIM, REMOTE, LedgitError
 from ledgit.core.readout import epoch_seconds, format_duration
 from ledgit.git import leases as gitleases
+from ledgit.operations.leaserecord import (
+    ENDED_KEEP,
+    Lease,
+    lease_view,
+    parse,
+    render,
+    skew_allowance,
+    stamp,
+)
+from ledgit.storage.actor import actor_name
+from ledgit.storage.cloneid import clone_id
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
     from ledgit.storage.board import Board
 
-VERSION = 1
 CACHE_WINDOW = 10.0  # seconds: list/ready reuse a fetch of the leases this recent
-ENDED_KEEP = 86400  # seconds an end marker stays on the remote (then it may be pruned)
-MAX_SKEW = 30  # seconds: the most a takeover waits past `expires`
 ATTEMPTS = 5  # CAS rounds before giving up with exit 5 (the ref kept changing)
-# Ops that end a claim on the remote with an end marker, and how the loser is told.
-END_OPS = {"complete": "completed", "drop": "dropped", "park": "parked",
-           "archive": "archived", "wait": "put on wait", "monitor": "put on monitoring"}
-LEASE_OPS = ("claim", "heartbeat", "release", *END_OPS)
 
 
 class Site(NamedTuple):
@@ -64,113 +58,6 @@ class Site(NamedTuple):
     cwd: str
     remote: str
     private: str
-
-
-class Lease(NamedTuple):
-    """One lease record (see the module doc); ``oid``: the commit holding it on the remote
-    ("" before it is pushed)."""
-
-    task: str
-    state: str
-    by: str
-    at: str
-    renewed: str
-    expires: str
-    ttl: int
-    revision: str
-    op: str = ""
-    took_over_from: str = ""
-    nonce: str = ""
-    oid: str = ""
-
-    def expires_at(self) -> float:
-        """``expires`` in epoch seconds."""
-        return epoch_seconds(self.expires)
-
-    def live(self, now: float) -> bool:
-        """Whether the lease has not run out at ``now`` (epoch seconds, the reader's clock)."""
-        return now <= self.expires_at()
-
-    def how(self) -> str:
-        """``completed by bob at T`` for an end marker, ``leased by bob since T`` else."""
-        if self.state == "ended":
-            return f"{END_OPS.get(self.op, self.op)} by {self.by} at {self.at}"
-        return f"leased by {self.by} since {self.at}"
-
-
-def stamp(epoch: float) -> str:
-    """RFC 3339 UTC with microseconds (ledgit's canonical form) of ``epoch`` seconds."""
-    seconds, micro = divmod(int(round(epoch * 1_000_000)), 1_000_000)
-    t = time.gmtime(seconds)
-    return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
-            f"{t.tm_sec:02d}.{micro:06d}Z")
-
-
-def skew_allowance(ttl: int) -> float:
-    """Seconds a takeover waits past a lease's ``expires``: a tenth of ``ttl``, at most
-    :data:`MAX_SKEW` (the clock-skew bound between agents, docs/leases.md)."""
-    return min(MAX_SKEW, ttl / 10)
-
-
-# --------------------------------------------------------------------------- the record
-
-
-def render(lease: Lease) -> str:
-    """The commit message of ``lease``: a subject for ``git log``, then canonical JSON."""
-    data: dict[str, Any] = {"v": VERSION, "task": lease.task, "state": lease.state,
-                            "by": lease.by, "at": lease.at, "renewed": lease.renewed,
-                            "expires": lease.expires, "ttl": lease.ttl,
-                            "revision": lease.revision, "nonce": lease.nonce}
-    if lease.op:
-        data["op"] = lease.op
-    if lease.took_over_from:
-        data["took_over_from"] = lease.took_over_from
-    body = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    subject = (f"ledgit lease {lease.task}: {lease.how()}").replace("\n", " ")
-    return f"{subject}\n\n{body}\n"
-
-
-def parse(task: str, oid: str, message: str) -> Lease | None:
-    """The lease in a lease commit's ``message``; None when it is not one this version
-    reads (another tool's ref, a damaged or newer record)."""
-    for line in reversed(message.splitlines()):
-        if line.startswith("{"):
-            try:
-                data = json.loads(line)
-            except ValueError:
-                return None
-            break
-    else:
-        return None
-    try:
-        if data["v"] != VERSION or data["task"] != task or data["state"] not in ("held",
-                                                                                 "ended"):
-            return None
-        lease = Lease(task, data["state"], str(data["by"]), str(data["at"]),
-                      str(data["renewed"]), str(data["expires"]), int(data["ttl"]),
-                      str(data["revision"]), str(data.get("op", "")),
-                      str(data.get("took_over_from", "")), str(data.get("nonce", "")), oid)
-        lease.expires_at()
-    except (KeyError, TypeError, ValueError):
-        return None
-    return lease
-
-
-def end_known(lease: Lease, history_text: str | None) -> bool:
-    """Whether the task's local history (JSON lines) holds the end an ``ended`` lease
-    records: an event by ``lease.by`` with op ``lease.op`` from revision ``lease.revision``."""
-    if not history_text or lease.revision not in history_text:
-        return False
-    for line in history_text.splitlines():
-        if lease.revision in line:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if (event.get("before") == lease.revision and event.get("op") == lease.op
-                    and event.get("actor") == lease.by):
-                return True
-    return False
 
 
 # --------------------------------------------------------------------------- where
@@ -274,10 +161,10 @@ def _stamp_path(site: Site) -> str:
 
 
 def _held(task: str, by: str, ttl: int, revision: str, now: float, *, at: str | None = None,
-          took_over_from: str = "") -> Lease:
+          took_over_from: str = "", clone: str = "") -> Lease:
     moment = stamp(now)
     return Lease(task, "held", by, at or moment, moment, stamp(now + ttl), ttl, revision,
-                 took_over_from=took_over_from, nonce=os.urandom(6).hex())
+                 took_over_from=took_over_from, nonce=os.urandom(6).hex(), clone=clone)
 
 
 def _until(lease: Lease, now: float) -> str:
@@ -291,13 +178,15 @@ def _where(site: Site) -> str:
 
 
 def acquire(site: Site, task: str, by: str, ttl: int, revision: str, *, take_over: bool,
-            known: Callable[[Lease], bool]) -> tuple[Lease, Lease | None, str | None]:
+            known: Callable[[Lease], bool], clone: str = ""
+            ) -> tuple[Lease, Lease | None, str | None]:
     """Take ``task``'s lease for ``by`` (``claim``): create it where there is none, renew
     ``by``'s own, replace an end marker this clone knows (``known``) or that ran out, take an
     expired lease of someone else only with ``take_over`` (a CAS on the expired value).
     Returns (the lease written, the one it replaced or None, the replaced commit or None),
-    for :func:`restore`. Raises exit 6 naming the holder and when its lease runs out, 69
-    for an unreachable or refusing remote, 5 when the ref kept changing."""
+    for :func:`restore`. ``clone``: the writer's clone id (the record's ``clone``). Raises
+    exit 6 naming the holder and when its lease runs out, 69 for an unreachable or refusing
+    remote, 5 when the ref kept changing."""
     tail = "nothing written (claim --offline claims locally, unconfirmed)"
     seen = _Remote(site, task)
     for _ in range(ATTEMPTS):
@@ -309,10 +198,10 @@ def acquire(site: Site, task: str, by: str, ttl: int, revision: str, *, take_ove
             refusal = (f"{task}: the lease ref {_where(site)} holds a record this ledgit "
                        f"cannot read (see: ledgit lease list)")
         elif cur is None:
-            new = _held(task, by, ttl, revision, now)
+            new = _held(task, by, ttl, revision, now, clone=clone)
         elif cur.state == "held" and cur.by == by:
             new = _held(task, by, ttl, revision, now, at=cur.at,
-                        took_over_from=cur.took_over_from)
+                        took_over_from=cur.took_over_from, clone=clone)
         elif cur.state == "held":
             if now <= cur.expires_at() + skew_allowance(cur.ttl):
                 if cur.live(now):
@@ -327,9 +216,10 @@ def acquire(site: Site, task: str, by: str, ttl: int, revision: str, *, take_ove
                 refusal = (f"{task}: {cur.how()} {_where(site)}; the lease ran out at "
                            f"{_until(cur, now)}: take it over with claim --take-over")
             else:
-                new = _held(task, by, ttl, revision, now, took_over_from=cur.by)
+                new = _held(task, by, ttl, revision, now, took_over_from=cur.by,
+                            clone=clone)
         elif known(cur) or now > cur.expires_at():
-            new = _held(task, by, ttl, revision, now)
+            new = _held(task, by, ttl, revision, now, clone=clone)
         else:
             refusal = f"{task}: {cur.how()} {_where(site)} (pull to see it)"
         if refusal is not None:
@@ -346,21 +236,24 @@ def acquire(site: Site, task: str, by: str, ttl: int, revision: str, *, take_ove
                       f"{ATTEMPTS} attempts; try again", BUSY)
 
 
-def renew(site: Site, task: str, by: str, ttl: int, revision: str) -> Lease:
+def renew(site: Site, task: str, by: str, ttl: int, revision: str, *, clone: str = "",
+          only_held: bool = False) -> Lease:
     """Renew ``by``'s lease (``heartbeat``) by CAS on the value it holds; a lease that is
-    gone (ran out and was pruned, or the claim was made ``--offline``) is taken anew. Raises
-    exit 6 telling the loser who ended its lease and how (taken over, completed, ...), 69
-    for an unreachable or refusing remote."""
+    gone (ran out and was pruned, or the claim was made ``--offline``) is taken anew, unless
+    ``only_held`` (a heartbeat no claim here guards: it renews a lease, never takes one).
+    ``clone``: as for :func:`acquire`; ``revision`` "" keeps the lease's. Raises exit 6
+    telling the loser who ended its lease and how (taken over, completed, ...), 69 for an
+    unreachable or refusing remote."""
     tail = "the lease was not renewed"
     seen = _Remote(site, task)
     for _ in range(ATTEMPTS):
         now = time.time()
         cur = seen.current
         if cur is not None and cur.state == "held" and cur.by == by:
-            new = _held(task, by, ttl, revision, now, at=cur.at,
-                        took_over_from=cur.took_over_from)
-        elif cur is None and not seen.unreadable and seen.fresh:
-            new = _held(task, by, ttl, revision, now)
+            new = _held(task, by, ttl, revision or cur.revision, now, at=cur.at,
+                        took_over_from=cur.took_over_from, clone=clone)
+        elif cur is None and not seen.unreadable and seen.fresh and not only_held:
+            new = _held(task, by, ttl, revision, now, clone=clone)
         elif not seen.fresh:
             seen.refresh(tail)
             continue
@@ -480,14 +373,6 @@ def warn_stderr(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-def lease_view(lease: Lease, now: float) -> dict[str, Any]:
-    """A lease in the JSON shape of list/ready rows and ``lease list`` (docs/leases.md):
-    ``{state, by, at, expires, live, op, took_over_from}``."""
-    return {"state": lease.state, "by": lease.by, "at": lease.at, "expires": lease.expires,
-            "live": lease.live(now), "op": lease.op or None,
-            "took_over_from": lease.took_over_from or None}
-
-
 def blocks_ready(lease: Lease, row: Mapping[str, Any], now: float) -> bool:
     """Whether ``lease`` keeps the task of index ``row`` off ``ready``: a live lease, or an end
     marker newer than the row's last change (an end this clone has not pulled)."""
@@ -551,8 +436,10 @@ def confirmation(site: Site, task: str, by: str, now: float) -> dict[str, Any]:
 
 def doctor_lines(board: Board) -> list[str]:
     """``ledgit doctor``'s lines on the board's remote leases: one ``lease:`` line per lease
-    that ran out (``ledgit lease prune`` removes them) and one when the remote could not be
-    read; none for a board without leases. At most one fetch (:func:`remote_leases`)."""
+    that ran out (``ledgit lease prune`` removes them), one per live lease this clone holds
+    that no claim here guards (:func:`unguarded`, with the command that ends it), and one
+    when the remote could not be read; none for a board without leases. At most one fetch
+    (:func:`remote_leases`)."""
     site = site_of(board)
     if site is None:
         return []
@@ -563,6 +450,10 @@ def doctor_lines(board: Board) -> list[str]:
     for lease in expired(found.values(), now):
         lines.append(f"lease: {lease.task} on {site.remote}: {lease.how()}, ran out at "
                      f"{lease.expires} (ledgit lease prune removes it)")
+    for lease in unguarded(board, found, now):
+        lines.append(f"lease: {lease.task} on {site.remote}: {lease.how()}, until "
+                     f"{lease.expires}, and no claim guards it here (a rewrite, reset or "
+                     f"checkout dropped it): {end_command(lease)} ends it")
     return lines
 
 
@@ -591,3 +482,112 @@ def add_leases(views: list[dict[str, Any]], leases: Mapping[str, Lease] | None,
     for view in views:
         lease = leases.get(view["id"])
         view["lease"] = lease_view(lease, now) if lease is not None else None
+
+
+# --------------------------------------------------------------------------- whose leases
+
+
+def _held_by(lease: Lease | None, by: str) -> bool:
+    return lease is not None and lease.state == "held" and lease.by == by
+
+
+def holds(site: Site, task: str, by: str) -> bool:
+    """Whether ``by`` holds ``task``'s lease on ``site``'s remote (held, live or run out):
+    the mirror first, then one fetch when it says no. Raises exit 69 when the remote cannot
+    be read."""
+    seen = _Remote(site, task)
+    if not _held_by(seen.current, by):
+        seen.refresh("nothing written")
+    return _held_by(seen.current, by)
+
+
+def end_command(lease: Lease) -> str:
+    """The command that ends ``lease`` from this clone: ``ledgit release T --by HOLDER``."""
+    return f"ledgit release {lease.task} --by {shlex.quote(lease.by)}"
+
+
+def mine(board: Board, found: Iterable[Lease]) -> list[Lease]:
+    """The leases of ``found`` this clone took, in their order: the record names this clone
+    (:func:`ledgit.storage.cloneid.clone_id`), or, for a record written before clones were
+    named, its holder is this worktree's actor (:func:`ledgit.storage.actor.actor_name`)."""
+    clone = clone_id(board.git_dir_str, create=False)
+    actor: str | None = None
+    out = []
+    for lease in found:
+        if lease.clone:
+            if lease.clone == clone:
+                out.append(lease)
+            continue
+        if actor is None:
+            try:
+                actor = actor_name(None, board.root_str)
+            except LedgitError:
+                actor = ""
+        if lease.by == actor:
+            out.append(lease)
+    return out
+
+
+def unguarded(board: Board, found: Mapping[str, Lease], now: float, *,
+              claims: Mapping[str, str | None] | None = None) -> list[Lease]:
+    """The live held leases of ``found`` (task -> lease) that this clone took (:func:`mine`)
+    and no claim here guards, by task id: the task here holds no claim of the lease's
+    holder -- its file is gone, or holds no claim or someone else's (a rewrite, a reset or a
+    checkout dropped it). ``claims`` (task -> the
+    claimant there, None for none) stands for the task files where given (the state a ref
+    moved to, say); a task file that cannot be read is left out (nothing is guessed)."""
+    out = []
+    for lease in mine(board, [x for _, x in sorted(found.items())]):
+        task = lease.task
+        if lease.state != "held" or not lease.live(now):
+            continue
+        if claims is not None and task in claims:
+            holder = claims[task]
+        else:
+            try:
+                holder = _claimant(board, task)
+            except LedgitError:
+                continue
+        if holder != lease.by:
+            out.append(lease)
+    return out
+
+
+def _claimant(board: Board, task: str) -> str | None:
+    """Who holds the claim of ``task`` in ``board``'s work tree (None: nobody, or no task
+    file). Raises LedgitError when the file cannot be read."""
+    if not board.exists(task):
+        return None
+    claim = board.read(task).fields.get("claim")
+    return str(claim["by"]) if claim else None
+
+
+def held_leases_note(board: Board, task_ids: Iterable[str],
+                     claims: Mapping[str, str | None] | None = None) -> list[str]:
+    """The lines that tell, after a move that dropped claims (a rewrite, a reset, a
+    checkout), which of ``task_ids`` still hold a lease of this clone on the remote that no
+    claim here guards, each with the command that ends it (docs/leases.md): ``T: alice's
+    lease on origin is still held (until E); no claim guards it here: ledgit release T --by
+    alice ends it (ledgit claim T --by alice takes the claim again)``. One sentence per
+    line, no prefix and no newline: the caller prints each after its own prefix.
+
+    ``claims``: as for :func:`unguarded` (default: the task files in the work tree). Asks
+    no network: the leases as this clone last saw them (its mirror, which every lease write
+    of this clone updates); one ``git remote`` and one ``git for-each-ref``, none when
+    ``task_ids`` is empty or the board keeps no leases. Never raises for a lease it cannot
+    read (left out)."""
+    wanted = set(task_ids)
+    if not wanted:
+        return []
+    site = site_of(board)
+    if site is None:
+        return []
+    found: dict[str, Lease] = {}
+    for task, entry in gitleases.read_mirror(site.cwd, site.remote).items():
+        lease = parse(task, entry.oid, entry.message) if task in wanted else None
+        if lease is not None:
+            found[task] = lease
+    return [f"{x.task}: {x.by}'s lease on {site.remote} is still held (until {x.expires}); "
+            f"no claim guards it here: {end_command(x)} ends it (ledgit claim {x.task} "
+            f"--by {shlex.quote(x.by)} takes the claim again)"
+            for x in unguarded(board, found, time.time(), claims=claims)]

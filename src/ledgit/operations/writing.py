@@ -15,7 +15,7 @@ from ledgit.core.history import HistoryError, parse_events
 from ledgit.core.readout import now_timestamp
 from ledgit.core.record import Record
 from ledgit.operations import claims
-from ledgit.operations.leasestep import LeaseStep
+from ledgit.operations.leasestep import LEASE_DONE, LeaseStep
 from ledgit.storage.actor import actor_or_warn
 from ledgit.storage.board import Board
 from ledgit.storage.writepath import mutate_task
@@ -27,7 +27,8 @@ Op = Callable[[Record, str, str, int], Change]
 
 def write_task(task: str, by: str | None, expect: str | None,
                op: Op, board: Board, *, take_over: bool = False,
-               offline: bool = False) -> tuple[bool, Record, Change, str]:
+               offline: bool = False, lease_op: str | None = None
+               ) -> tuple[bool, Record, Change, str]:
     """Apply ``op(record, actor, now, ttl)`` to one task through the board's write path
     (lock, read the truth, check --expect, write); returns (written?, record now on disk,
     change, actor). A change that alters nothing writes nothing (written = False).
@@ -36,13 +37,19 @@ def write_task(task: str, by: str | None, expect: str | None,
     A claim, heartbeat, release or lifecycle end also takes, renews or ends the task's
     lease on the board's remote first (:class:`ledgit.operations.leasestep.LeaseStep`;
     ``take_over``, ``offline``: ``claim --take-over``, ``--offline``): exit 6 or 69 there
-    writes nothing."""
+    writes nothing. ``lease_op`` ``"release"`` or ``"heartbeat"``: where ``op`` refuses
+    with exit 6 because the task here shows no claim of the actor (a rewrite, reset or
+    checkout dropped it) but the actor holds the task's lease on the remote, that lease is
+    released or renewed all the same and nothing is written here (written = False, the
+    change's meta ``{"lease": "released"|"renewed"}``; one ``ledgit: note:`` line on
+    stderr says so; :meth:`LeaseStep.without_claim`)."""
     tid = board.resolve_id(task)
     actor = actor_or_warn(by, board.root_str)
     ttl = int(board.config.claim_ttl)
     done: list[tuple[Record, Change]] = []
 
     ended: list[str] = []
+    notes: list[str] = []
     lease = LeaseStep(board, take_over=take_over, offline=offline)
 
     def change(record: Record) -> Change:
@@ -55,7 +62,15 @@ def write_task(task: str, by: str | None, expect: str | None,
             lost = _claim_lost(board, record, actor) if exc.code == CLAIM else None
             if lost:  # ... and so does the loser of a takeover or an end (issue 24)
                 raise LedgitError(f"{record.id}: {lost}; {exc.message}", exc.code) from None
-            raise
+            held = _claim_of(record) != actor and exc.code == CLAIM and lease_op is not None
+            said = lease.without_claim(record.id, record.revision, lease_op or "", actor,
+                                       ttl) if held else None
+            if said is None:
+                raise
+            notes.append(said)  # leases follow the claims they guard (issue 36)
+            result = Change(record, lease_op or "", None, {"lease": LEASE_DONE[lease_op or ""]})
+            done.append((record, result))
+            return result
         lease.apply(record, result, actor, ttl)
         done.append((record, result))
         return result
@@ -67,6 +82,8 @@ def write_task(task: str, by: str | None, expect: str | None,
         raise
     if ended:
         sys.stderr.write(f"ledgit: note: {tid}: {ended[0]}\n")
+    for line in notes:
+        sys.stderr.write(f"ledgit: note: {line}\n")
     before, result = done[-1]
     return record.revision != before.revision, record, result, actor
 
@@ -99,3 +116,8 @@ def _claim_ended(board: Board, record: Record, actor: str) -> list[str]:
     except HistoryError:
         return []
     return [f"{what}; a merge ended {actor}'s claim"] if what else []
+
+
+def _claim_of(record: Record) -> str | None:
+    claim = record.fields.get("claim")
+    return str(claim["by"]) if claim else None

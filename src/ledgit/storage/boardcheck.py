@@ -12,6 +12,7 @@ from ledgit.core.history import Problem
 from ledgit.core.historycheck import verify, verify_with_head
 from ledgit.core.lifecycle import lifecycle_problems
 from ledgit.core.markers import RULE, has_markers, marker_problem
+from ledgit.core.schema import ID_CASE_RULE, case_twin_message, case_twins
 from ledgit.storage.index import Index
 from ledgit.storage.locate import LEDGIT_DIR
 from ledgit.storage.parallel import map_slices, workers_for
@@ -77,6 +78,9 @@ def verify_board(board: Board, ids: list[str] | None = None, *, trust_index: boo
                                         f"({board.rel(os.path.join(board.tasks_str, name))}"
                                         f"; fix: ledgit doctor --repair)"))
         tasks = set(names)
+        for tid, other in case_twins(tasks):  # one file on macOS and Windows (issue 36)
+            problems.append(Problem(tid, 0, ID_CASE_RULE, case_twin_message(
+                board.rel(board.task_file(tid)), board.rel(board.task_file(other)))))
         for tid in sorted(stems(board.history_dir, HISTORY_SUFFIX) - tasks):
             problems.append(Problem(tid, 0, "orphan", "a history without a task file "
                                     f"({LEDGIT_DIR}/{HISTORY_DIR}/{tid}{HISTORY_SUFFIX})"))

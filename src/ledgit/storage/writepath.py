@@ -30,6 +30,7 @@ from ledgit.core.markers import line_merge_refusal
 from ledgit.core.readout import now_timestamp
 from ledgit.core.record import make_record, record_from_state, size_problem
 from ledgit.core.render import render_record
+from ledgit.core.schema import case_twin_message, case_twins
 from ledgit.core.timestamps import format_timestamp, normalize_timestamp, parse_timestamp
 from ledgit.git import objects, repository
 from ledgit.storage.actor import checked_actor
@@ -69,7 +70,9 @@ def create_task(board: Board, fields: Mapping[str, Any], body: str, actor: str, 
         stamp = normalize_timestamp(at) if at else now_timestamp()
     except ValueError as exc:
         raise LedgitError(f"--at: {exc}", USAGE) from None
-    tid = checked_id(task_id) if task_id is not None else _new_id(board)
+    tid = checked_id(task_id) if task_id is not None else None
+    if tid is None:
+        tid = _new_id(board)
     data = dict(fields)
     data["id"] = tid
     data.setdefault("status", "open")
@@ -82,6 +85,7 @@ def create_task(board: Board, fields: Mapping[str, Any], body: str, actor: str, 
     with lock, worktree_quiet(board.root_str, lock.timeout):
         refuse_link(board, path)
         refuse_link(board, hpath)
+        refuse_case_twin(board, tid)
         if os.path.lexists(path):
             raise LedgitError(f"task {tid} already exists ({board.rel(path)})", USAGE)
         if os.path.lexists(hpath):
@@ -246,6 +250,7 @@ def settle(board: Board, task_id: str, actor: str, now: str, *,
     data, _ = read_history_healed(board, task_id)
     if data is None or not data.strip():
         refuse_lost_history(board, task_id)
+        refuse_case_twin(board, task_id)  # a task file added by hand enters the board here
         genesis = new_event(parents=[], at=now, actor=actor, op="create", before_state={},
                             after_state=current.state(),
                             note="history started from the existing task file")
@@ -450,6 +455,15 @@ def refresh_index(board: Board, records: list[Record]) -> None:
     except Exception as exc:  # noqa: BLE001 - see the docstring
         if os.environ.get("LEDGIT_DEBUG") == "1":
             print(f"ledgit: index update skipped: {exc!r}", file=sys.stderr)
+
+
+def refuse_case_twin(board: Board, task_id: str) -> None:
+    """Refuse (exit 2) a task entering the board whose id equals another task's under case
+    folding (:func:`ledgit.core.schema.case_twins`; issue 36), naming both task files. One
+    listing of the tasks directory."""
+    for _, other in case_twins(board.list_ids(), [task_id])[:1]:
+        raise LedgitError(f"task {task_id}: " + case_twin_message(
+            board.rel(board.task_file(task_id)), board.rel(board.task_file(other))), USAGE)
 
 
 def _new_id(board: Board) -> str:

@@ -49,7 +49,7 @@ def heartbeat_cmd(task: str, offline: bool, by: str | None, expect: str | None,
     6 if it is held by someone else or was lost, naming who ended it and how."""
     return mutate(task, by, expect,
                   lambda r, actor, now, ttl: claims.heartbeat(r, by=actor, now=now, ttl=ttl),
-                  as_json, offline=offline)
+                  as_json, offline=offline, lease_op="heartbeat")
 
 
 def release_cmd(task: str, note: str | None, by: str | None, expect: str | None,
@@ -60,7 +60,7 @@ def release_cmd(task: str, note: str | None, by: str | None, expect: str | None,
     return mutate(task, by, expect,
                   lambda r, actor, now, ttl: claims.release(r, by=actor, now=now, ttl=ttl,
                                                          note=note),
-                  as_json)
+                  as_json, lease_op="release")
 
 
 def complete_cmd(task: str, response: str | None, outcome: str | None, reason: str | None,

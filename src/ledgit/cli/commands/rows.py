@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from ledgit.cli.commands.output import err, out, out_json
 from ledgit.core.markers import has_markers
-from ledgit.operations.leases import END_OPS, add_leases
+from ledgit.operations.leaserecord import END_OPS
+from ledgit.operations.leases import add_leases
 from ledgit.operations.rows import row_view
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ledgit.operations.leases import Lease
+    from ledgit.operations.leaserecord import Lease
     from ledgit.storage.board import Board
 
 

@@ -286,7 +286,10 @@ def _specs() -> dict[tuple[str, ...], Spec]:
         _spec("lease list", "leases:lease_list_cmd",
               "The claim leases on the board's remote (docs/leases.md): holder, expiry, "
               "end markers; fetched now.",
-              Param(FLAG, "--expired", help="Only leases that ran out."), JSON),
+              Param(FLAG, "--expired", help="Only leases that ran out."),
+              Param(FLAG, "--mine", help="Only the leases this clone took; those no claim "
+                                         "here guards name the command that ends them."),
+              JSON),
         _spec("lease prune", "leases:lease_prune_cmd",
               "Delete the leases that ran out from the remote, each by compare-and-swap on "
               "its expired value.",

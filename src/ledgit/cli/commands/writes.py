@@ -14,12 +14,13 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from ledgit.cli.commands.output import out, out_json
+from ledgit.cli.commands.output import err, out, out_json
 from ledgit.cli.commands.running import command_board
-from ledgit.core.errors import OK, LedgitError, located
+from ledgit.core.errors import NOT_FOUND, OK, LedgitError, located
 from ledgit.core.record import MAX_RECORD_BYTES, body_nul_line, size_problem
 from ledgit.operations import transitions
 from ledgit.operations.arguments import resolve_or_keep, split_list
+from ledgit.operations.leasestep import LEASE_DONE, lease_without_task
 from ledgit.operations.projects import resolve_dependencies
 from ledgit.operations.writing import write_task
 from ledgit.storage.actor import actor_or_warn
@@ -40,16 +41,41 @@ MIN_EVENT_PREFIX = 4  # hex digits, as Git's shortest abbreviation (core.abbrev 
 
 def mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,
            show: Callable[[Record, Change], str] | None = None, *, take_over: bool = False,
-           offline: bool = False) -> int:
+           offline: bool = False, lease_op: str | None = None) -> int:
     """Write one task with ``op`` (:func:`write_task`) and print the result: ``show``'s
     line, or the common mutation line / JSON shape ``{id, op, status, revision, actor, meta,
-    written}`` (docs/cli.md). ``take_over``, ``offline``: see :func:`write_task`. Returns 0."""
-    written, record, result, actor = write_task(task, by, expect, op, command_board(),
-                                                take_over=take_over, offline=offline)
+    written}`` (docs/cli.md). ``take_over``, ``offline``, ``lease_op``: see
+    :func:`write_task`; with ``lease_op``, a task whose file is not here whose lease the
+    actor holds is released or renewed all the same (JSON ``{id, op, status: null,
+    revision: null, actor, meta: {lease}, written: false}``). Returns 0."""
+    board = command_board()
+    try:
+        written, record, result, actor = write_task(task, by, expect, op, board,
+                                                    take_over=take_over, offline=offline,
+                                                    lease_op=lease_op)
+    except LedgitError as exc:
+        if exc.code != NOT_FOUND or lease_op is None or offline:
+            raise
+        actor = actor_or_warn(by, board.root_str)
+        said = lease_without_task(board, task.strip(), lease_op, actor)
+        if said is None:
+            raise
+        err(f"ledgit: note: {said}")
+        if as_json:
+            out_json({"id": task.strip(), "op": lease_op, "status": None, "revision": None,
+                      "actor": actor, "meta": {"lease": LEASE_DONE[lease_op]},
+                      "written": False})
+        else:
+            out(f"{task.strip()}: {lease_op}: no task here; the lease "
+                f"{LEASE_DONE[lease_op]}")
+        return OK
     if as_json:
         out_json({"id": record.id, "op": result.op, "status": record.fields["status"],
                   "revision": record.revision, "actor": actor, "meta": result.meta or {},
                   "written": written})
+    elif not written and (result.meta or {}).get("lease"):
+        out(f"{record.id}: {result.op}: no claim here; the lease {(result.meta or {})['lease']} "
+            f"(rev {record.revision[:12]})")
     elif not written:
         out(f"{record.id}: {result.op}: nothing changed (rev {record.revision[:12]})")
     elif show is not None:
