@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +29,7 @@ from forgeflow import (
 )
 from gitflow import commit_all, create, edit_body, ledgit
 from gitutil import git
+from sourcetree import copy_sources
 
 from ledgit.integration.forge import WORKFLOW_PATH, workflow_text
 
@@ -406,10 +406,8 @@ def test_the_gate_workflow_stays() -> None:
 
 def test_a_built_package_carries_the_workflow(tmp_path: Path) -> None:
     """The workflow is package data: setup.py's build_py puts it beside the code."""
-    project = tmp_path / "src"  # a copy: the build leaves its egg-info behind
-    shutil.copytree(Path(__file__).resolve().parents[1], project,
-                    ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__",
-                                                  "bench", "stress", "tests", ".*_cache"))
+    # a copy of the sources (the build leaves its egg-info behind), without a venv
+    project = copy_sources(tmp_path / "src", skip=("bench", "stress", "tests"))
     lib = tmp_path / "lib"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib",

@@ -32,7 +32,7 @@ from ledgit.cli.clitypes import WholeNumber, range_words
 from ledgit.cli.commands.running import guarded, run_spec
 from ledgit.cli.commands.table import BY, GROUPS, JSON, SPECS
 from ledgit.cli.helpdoc import cli_reference, json_sections
-from ledgit.core.errors import OK, USAGE, LedgitError
+from ledgit.core.errors import EXIT_CODES, OK, USAGE, LedgitError
 from ledgit.operations.extrahint import install_hint
 
 # Subcommand name -> "module:attribute" of a click.Command. One line per command; other
@@ -251,21 +251,21 @@ def _add_examples(command: click.Command, path: str) -> None:
             _add_examples(sub, f"{path} {name}")
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h",
-                                                                                    "--help"],
-                                                             "max_content_width": 100})
+MAIN_HELP = ("ledgit: task state for coding agents, kept in the Git repository.\n\n"
+             "Start here: ledgit init, then ledgit install (in a Git repository), then ledgit "
+             "create TITLE. To see it work first: ledgit demo.\n\n"
+             "Exit codes: " + ", ".join(f"{code} {meaning}"
+                                        for code, meaning in EXIT_CODES.items()) + ".")
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, help=MAIN_HELP,
+             context_settings={"help_option_names": ["-h", "--help"],
+                               "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="ledgit",
                       message="%(prog)s %(version)s")
 def cli() -> None:
-    """ledgit: task state for coding agents, kept in the Git repository.
-
-    Start here: ledgit init, then ledgit install (in a Git repository), then ledgit create
-    TITLE. To see it work first: ledgit demo.
-
-    Exit codes: 0 ok, 1 check failed / merge conflict, 2 usage or invalid input, 3 stale
-    revision, 4 not found / ambiguous, 5 busy, 6 claim held or lost, 74 the disk failed a
-    write (no space, quota, I/O; undone), 70 internal error.
-    """
+    """The ``ledgit`` group; its help is :data:`MAIN_HELP` (the exit codes from
+    :data:`ledgit.core.errors.EXIT_CODES`)."""
 
 
 cli.epilog = ("More: ledgit help COMMAND (each ends with an example); the JSON shapes of "
