@@ -18,7 +18,7 @@ from ledgit.cli.commands.output import out, out_json
 from ledgit.cli.commands.running import command_board
 from ledgit.core.errors import OK, LedgitError, located
 from ledgit.core.record import MAX_RECORD_BYTES, body_nul_line, size_problem
-from ledgit.operations import transitions
+from ledgit.operations import claims, transitions
 from ledgit.operations.arguments import resolve_or_keep, split_list
 from ledgit.operations.projects import resolve_dependencies
 from ledgit.operations.writing import write_task
@@ -43,13 +43,16 @@ def mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,
            offline: bool = False) -> int:
     """Write one task with ``op`` (:func:`write_task`) and print the result: ``show``'s
     line, or the common mutation line / JSON shape ``{id, op, status, revision, actor, meta,
-    written}`` (docs/cli.md). ``take_over``, ``offline``: see :func:`write_task`. Returns 0."""
-    written, record, result, actor = write_task(task, by, expect, op, command_board(),
-                                                take_over=take_over, offline=offline)
+    written, held_by}`` (docs/cli.md); a write on a task someone else holds also says who
+    and until when on stderr (:func:`note_holder`). ``take_over``, ``offline``: see
+    :func:`write_task`. Returns 0."""
+    written, record, result, actor, held_by = write_task(task, by, expect, op, command_board(),
+                                                         take_over=take_over, offline=offline)
+    note_holder(record.id, held_by)
     if as_json:
         out_json({"id": record.id, "op": result.op, "status": record.fields["status"],
                   "revision": record.revision, "actor": actor, "meta": result.meta or {},
-                  "written": written})
+                  "written": written, "held_by": held_by})
     elif not written:
         out(f"{record.id}: {result.op}: nothing changed (rev {record.revision[:12]})")
     elif show is not None:
@@ -61,6 +64,13 @@ def mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,
         out(f"{record.id}: {result.op} -> {record.fields['status']} "
             f"(rev {record.revision[:12]})")
     return OK
+
+
+def note_holder(task: str, held_by: dict[str, str] | None) -> None:
+    """One line on stderr when a write landed on a task someone else holds a live claim on:
+    ``ledgit: note: T-x: held by B until T (claimed T0); written anyway`` (issue 34)."""
+    if held_by:
+        sys.stderr.write(f"ledgit: note: {claims.held_line(task, held_by)}\n")
 
 
 def read_text_option(text: str | None, path: str | None, what: str) -> str | None:
