@@ -181,3 +181,23 @@ def test_no_file_installs_ledgit_by_bare_name() -> None:
         text = path.read_text(encoding="utf-8", errors="replace")
         found += [f"{name}: {m.group(0)}" for m in bare.finditer(text)]
     assert found == []
+
+
+def test_the_readme_starts_from_the_problem_and_installs_what_it_uses() -> None:
+    """The first screen says who ledgit is for and what goes wrong without it; "Start here"
+    keeps the two commands a newcomer pastes (CI runs the second's test command), installs
+    the extras the next paragraphs use, and names the licence."""
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    first_screen = "\n".join(readme.splitlines()[:24])
+    for words in ("several coding agents", "The problem", "same task", "notes",
+                  "What ledgit does", "LICENSE"):
+        assert words in first_screen, words
+    start = readme.split("## Start here", 1)[1].split("\n## ", 1)[0]
+    assert "pip install -e . && ledgit demo" in start
+    assert "pip install -e '.[test]' && python -m pytest -n auto -q" in start
+    assert "pip install -e '.[board]'" in start and "pip install -e '.[mcp]'" in start
+    ci = (PROJECT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "python -m pytest -n auto -q          # the README's test command" in ci
+    for section in ("## How it compares", "## Add ledgit to your repository",
+                    "## The daily loop", "ledgit install", "Every clone runs `ledgit install`"):
+        assert section in readme, section
