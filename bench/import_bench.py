@@ -8,7 +8,8 @@ of each child process (user + system, from getrusage) is reported beside it. Bud
 import takes at most 1.5x the rebuild (medians).
 
 Usage: ``python bench/import_bench.py [FILE] [--runs N] [--json]``
-(FILE defaults to ../shared/data/beads-issues.jsonl).
+(FILE defaults to the full beads-issues.jsonl beside the checkout, else the trimmed copy in
+tests/data/beads: bench/benchdata.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "beads-issues.jsonl"
+from benchdata import beads_file
+
+DEFAULT = beads_file("beads-issues.jsonl")
 
 
 def timed(argv: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:

@@ -8,7 +8,7 @@ Usage::
 
 For each board size it builds, in throwaway Git repositories under a temp dir, one ledgit board
 and one board per peer (YYLO Ledger, Backlog.md) from the same task shapes (titles, bodies,
-labels, priorities, statuses and timestamps of the real Beads issues in ../shared/data), then
+labels, priorities, statuses and timestamps of the real Beads issues: bench/benchdata.py), then
 times the real command lines as a user runs them -- one fresh process each, wall clock, stdin
 /dev/null, output discarded -- in rounds: every round runs every case once, so the contenders
 alternate and share the machine's noise. A figure is the median over the rounds. A command
@@ -39,9 +39,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from benchdata import beads_file
+
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
-DEFAULT_DATA = BENCH.parent.parent / "shared" / "data" / "beads-issues.jsonl"
+# the full snapshot beside the checkout, else tests/data/beads (bench/benchdata.py says which)
+DEFAULT_DATA = beads_file("beads-issues.jsonl")
 PY = sys.executable
 ACTOR = "bench"
 SEARCH_TERM = "daemon"  # a word in ~5% of the real Beads titles/descriptions
@@ -1322,7 +1325,7 @@ def main(argv: list[str] | None = None) -> int:
 
     notes += [
         f"Task shapes: the {len(shapes):,} live (non-tombstone) issues of "
-        f"shared/data/beads-issues.jsonl in file order, cycled past that; title, description "
+        f"{args.data.name} in file order, cycled past that; title, description "
         f"and notes (body), labels + issue_type (labels), priority, status (closed -> done "
         f"with close_reason as the response, hooked/in_progress -> in progress), assignee, "
         f"created/updated. Every contender gets the same shapes.",

@@ -16,7 +16,10 @@ import yaml
 from gitflow import commit_all, create, ledgit, new_repo
 from gitutil import git
 
-from ledgit.integration.forge import workflow_text
+from ledgit.integration.workflows import workflow_text
+
+#: What the tests' workflows install ledgit from (a pinned version: what an index would give).
+SPEC = "ledgit==0.1.0"
 
 
 class Forge(NamedTuple):
@@ -115,20 +118,23 @@ def run_workflow(bot: Path, tmp: Path, open_prs: list[str], *, event: str = "pus
     """The shipped workflow's ``ledgit forge update`` step, run as GitHub runs a ``run:``
     step (``bash --noprofile --norc -eo pipefail``) in the bot's clone, on a push to ``main``
     (or ``event``). What only GitHub has stands at the edge: ``gh pr list`` prints
-    ``open_prs`` (the open same-repository pull requests), ``pip install`` does nothing (this
-    ledgit is the installed one) and ``ledgit`` runs this ledgit."""
-    doc = yaml.safe_load(workflow_text())
+    ``open_prs`` (the open same-repository pull requests), ``pip`` writes its arguments to
+    ``tmp/pip-args`` and installs nothing (this ledgit is the installed one) and ``ledgit``
+    runs this ledgit. The step's own ``env`` (LEDGIT_SPEC) is given as GitHub gives it."""
+    doc = yaml.safe_load(workflow_text(spec=SPEC))
     [job] = doc["jobs"].values()
     script = job["steps"][-1]["run"]
+    step_env = {k: str(v) for k, v in job["steps"][-1]["env"].items() if "${{" not in str(v)}
     tools = tmp / "workflow-bin"
     tools.mkdir(exist_ok=True)
     prs = tmp / "open-prs.txt"
     prs.write_text("".join(f"{name}\n" for name in open_prs))
-    for name, body in (("gh", f"cat '{prs}'"), ("pip", "exit 0"),
+    for name, body in (("gh", f"cat '{prs}'"),
+                       ("pip", f"printf '%s\\n' \"$@\" > '{tmp / 'pip-args'}'"),
                        ("ledgit", f"exec {shlex.quote(sys.executable)} -m ledgit \"$@\"")):
         (tools / name).write_text(f"#!/bin/sh\n{body}\n")
         (tools / name).chmod(0o755)
-    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}",
+    env = {**os.environ, **step_env, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}",
            "EVENT": event, "BASE": "main", "HEAD_REF": head_ref, "GH_TOKEN": "unused"}
     return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
                           cwd=bot, env=env, capture_output=True, text=True, check=False)

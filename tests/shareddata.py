@@ -1,33 +1,23 @@
-"""Where the shared test data is: the real Beads snapshot and merge corpus
-(``shared/data/README.md``), kept beside the checkout, never inside it.
-
-``$LEDGIT_SHARED_DATA`` names the directory; otherwise it is the first ``shared/data`` found
-beside an ancestor of this checkout (``../shared/data`` for a checkout in ``/work/main``,
-``../../shared/data`` for a worktree in ``/work/wt/NAME``). Tests that need a file skip, naming
-the path, when it is missing.
+"""Where the tests' real data is: the trimmed Beads snapshot and merge corpus kept in this
+repository, ``tests/data/beads/`` (its README.md gives the origin, the commit, the licence and
+how ``trim.py`` beside it cut the full files down). Every test runs on a fresh clone: nothing
+here is looked for outside the checkout (the benchmarks in bench/ may read the full files;
+bench/benchdata.py).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-_CHECKOUT = Path(__file__).resolve().parents[1]
-
-
-def shared_data() -> Path:
-    """The shared data directory (it may not exist: callers test the file they need)."""
-    named = os.environ.get("LEDGIT_SHARED_DATA")
-    if named:
-        return Path(named)
-    for parent in _CHECKOUT.parents:
-        if (parent / "shared" / "data").is_dir():
-            return parent / "shared" / "data"
-    return _CHECKOUT.parent / "shared" / "data"
-
-
-DATA = shared_data()
-#: The 5,722-issue Beads snapshot (one JSON object a line).
+#: The directory of the trimmed snapshot.
+DATA = Path(__file__).resolve().parent / "data" / "beads"
+#: Issues of the Beads snapshot (one JSON object a line): every live one and a spread of the
+#: closed and deleted ones (tests/data/beads/README.md).
 BEADS_ISSUES = DATA / "beads-issues.jsonl"
-#: The Beads merge corpus (base, ours, theirs, result a line).
+#: The Beads merge corpus (base, ours, theirs, result a line), trimmed likewise.
 BEADS_MERGES = DATA / "beads-merges.jsonl"
+#: Lines of :data:`BEADS_ISSUES` (README.md; a test checks the file against it).
+BEADS_ISSUE_LINES = 500
+#: Lines of :data:`BEADS_MERGES`, and those with base, ours and theirs all present.
+BEADS_MERGE_LINES = 280
+BEADS_MERGE_CASES = 125

@@ -1,7 +1,8 @@
 """The one line at the end of a test run that says why tests skipped (issue 28: ``-q`` hid
-that 24 tests need ``../shared/data`` and a few the peer tools): skips counted by what they
-need, then how to see each reason (``pytest -rs``). Called by tests/conftest.py's
-``pytest_terminal_summary``; no ``assert`` here (PYTEST_DONT_REWRITE)."""
+that a few tests need the peer tools): skips counted by what they need, then how to see each
+reason (``pytest -rs``). Every file a test reads is in the repository (issue 34): what a skip
+needs is something a user can install, or a feature of the machine. Called by
+tests/conftest.py's ``pytest_terminal_summary``; no ``assert`` here (PYTEST_DONT_REWRITE)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from collections.abc import Iterable
 
 #: (what the skipped tests need, words found in their skip reasons), first match wins.
 NEEDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("the shared data (../shared/data or $LEDGIT_SHARED_DATA)",
-     ("shared/data", "shared_data", "snapshot", "corpus", "not present")),
     ("the peer tools (pip install yylo-ledger; npm install backlog.md)",
      ("yylo", "backlog")),
     ("chromium and playwright (.ci/run installs them)", ("chromium", "playwright")),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from forgeflow import (
+    SPEC,
     Forge,
     agent_branch,
     events_at,
@@ -30,8 +30,9 @@ from forgeflow import (
 )
 from gitflow import commit_all, create, edit_body, ledgit
 from gitutil import git
+from sourcetree import copy_sources
 
-from ledgit.integration.forge import WORKFLOW_PATH, workflow_text
+from ledgit.integration.workflows import GATE, UPDATE, WORKFLOWS, gate_text, workflow_text
 
 pytest_plugins = ["gitutil"]
 
@@ -337,25 +338,50 @@ def test_usage_and_missing_things(tmp_path: Path, git_env: Path) -> None:
 # --------------------------------------------------------------------------- the workflow
 
 
-def test_install_workflow_writes_the_shipped_file(tmp_path: Path, git_env: Path) -> None:
+def test_install_workflow_writes_the_shipped_files(tmp_path: Path, git_env: Path) -> None:
     forge = make_forge(tmp_path)
-    result = ledgit(forge.bot, "forge", "install-workflow")
-    path = forge.bot / WORKFLOW_PATH
-    assert result.out == f"written: {path}\n"
-    assert path.read_text() == workflow_text()
-    assert ledgit(forge.bot, "forge", "install-workflow").out == f"unchanged: {path}\n"
+    gate_path, path = (forge.bot / WORKFLOWS[n][1] for n in (GATE, UPDATE))
+    result = ledgit(forge.bot, "forge", "install-workflow", "--ledgit-spec", SPEC)
+    assert result.out == f"written: {gate_path}\nwritten: {path}\n"
+    assert path.read_text() == workflow_text(spec=SPEC)
+    assert gate_path.read_text() == gate_text(spec=SPEC)
+    again = ledgit(forge.bot, "forge", "install-workflow", "--ledgit-spec", SPEC)
+    assert again.out == f"unchanged: {gate_path}\nunchanged: {path}\n"
+    gate_path.unlink()
     path.write_text(path.read_text() + "# mine\n")
-    refused = ledgit(forge.bot, "forge", "install-workflow", code=1)
+    refused = ledgit(forge.bot, "forge", "install-workflow", "--ledgit-spec", SPEC, code=1)
     assert "exists and differs" in refused.err and "--force" in refused.err
-    ledgit(forge.bot, "forge", "install-workflow", "--force")
-    assert path.read_text() == workflow_text()
-    ledgit(forge.bot, "forge", "install-workflow", "--base", "trunk", "--force")
+    assert not gate_path.exists()  # nothing half-written
+    ledgit(forge.bot, "forge", "install-workflow", "--ledgit-spec", SPEC, "--force")
+    assert path.read_text() == workflow_text(spec=SPEC) and gate_path.is_file()
+    ledgit(forge.bot, "forge", "install-workflow", "--ledgit-spec", SPEC, "--base", "trunk",
+           "--only", "update", "--force")
     assert yaml.safe_load(path.read_text())[True]["push"]["branches"] == ["trunk"]
-    ledgit(forge.bot, "forge", "install-workflow", "--base", "a b", code=2)
+    ledgit(forge.bot, "forge", "install-workflow", "--ledgit-spec", SPEC, "--base", "a b",
+           code=2)
+
+
+def test_install_workflow_from_a_local_install_needs_a_spec(tmp_path: Path,
+                                                           git_env: Path) -> None:
+    """This ledgit runs from a checkout (an editable install): CI cannot install that, so
+    the command says what to give, in one line, and writes nothing; a named spec is checked."""
+    forge = make_forge(tmp_path)
+    refused = ledgit(forge.bot, "forge", "install-workflow", code=2)
+    assert len(refused.err.splitlines()) == 1 and "--ledgit-spec" in refused.err
+    assert "local path" in refused.err and refused.out == ""
+    assert not (forge.bot / ".github").exists()
+    for bad in ("ledgit", "", "a\nb", "ledgit @ ${{ secrets.X }}", 'ledgit"'):
+        assert ledgit(forge.bot, "forge", "install-workflow", "--ledgit-spec", bad,
+                      code=2).out == ""
+    assert not (forge.bot / ".github").exists()
+    shown = ledgit(forge.bot, "forge", "install-workflow", "--print-spec", "--ledgit-spec",
+                   SPEC, "--json")
+    assert json.loads(shown.out) == {"ledgit_spec": SPEC, "origin": "named"}
+    assert not (forge.bot / ".github").exists()
 
 
 def test_the_workflow_asks_for_least_permissions_and_spares_forks() -> None:
-    doc = yaml.safe_load(workflow_text())
+    doc = yaml.safe_load(workflow_text(spec=SPEC))
     on = doc[True]  # YAML 1.1 reads the key "on" as true
     assert set(on) == {"push", "pull_request", "workflow_dispatch"}
     assert on["push"]["branches"] == ["main"]
@@ -376,6 +402,7 @@ def test_the_workflow_asks_for_least_permissions_and_spares_forks() -> None:
     assert "git pull --no-rebase --no-edit $UPSTREAM $BASE" in fork["run"]
     assert "ledgit forge update $branches --base \"$BASE\" --conflicting" in run["run"]
     assert "isCrossRepository | not" in run["run"]
+    assert run["env"]["LEDGIT_SPEC"] == SPEC and 'pip install "$LEDGIT_SPEC"' in run["run"]
     # untrusted names reach the shell through the environment, never spliced into the script
     for step in (fork, run):
         assert "${{" not in step["run"]
@@ -389,6 +416,7 @@ def test_the_workflow_step_on_a_pull_request_and_with_none_open(
     forge_merge(forge.bare, "one", no_ff=False)
     ran = run_workflow(forge.bot, tmp_path, ["two"], event="pull_request", head_ref="two")
     assert ran.returncode == 0, ran.stderr
+    assert (tmp_path / "pip-args").read_text() == f"install\n{SPEC}\n"
     assert outcome_lines(ran.stdout)["two"].startswith("merged origin/main by ledgit's driver")
     assert git("rev-parse", "two^1", cwd=forge.bare) == two
     none = run_workflow(forge.bot, tmp_path, [])
@@ -397,26 +425,32 @@ def test_the_workflow_step_on_a_pull_request_and_with_none_open(
 
 
 def test_the_gate_workflow_stays() -> None:
+    """This repository's own gate is the shipped one installing its checkout (``.``)."""
     gate_yml = Path(__file__).resolve().parents[1] / ".github" / "workflows" / "ledgit.yml"
-    on = yaml.safe_load(gate_yml.read_text())[True]
+    assert gate_yml.read_text() == gate_text(spec=".")
+    doc = yaml.safe_load(gate_yml.read_text())
     # the gate on pull requests and the merge queue (issue 27); push: the forced-update
     # check of issue 25
-    assert {"pull_request", "merge_group"} <= set(on)
+    assert {"pull_request", "merge_group"} <= set(doc[True])
+    installs = [step for job in doc["jobs"].values() for step in job["steps"]
+                if "LEDGIT_SPEC" in step.get("env", {})]
+    assert len(installs) == 2 and all(s["env"]["LEDGIT_SPEC"] == "." for s in installs)
+    assert all(s["run"].startswith('pip install "$LEDGIT_SPEC" && ') for s in installs)
 
 
-def test_a_built_package_carries_the_workflow(tmp_path: Path) -> None:
-    """The workflow is package data: setup.py's build_py puts it beside the code."""
-    project = tmp_path / "src"  # a copy: the build leaves its egg-info behind
-    shutil.copytree(Path(__file__).resolve().parents[1], project,
-                    ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__",
-                                                  "bench", "stress", "tests", ".*_cache"))
+def test_a_built_package_carries_the_workflows(tmp_path: Path) -> None:
+    """The workflows are package data: setup.py's build_py puts them beside the code."""
+    # a copy of the sources (the build leaves its egg-info behind), without a venv
+    project = copy_sources(tmp_path / "src", skip=("bench", "stress", "tests"))
     lib = tmp_path / "lib"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib",
                            str(lib)], cwd=project, env=env, capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 0, proc.stderr
-    assert (lib / "ledgit" / "data" / "forge-update.yml").read_text() == workflow_text()
+    for data, _ in WORKFLOWS.values():
+        assert (lib / "ledgit" / "data" / data).read_bytes() == (
+            project / "src" / "ledgit" / "data" / data).read_bytes()
 
 
 def test_a_board_in_a_subdirectory(tmp_path: Path, git_env: Path) -> None:

@@ -4,6 +4,7 @@ JSON shapes from the installed package (``ledgit help json``)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -13,10 +14,12 @@ from pathlib import Path
 
 import click
 import pytest
+from sourcetree import copy_sources
 
 from ledgit.__main__ import run as ledgit_run
 from ledgit.cli import main as cli
 from ledgit.cli.helpdoc import json_sections
+from ledgit.core import errors
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -150,9 +153,7 @@ def test_json_sections_picks_the_blocks_that_state_a_shape() -> None:
 def test_a_built_package_carries_the_reference(tmp_path: Path) -> None:
     """setup.py's build_py copies docs/cli.md into the package: ``ledgit help json`` works
     where no source checkout is (the build, run from a copy of the sources)."""
-    src = tmp_path / "src"
-    shutil.copytree(PROJECT, src, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info",
-                                                                "__pycache__", "bench", "stress"))
+    src = copy_sources(tmp_path / "src", skip=("bench", "stress", "tests"))
     lib = tmp_path / "lib"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib",
@@ -168,3 +169,41 @@ def test_a_built_package_carries_the_reference(tmp_path: Path) -> None:
                           text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert '"readout": 1' in proc.stdout
+
+
+def test_main_help_lists_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34: every exit code a command returns is in ``ledgit --help`` (69 and 130
+    included), in docs/cli.md's table and in the README's list, as errors.EXIT_CODES says."""
+    constants = {v for k, v in vars(errors).items() if k.isupper() and isinstance(v, int)}
+    assert constants == set(errors.EXIT_CODES), constants ^ set(errors.EXIT_CODES)
+    assert {69, 70, 74, 130} <= constants
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    for number, meaning in errors.EXIT_CODES.items():
+        assert f"{number} {meaning}" in text, number
+    table = {int(n) for n in re.findall(r"(?m)^\| (\d+) \|", (PROJECT / "docs" / "cli.md")
+                                        .read_text(encoding="utf-8"))}
+    assert table == set(errors.EXIT_CODES)
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    listed = readme.split("## Exit codes", 1)[1]
+    assert {int(n) for n in re.findall(r"(?m)(?:^|· )(\d+) ", listed)} == set(errors.EXIT_CODES)
+
+
+def test_every_literal_exit_code_is_listed() -> None:
+    """A LedgitError raised with a literal code, or a literal returned by the entry points,
+    is one of errors.EXIT_CODES."""
+    found: dict[int, str] = {}
+    for path in (PROJECT / "src" / "ledgit").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "LedgitError" \
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                found[node.args[1].value] = f"{path.name}:{node.lineno}"
+    for path in (PROJECT / "src" / "ledgit" / "__main__.py",
+                 PROJECT / "src" / "ledgit" / "cli" / "commands" / "running.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant) \
+                    and isinstance(node.value.value, int) and node.value.value is not True:
+                found[node.value.value] = f"{path.name}:{node.lineno}"
+    assert set(found) <= set(errors.EXIT_CODES), found

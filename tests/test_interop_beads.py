@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 import pytest
-from shareddata import BEADS_ISSUES, BEADS_MERGES
+from shareddata import BEADS_ISSUE_LINES, BEADS_ISSUES, BEADS_MERGES
 
 from ledgit.core.errors import LedgitError
 from ledgit.core.lifecycle import lifecycle_problems
@@ -29,8 +29,6 @@ from ledgit.interop.beads import (
 
 ISSUES = BEADS_ISSUES
 MERGES = BEADS_MERGES
-
-needs_data = pytest.mark.skipif(not ISSUES.exists(), reason=f"{ISSUES} not present")
 
 
 def issue(**kw: Any) -> dict[str, Any]:
@@ -156,14 +154,12 @@ def test_malformed_objects_are_refused_with_the_field(obj: Any, field: str | Non
         assert f"{field}:" in str(err.value)
 
 
-@needs_data
 def test_the_real_snapshot_and_every_merge_side_round_trip() -> None:
     objs = [json.loads(line) for line in ISSUES.open(encoding="utf-8")]
-    assert len(objs) == 5722
-    if MERGES.exists():
-        for line in MERGES.open(encoding="utf-8"):
-            row = json.loads(line)
-            objs += [row[k] for k in ("base", "ours", "theirs", "result") if row[k]]
+    assert len(objs) == BEADS_ISSUE_LINES
+    for line in MERGES.open(encoding="utf-8"):
+        row = json.loads(line)
+        objs += [row[k] for k in ("base", "ours", "theirs", "result") if row[k]]
     ids = set()
     for obj in objs:
         rec = beads_to_record(obj)
@@ -173,10 +169,9 @@ def test_the_real_snapshot_and_every_merge_side_round_trip() -> None:
         assert lifecycle_problems(rec.fields) == [], obj["id"]
         assert beads_equal(record_to_beads(again), normalize_beads(obj)), obj["id"]
         ids.add(rec.id)
-    assert len(ids) >= 5722
+    assert len(ids) >= BEADS_ISSUE_LINES
 
 
-@needs_data
 def test_the_fast_timestamp_path_agrees_with_normalize_timestamp() -> None:
     texts = ["2025-11-02T21:58:07.2-08:00", "0001-01-01T00:00:00.000000+01:00",
              "9999-12-31T23:59:59.999999-01:00", "2025-02-29T00:00:00.000000+00:00",

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from leaseutil import clone, lease_record, lg, make_remote
 
-pytest.importorskip("mcp", reason="the MCP SDK (pip install 'ledgit[mcp]')")
+pytest.importorskip("mcp", reason="the MCP SDK (pip install -e '.[mcp]')")
 
 from test_mcp import call, fail, in_process  # noqa: E402
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP SDK (pip install 'ledgit[mcp]')")
+pytest.importorskip("mcp", reason="the MCP SDK (pip install -e '.[mcp]')")
 
 import anyio  # noqa: E402
 import httpx2  # noqa: E402

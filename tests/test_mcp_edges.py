@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP SDK (pip install 'ledgit[mcp]')")
+pytest.importorskip("mcp", reason="the MCP SDK (pip install -e '.[mcp]')")
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP SDK (pip install 'ledgit[mcp]')")
+pytest.importorskip("mcp", reason="the MCP SDK (pip install -e '.[mcp]')")
 
 import anyio  # noqa: E402
 from mcp import Client  # noqa: E402

@@ -39,14 +39,11 @@ def test_the_readme_installs_extras_from_the_checkout() -> None:
 
 
 def test_skips_are_counted_by_what_they_need() -> None:
-    reasons = ["/work/shared/data/beads/issues.jsonl not present",
-               "no Beads snapshot at /x/shared/data/b.jsonl",
-               "yylo-ledger not found ($YYLO_LEDGER, PATH); install it with: pip install yylo",
+    reasons = ["yylo-ledger not found ($YYLO_LEDGER, PATH); install it with: pip install yylo",
                "Backlog.md CLI not found ($BACKLOG_BIN, PATH, npm prefix -g)",
                "needs /proc"]
     line = summary_line(reasons)
-    assert line == ("5 test(s) skipped: 2 need the shared data (../shared/data or "
-                    "$LEDGIT_SHARED_DATA), 2 need the peer tools (pip install yylo-ledger; "
+    assert line == ("3 test(s) skipped: 2 need the peer tools (pip install yylo-ledger; "
                     f"npm install backlog.md), 1 need {OTHER}; see each reason: pytest -rs")
     assert summary_line([]) is None
     assert need_of("no chromium at /usr/bin/chromium").startswith("chromium")

@@ -19,7 +19,7 @@ import os
 import sys
 
 from ledgit import __version__
-from ledgit.core.errors import LedgitError, print_traceback
+from ledgit.core.errors import INTERNAL, INTERRUPTED, LedgitError, print_traceback
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -117,14 +117,14 @@ def _hook(name: str, args: list[str]) -> int:
         return exc.code
     except KeyboardInterrupt:
         print("ledgit: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the one place that reports bugs on this path
         if debug:
             print_traceback()
         message = " ".join(str(exc).split())
         print(f"ledgit: internal error: {type(exc).__name__}: {message} "
               f"(set LEDGIT_DEBUG=1 for a traceback)", file=sys.stderr)
-        return 70
+        return INTERNAL
 
 
 if __name__ == "__main__":

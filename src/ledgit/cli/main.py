@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import importlib
+import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -32,7 +33,8 @@ from ledgit.cli.clitypes import WholeNumber, range_words
 from ledgit.cli.commands.running import guarded, run_spec
 from ledgit.cli.commands.table import BY, GROUPS, JSON, SPECS
 from ledgit.cli.helpdoc import cli_reference, json_sections
-from ledgit.core.errors import OK, USAGE, LedgitError
+from ledgit.cli.mcpconfig import CLIENTS, client_config
+from ledgit.core.errors import EXIT_CODES, OK, USAGE, LedgitError
 from ledgit.operations.extrahint import install_hint
 
 # Subcommand name -> "module:attribute" of a click.Command. One line per command; other
@@ -254,21 +256,21 @@ def _add_examples(command: click.Command, path: str) -> None:
             _add_examples(sub, f"{path} {name}")
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h",
-                                                                                    "--help"],
-                                                             "max_content_width": 100})
+MAIN_HELP = ("ledgit: task state for coding agents, kept in the Git repository.\n\n"
+             "Start here: ledgit init, then ledgit install (in a Git repository), then ledgit "
+             "create TITLE. To see it work first: ledgit demo.\n\n"
+             "Exit codes: " + ", ".join(f"{code} {meaning}"
+                                        for code, meaning in EXIT_CODES.items()) + ".")
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, help=MAIN_HELP,
+             context_settings={"help_option_names": ["-h", "--help"],
+                               "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="ledgit",
                       message="%(prog)s %(version)s")
 def cli() -> None:
-    """ledgit: task state for coding agents, kept in the Git repository.
-
-    Start here: ledgit init, then ledgit install (in a Git repository), then ledgit create
-    TITLE. To see it work first: ledgit demo.
-
-    Exit codes: 0 ok, 1 check failed / merge conflict, 2 usage or invalid input, 3 stale
-    revision, 4 not found / ambiguous, 5 busy, 6 claim held or lost, 74 the disk failed a
-    write (no space, quota, I/O; undone), 70 internal error.
-    """
+    """The ``ledgit`` group; its help is :data:`MAIN_HELP` (the exit codes from
+    :data:`ledgit.core.errors.EXIT_CODES`)."""
 
 
 cli.epilog = ("More: ledgit help COMMAND (each ends with an example); the JSON shapes of "
@@ -466,10 +468,24 @@ __all__ = ["COMMANDS", "LazyGroup", "by_option", "cli", "click_command", "click_
 @click.option("--allow-root", "allow_roots", multiple=True, metavar="PATH",
               help="Also serve boards under PATH to a tool's root (repeatable; default: the "
                    "start board, its registered projects, boards under the start directory).")
+@click.option("--print-config", "print_config", is_flag=True,
+              help="Print the JSON that registers this server with an MCP client (the "
+                   "absolute command of this installation, the board root) and exit.")
+@click.option("--client", type=click.Choice(CLIENTS), default=None,
+              help="With --print-config: the client's shape (default generic: mcpServers).")
 def mcp_cmd(http: bool, host: str, port: int, token: str | None,
-            allow_roots: tuple[str, ...] = ()) -> int:
+            allow_roots: tuple[str, ...] = (), print_config: bool = False,
+            client: str | None = None) -> int:
     """Serve the board to agents over the Model Context Protocol (docs/mcp.md): stdio by
     default. Needs the extra: pip install -e '.[mcp]' in a checkout of ledgit."""
+    if client is not None and not print_config:
+        raise LedgitError("--client needs --print-config", USAGE)
+    if print_config:
+        if http or allow_roots:
+            raise LedgitError("--print-config prints the stdio server's entry: give it "
+                              "without --http and --allow-root", USAGE)
+        click.echo(json.dumps(client_config(client or "generic"), indent=2))
+        return OK
     # $LEDGIT_MCP_TOKEN exported for an HTTP server must not stop a stdio one: only a
     # --token given on the command line is refused without --http.
     given = click.get_current_context().get_parameter_source("token")

@@ -15,6 +15,24 @@ BUSY = 5  # lock timeout
 CLAIM = 6  # claim held or lost
 REMOTE = 69  # EX_UNAVAILABLE (sysexits.h): the lease remote is unreachable or refuses leases
 IO_ERROR = 74  # EX_IOERR (sysexits.h): no space, quota or an I/O error; the write was undone
+INTERNAL = 70  # EX_SOFTWARE (sysexits.h): a bug, never a verdict of ledgit
+INTERRUPTED = 130  # 128 + SIGINT: Ctrl-C
+
+#: Every exit code a command returns, with its meaning in a few words: ``ledgit --help`` prints
+#: this list, docs/cli.md ("Exit codes") explains each (tests/test_help.py holds them equal).
+EXIT_CODES: dict[int, str] = {
+    OK: "ok",
+    CHECK_FAILED: "check failed / merge conflict",
+    USAGE: "usage or invalid input",
+    STALE: "stale revision",
+    NOT_FOUND: "not found / ambiguous",
+    BUSY: "busy",
+    CLAIM: "claim held or lost",
+    REMOTE: "the lease remote is unreachable or refuses leases",
+    INTERNAL: "internal error (a bug)",
+    IO_ERROR: "the disk failed a write (no space, quota, I/O; undone)",
+    INTERRUPTED: "interrupted (Ctrl-C)",
+}
 
 
 class LedgitError(Exception):

@@ -252,10 +252,22 @@ def now_timestamp() -> str:
     """The current time as canonical RFC 3339 UTC with microseconds
     (``2026-08-29T10:00:00.000000Z``, :func:`ledgit.core.timestamps.format_timestamp`'s form), from
     time.time_ns: neither a read nor a write imports datetime for it."""
-    seconds, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    return timestamp_at(time.time_ns() // 1000)
+
+
+def timestamp_at(micros: int) -> str:
+    """The canonical RFC 3339 UTC text of ``micros`` microseconds since the epoch."""
+    seconds, micro = divmod(micros, 1_000_000)
     t = time.gmtime(seconds)
     return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
             f"{t.tm_sec:02d}.{micro:06d}Z")
+
+
+def claim_expiry(claim: Mapping[str, Any], ttl: int) -> str:
+    """When a claim goes stale (DESIGN §4): its last heartbeat (else its ``at``) plus ``ttl``
+    seconds, as canonical RFC 3339 UTC text."""
+    last = claim.get("heartbeat") or claim["at"]
+    return timestamp_at(round((epoch_seconds(last) + ttl) * 1_000_000))
 
 
 def epoch_seconds(stamp: str) -> float:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -32,8 +31,6 @@ from ledgit.integration.gate import growth_between
 from ledgit.integration.taskcheck import LEDGIT_DIR, Finding, check_task, task_of, task_paths
 
 ATTEMPTS = 3  # a branch that moves under the bot this many times in a row is left for later
-WORKFLOW_DATA = "forge-update.yml"  # package data: ledgit/data/forge-update.yml
-WORKFLOW_PATH = Path(".github") / "workflows" / "ledgit-forge.yml"
 
 # Outcomes, one line each (docs/git.md, "Pull requests on a forge").
 UP_TO_DATE = "up-to-date"  # the base is in the branch: nothing pushed
@@ -309,40 +306,3 @@ def check_repository(cwd: Path, remote: str) -> Path:
                           f"clone)", USAGE)
     gitforge.require_remote(top, remote)
     return top
-
-
-# --------------------------------------------------------------------------- the workflow
-
-
-WORKFLOW_BASE = "    branches: [main]  # the base"
-
-
-def workflow_text(base: str = "main") -> str:
-    """The GitHub workflow shipped with the package (``ledgit/data/forge-update.yml``), run
-    on pushes to ``base``. Raises LedgitError (2) for a base name YAML would misread."""
-    if not base or any(c in base for c in " \t\n\r#:,[]{}'\"&*!|>%@`"):
-        raise LedgitError(f"--base {base!r}: not a plain branch name", USAGE)
-    text = resources.files("ledgit").joinpath("data").joinpath(WORKFLOW_DATA).read_text(
-        encoding="utf-8")
-    return text.replace(WORKFLOW_BASE, f"    branches: [{base}]  # the base", 1)
-
-
-def install_workflow(cwd: Path, *, base: str = "main", force: bool = False) -> tuple[str, Path]:
-    """Write :func:`workflow_text` to ``.github/workflows/ledgit-forge.yml`` at the top of
-    ``cwd``'s work tree: ``("written" | "unchanged", path)``. A different file already there
-    is kept (LedgitError exit 1) unless ``force``."""
-    top = repository.toplevel(cwd)
-    if top is None:
-        raise LedgitError(f"{cwd}: not inside a Git work tree", USAGE)
-    path = top / WORKFLOW_PATH
-    text = workflow_text(base)
-    if path.is_file():
-        if path.read_text(encoding="utf-8") == text:
-            return "unchanged", path
-        if not force:
-            raise LedgitError(f"{WORKFLOW_PATH}: exists and differs from ledgit's; keep it, "
-                              f"or overwrite it: ledgit forge install-workflow --force",
-                              CHECK_FAILED)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return "written", path

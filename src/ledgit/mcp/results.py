@@ -12,7 +12,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 from pydantic_core import to_json
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from ledgit.core.errors import CLAIM, NOT_FOUND, REMOTE, STALE, USAGE, LedgitError
 from ledgit.mcp.roots import RootRefused
@@ -42,7 +42,8 @@ class Created(TypedDict):
 
 
 class Written(TypedDict):
-    # ``written`` false: nothing changed; ``meta``: op details (``item``, ``took_over_from``)
+    # ``written`` false: nothing changed; ``meta``: op details (``item``, ``took_over_from``);
+    # ``held_by``: {by, since, until}, only when someone else holds a live claim on the task
     id: str
     op: str
     status: str
@@ -50,6 +51,7 @@ class Written(TypedDict):
     actor: str
     written: bool
     meta: dict[str, Any]
+    held_by: NotRequired[dict[str, str]]
 
 
 Readout = dict[str, Any]

@@ -163,12 +163,15 @@ def build_tools(boards: Boards) -> list[Tool]:
     def mutation(board: Board, task: str, by: str | None, expect: str | None,
                  op: Callable[..., Any], *, take_over: bool = False,
                  offline: bool = False, lease_op: str | None = None) -> Written:
-        written, record, result, actor = write_task(task, by, expect, op, board,
-                                                    take_over=take_over, offline=offline,
-                                                    lease_op=lease_op)
-        return Written(id=record.id, op=result.op, status=record.fields["status"],
-                       revision=record.revision, actor=actor, meta=result.meta or {},
-                       written=written)
+        written, record, result, actor, held_by = write_task(
+            task, by, expect, op, board, take_over=take_over, offline=offline,
+            lease_op=lease_op)
+        shape = Written(id=record.id, op=result.op, status=record.fields["status"],
+                        revision=record.revision, actor=actor, meta=result.meta or {},
+                        written=written)
+        if held_by:
+            shape["held_by"] = held_by
+        return shape
 
     def rows_of(board: Board, rows: list[dict[str, Any]], fields: list[str] | None,
                 errors: list[tuple[str, str]], extra: tuple[str, ...] = (),

@@ -12,6 +12,7 @@ from ledgit.core.errors import CLAIM
 from ledgit.core.history import ancestors
 from ledgit.core.readout import (
     Freshness,
+    claim_expiry,
     freshness_of,
 )
 from ledgit.core.record import Record
@@ -62,6 +63,25 @@ def claim_ended_by(events: Sequence[Mapping[str, Any]], by: str) -> str | None:
                 and e["id"] != end["id"]:
             return None  # by has written since: this was said already
     return f"{_ENDED_BY[end['op']]} by {end['actor']} at {end['at']}"
+
+
+def held_by_other(record: Record, by: str, now: str, ttl: int) -> dict[str, str] | None:
+    """``{"by": holder, "since": claim time, "until": when it goes stale}`` when someone other
+    than ``by`` holds a live (not stale) claim on the task -- what a write by ``by`` that still
+    lands (update, note, item, writeback: owners and people edit claimed tasks) tells its
+    writer (issue 34); None otherwise. ``now``: RFC 3339 UTC; ``ttl``: seconds."""
+    claim = record.fields.get("claim")
+    if not claim or claim["by"] == by or claim_freshness(record, now, ttl).stale:
+        return None
+    return {"by": str(claim["by"]), "since": str(claim["at"]),
+            "until": claim_expiry(claim, ttl)}
+
+
+def held_line(task: str, held: Mapping[str, str]) -> str:
+    """The one line for :func:`held_by_other`'s answer: ``T-x: held by agent-a until
+    2026-...Z (claimed 2026-...Z); written anyway``."""
+    return (f"{task}: held by {held['by']} until {held['until']} (claimed {held['since']}); "
+            f"written anyway")
 
 
 def guard_holder(record: Record, by: str, now: str, ttl: int, action: str) -> None:

@@ -1,7 +1,8 @@
-"""How to install one of ledgit's extras, as a command that works here (issue 28): ledgit is
-installed from a checkout of its source, so ``pip install 'ledgit[mcp]'`` (an index's
-package) fails; ``pip install -e 'CHECKOUT[mcp]'`` works, CHECKOUT being this installation's
-source tree when it has one."""
+"""How to install one of ledgit's extras, as a command that works here (issue 28): from a
+checkout of ledgit's source, ``pip install -e 'CHECKOUT[mcp]'`` (CHECKOUT being this
+installation's source tree); from a VCS URL, a wheel's URL or an index, the same source with
+the extra, pinned as installed (issue 34: :mod:`ledgit.operations.origin`) -- never the bare
+name with the extra, which installs whatever an index holds under that name."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import os
 import shlex
 
 import ledgit
+from ledgit.core.errors import LedgitError
+from ledgit.operations.origin import installed_origin, with_extra
 
 
 def checkout() -> str | None:
@@ -19,10 +22,18 @@ def checkout() -> str | None:
 
 
 def install_hint(extra: str) -> str:
-    """``pip install -e '/path/to/checkout[EXTRA]'`` for this installation's checkout, else
-    the form to run in one (``pip install -e '.[EXTRA]'``, from a checkout of ledgit)."""
+    """``pip install -e '/path/to/checkout[EXTRA]'`` for this installation's checkout; for
+    an installation from a VCS URL, a wheel or an index, its recorded origin with the extra
+    (``pip install 'ledgit[EXTRA] @ git+URL@COMMIT'``); else the form to run in a checkout of
+    ledgit (``pip install -e '.[EXTRA]'``)."""
     top = checkout()
     if top is None:
+        try:
+            spec = installed_origin().spec
+        except LedgitError:
+            spec = None
+        if spec is not None:
+            return f"pip install {shlex.quote(with_extra(spec, extra))}"
         return f"pip install -e '.[{extra}]' (run in a checkout of ledgit)"
     here = os.path.relpath(top) if top == os.getcwd() else top
     return f"pip install -e {shlex.quote(f'{here}[{extra}]')}"

@@ -1,12 +1,14 @@
 """Writing one task with a pure transition, for every face (DESIGN §6): the board's write path
 (lock, read the truth, check ``--expect``, append the event, replace the file) applied to
-``op(record, actor, now, ttl)``, and the loser of a claim told who ended it.
+``op(record, actor, now, ttl)``, the loser of a claim told who ended it, and the writer told
+who holds the task when someone else does (:class:`TaskWrite`'s ``held_by``).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import NamedTuple
 
 from ledgit.core.change import Change
 from ledgit.core.claimloss import claim_loss
@@ -25,13 +27,25 @@ from ledgit.storage.writepath import mutate_task
 Op = Callable[[Record, str, str, int], Change]
 
 
+class TaskWrite(NamedTuple):
+    """What :func:`write_task` did: whether it ``written`` anything, the ``record`` now on
+    disk, the ``change``, the ``actor``, and ``held_by`` -- ``{"by", "since", "until"}`` when
+    the write landed on a task someone else holds a live claim on
+    (:func:`ledgit.operations.claims.held_by_other`), else None."""
+
+    written: bool
+    record: Record
+    change: Change
+    actor: str
+    held_by: dict[str, str] | None
+
+
 def write_task(task: str, by: str | None, expect: str | None,
                op: Op, board: Board, *, take_over: bool = False,
-               offline: bool = False, lease_op: str | None = None
-               ) -> tuple[bool, Record, Change, str]:
+               offline: bool = False, lease_op: str | None = None) -> TaskWrite:
     """Apply ``op(record, actor, now, ttl)`` to one task through the board's write path
-    (lock, read the truth, check --expect, write); returns (written?, record now on disk,
-    change, actor). A change that alters nothing writes nothing (written = False).
+    (lock, read the truth, check --expect, write); returns a :class:`TaskWrite`. A change
+    that alters nothing writes nothing (written = False, held_by None).
     ``board``: the board to write. Raises what ``op`` raises (prefixed, for a claim that a
     merge ended, with who ended it), exit 3 for a stale ``expect``, 4 for an unknown id.
     A claim, heartbeat, release or lifecycle end also takes, renews or ends the task's
@@ -47,6 +61,7 @@ def write_task(task: str, by: str | None, expect: str | None,
     actor = actor_or_warn(by, board.root_str)
     ttl = int(board.config.claim_ttl)
     done: list[tuple[Record, Change]] = []
+    held: list[dict[str, str] | None] = [None]
 
     ended: list[str] = []
     notes: list[str] = []
@@ -54,17 +69,19 @@ def write_task(task: str, by: str | None, expect: str | None,
 
     def change(record: Record) -> Change:
         ended[:] = _claim_ended(board, record, actor)
+        now = now_timestamp()
         try:
-            result = op(record, actor, now_timestamp(), ttl)
+            result = op(record, actor, now, ttl)
         except LedgitError as exc:
             if ended:  # the loser of a claim learns who ended it (docs/merge.md)
                 raise LedgitError(f"{record.id}: {ended[0]}; {exc.message}", exc.code) from None
             lost = _claim_lost(board, record, actor) if exc.code == CLAIM else None
             if lost:  # ... and so does the loser of a takeover or an end (issue 24)
                 raise LedgitError(f"{record.id}: {lost}; {exc.message}", exc.code) from None
-            held = _claim_of(record) != actor and exc.code == CLAIM and lease_op is not None
+            unclaimed = (_claim_of(record) != actor and exc.code == CLAIM
+                         and lease_op is not None)
             said = lease.without_claim(record.id, record.revision, lease_op or "", actor,
-                                       ttl) if held else None
+                                       ttl) if unclaimed else None
             if said is None:
                 raise
             notes.append(said)  # leases follow the claims they guard (issue 36)
@@ -73,6 +90,7 @@ def write_task(task: str, by: str | None, expect: str | None,
             return result
         lease.apply(record, result, actor, ttl)
         done.append((record, result))
+        held[0] = claims.held_by_other(record, actor, now, ttl)
         return result
 
     try:
@@ -85,7 +103,8 @@ def write_task(task: str, by: str | None, expect: str | None,
     for line in notes:
         sys.stderr.write(f"ledgit: note: {line}\n")
     before, result = done[-1]
-    return record.revision != before.revision, record, result, actor
+    written = record.revision != before.revision
+    return TaskWrite(written, record, result, actor, held[0] if written else None)
 
 
 def _claim_lost(board: Board, record: Record, actor: str) -> str | None:

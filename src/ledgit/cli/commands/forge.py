@@ -1,6 +1,6 @@
 """``ledgit forge update`` and ``ledgit forge install-workflow`` (DESIGN §12): thin over
-:mod:`ledgit.integration.forge` -- parse, call, print one line per branch (or JSON), return
-the exit code."""
+:mod:`ledgit.integration.forge` and :mod:`ledgit.integration.workflows` -- parse, call, print
+one line per branch or file (or JSON), return the exit code."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 from ledgit.cli.commands.output import out, out_json
 from ledgit.core.errors import OK, USAGE, LedgitError
 from ledgit.integration.forge import check_repository as forge_repository
-from ledgit.integration.forge import exit_code, install_workflow, update_all, update_branches
+from ledgit.integration.forge import exit_code, update_all, update_branches
+from ledgit.integration.workflows import install_workflows, workflow_spec
 
 
 def forge_update_cmd(branches: tuple[str, ...], base: str, remote: str, rebase: bool,
@@ -42,12 +43,29 @@ def forge_update_cmd(branches: tuple[str, ...], base: str, remote: str, rebase: 
     return exit_code(outcomes)
 
 
-def forge_install_workflow_cmd(base: str, force: bool, as_json: bool) -> int:
-    """``ledgit forge install-workflow``: writes .github/workflows/ledgit-forge.yml (exit 0),
-    or keeps a different one there (exit 1) unless ``--force``."""
-    what, path = install_workflow(Path.cwd(), base=base, force=force)
+def forge_install_workflow_cmd(base: str, ledgit_spec: str | None, only: str | None,
+                               print_spec: bool, force: bool, as_json: bool) -> int:
+    """``ledgit forge install-workflow``: writes .github/workflows/ledgit.yml (the gate) and
+    ledgit-forge.yml (``--only`` one), installing ledgit from ``ledgit_spec`` or from where
+    this ledgit came from (:func:`ledgit.integration.workflows.workflow_spec`); one line per
+    file, ``written: PATH`` or ``unchanged: PATH`` (JSON: ``{"ledgit_spec", "origin",
+    "files": [{"workflow", "path", "action"}]}``). ``print_spec``: print the requirement
+    only. Returns 0; LedgitError exit 1 when a different file is there (nothing written)
+    unless ``force``, exit 2 when ledgit came from a local path and no spec is named."""
+    spec, origin = workflow_spec(ledgit_spec)
+    kind = origin.kind if origin else "named"
+    if print_spec:
+        if as_json:
+            out_json({"ledgit_spec": spec, "origin": kind})
+        else:
+            out(spec)
+        return OK
+    done = install_workflows(Path.cwd(), spec=spec, base=base, only=only, force=force)
     if as_json:
-        out_json({"path": str(path), "action": what})
+        out_json({"ledgit_spec": spec, "origin": kind,
+                  "files": [{"workflow": name, "path": str(path), "action": action}
+                            for name, action, path in done]})
     else:
-        out(f"{what}: {path}")
+        for _name, action, path in done:
+            out(f"{action}: {path}")
     return OK

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ledgit.cli.commands.output import out, out_json
 from ledgit.cli.commands.running import command_board
-from ledgit.cli.commands.writes import mutate
+from ledgit.cli.commands.writes import mutate, note_holder
 from ledgit.core.errors import OK
 from ledgit.operations import stateitems, transitions
 from ledgit.operations.arguments import split_list
@@ -37,15 +37,18 @@ def item_add_cmd(task: str, kind: str, text: str, why: str | None, evidence: str
 
 def _item_mutation(task: str, by: str | None, expect: str | None, op: Op,
                    as_json: bool) -> int:
-    """Write with an op that creates one item; print its id (JSON: the item as ``id``)."""
-    _written, record, result, _actor = write_task(task, by, expect, op, command_board())
+    """Write with an op that creates one item; print its id (JSON: the item as ``id``, and
+    ``held_by``)."""
+    _written, record, result, _actor, held_by = write_task(task, by, expect, op,
+                                                           command_board())
+    note_holder(record.id, held_by)
     meta = result.meta or {}
     if not as_json:
         out(str(meta.get("item")))
         return OK
     item = next(i for i in record.fields["items"] if i["id"] == meta.get("item"))
     out_json({"id": item["id"], "task": record.id, "trust": item["trust"], "item": item,
-              "revision": record.revision, "meta": meta})
+              "revision": record.revision, "meta": meta, "held_by": held_by})
     return OK
 
 

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 from ledgit.cli.argspec import ARG, Spec, find, parse
 from ledgit.cli.commands.output import PipeClosed, err, silence_stdout, stdout_failed
 from ledgit.cli.commands.table import FAST
-from ledgit.core.errors import OK, USAGE, LedgitError, os_failure, print_traceback
+from ledgit.core.errors import (
+    INTERNAL,
+    INTERRUPTED,
+    OK,
+    USAGE,
+    LedgitError,
+    os_failure,
+    print_traceback,
+)
 from ledgit.integration.unmerged import unmerged_hint
 from ledgit.storage.board import find_board
 
@@ -26,7 +34,6 @@ if TYPE_CHECKING:
 
     from ledgit.storage.board import Board
 
-INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h): a bug, never a verdict of ledgit
 
 # [alias, writes] while a command runs with --project ALIAS (set by run_spec)
 _PROJECT: list[Any] = []
@@ -122,7 +129,7 @@ def guarded(call: Callable[[], int]) -> int:
         return exc.code
     except KeyboardInterrupt:
         err("ledgit: interrupted")
-        return 130
+        return INTERRUPTED
     except (PipeClosed, BrokenPipeError):
         silence_stdout()
         return OK
@@ -160,4 +167,4 @@ def _internal(exc: BaseException, debug: bool) -> int:
     message = " ".join(str(exc).split())
     err(f"ledgit: internal error: {type(exc).__name__}: {message} "
         f"(set LEDGIT_DEBUG=1 for a traceback)")
-    return INTERNAL_ERROR
+    return INTERNAL

@@ -332,11 +332,21 @@ def _specs() -> dict[tuple[str, ...], Spec]:
                          "conflict (what a forge cannot merge)."),
               JSON),
         _spec("forge install-workflow", "forge:forge_install_workflow_cmd",
-              "Write the GitHub workflow that runs forge update on pull requests "
-              "(.github/workflows/ledgit-forge.yml).",
+              "Write the GitHub workflows: the gate (.github/workflows/ledgit.yml) and forge "
+              "update on pull requests (ledgit-forge.yml), installing ledgit from where this "
+              "one came from, pinned to its revision.",
               Param(VALUE, "--base", default="main", show_default=True, metavar="BRANCH",
-                    help="The base branch whose pushes start it."),
-              Param(FLAG, "--force", help="Overwrite a different file there."),
+                    help="The base branch whose pushes start forge update."),
+              Param(VALUE, "--ledgit-spec", "ledgit_spec", metavar="REQUIREMENT",
+                    help="Install ledgit from this pip requirement (default: this ledgit's "
+                         "origin: a VCS URL at its commit, a wheel's URL, or NAME==VERSION; "
+                         "needed when it was installed from a local path)."),
+              Param(VALUE, "--only", choices=("gate", "update"), metavar="gate|update",
+                    help="Write one of the two workflows."),
+              Param(FLAG, "--print-spec", "print_spec",
+                    help="Print the requirement the workflows would install and write "
+                         "nothing."),
+              Param(FLAG, "--force", help="Overwrite different files there."),
               JSON),
         _spec("cache rebuild", "cache:cache_rebuild_cmd",
               "Rebuild the index from the task files.", JSON),

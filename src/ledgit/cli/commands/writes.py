@@ -18,7 +18,7 @@ from ledgit.cli.commands.output import err, out, out_json
 from ledgit.cli.commands.running import command_board
 from ledgit.core.errors import NOT_FOUND, OK, LedgitError, located
 from ledgit.core.record import MAX_RECORD_BYTES, body_nul_line, size_problem
-from ledgit.operations import transitions
+from ledgit.operations import claims, transitions
 from ledgit.operations.arguments import resolve_or_keep, split_list
 from ledgit.operations.leasestep import LEASE_DONE, lease_without_task
 from ledgit.operations.projects import resolve_dependencies
@@ -44,15 +44,17 @@ def mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,
            offline: bool = False, lease_op: str | None = None) -> int:
     """Write one task with ``op`` (:func:`write_task`) and print the result: ``show``'s
     line, or the common mutation line / JSON shape ``{id, op, status, revision, actor, meta,
-    written}`` (docs/cli.md). ``take_over``, ``offline``, ``lease_op``: see
-    :func:`write_task`; with ``lease_op``, a task whose file is not here whose lease the
-    actor holds is released or renewed all the same (JSON ``{id, op, status: null,
-    revision: null, actor, meta: {lease}, written: false}``). Returns 0."""
+    written, held_by}`` (docs/cli.md); a write on a task someone else holds also says who
+    and until when on stderr (:func:`note_holder`). ``take_over``, ``offline``,
+    ``lease_op``: see :func:`write_task`; with ``lease_op``, a task whose file is not here
+    whose lease the actor holds is released or renewed all the same (JSON ``{id, op, status:
+    null, revision: null, actor, meta: {lease}, written: false, held_by: null}``). Returns
+    0."""
     board = command_board()
     try:
-        written, record, result, actor = write_task(task, by, expect, op, board,
-                                                    take_over=take_over, offline=offline,
-                                                    lease_op=lease_op)
+        written, record, result, actor, held_by = write_task(
+            task, by, expect, op, board, take_over=take_over, offline=offline,
+            lease_op=lease_op)
     except LedgitError as exc:
         if exc.code != NOT_FOUND or lease_op is None or offline:
             raise
@@ -64,15 +66,16 @@ def mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,
         if as_json:
             out_json({"id": task.strip(), "op": lease_op, "status": None, "revision": None,
                       "actor": actor, "meta": {"lease": LEASE_DONE[lease_op]},
-                      "written": False})
+                      "written": False, "held_by": None})
         else:
             out(f"{task.strip()}: {lease_op}: no task here; the lease "
                 f"{LEASE_DONE[lease_op]}")
         return OK
+    note_holder(record.id, held_by)
     if as_json:
         out_json({"id": record.id, "op": result.op, "status": record.fields["status"],
                   "revision": record.revision, "actor": actor, "meta": result.meta or {},
-                  "written": written})
+                  "written": written, "held_by": held_by})
     elif not written and (result.meta or {}).get("lease"):
         out(f"{record.id}: {result.op}: no claim here; the lease {(result.meta or {})['lease']} "
             f"(rev {record.revision[:12]})")
@@ -87,6 +90,13 @@ def mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,
         out(f"{record.id}: {result.op} -> {record.fields['status']} "
             f"(rev {record.revision[:12]})")
     return OK
+
+
+def note_holder(task: str, held_by: dict[str, str] | None) -> None:
+    """One line on stderr when a write landed on a task someone else holds a live claim on:
+    ``ledgit: note: T-x: held by B until T (claimed T0); written anyway`` (issue 34)."""
+    if held_by:
+        sys.stderr.write(f"ledgit: note: {claims.held_line(task, held_by)}\n")
 
 
 def read_text_option(text: str | None, path: str | None, what: str) -> str | None:
