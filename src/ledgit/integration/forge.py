@@ -30,6 +30,7 @@ from ledgit.git import objects, repository
 from ledgit.integration.gate import growth_between
 from ledgit.integration.install import ATTRIBUTE_LINES, driver_command
 from ledgit.integration.taskcheck import LEDGIT_DIR, Finding, check_task, task_of, task_paths
+from ledgit.storage.ownership import adopt_path, make_dirs
 
 ATTEMPTS = 3  # a branch that moves under the bot this many times in a row is left for later
 WORKFLOW_DATA = "forge-update.yml"  # package data: ledgit/data/forge-update.yml
@@ -343,6 +344,7 @@ def install_workflow(cwd: Path, *, base: str = "main", force: bool = False) -> t
             raise LedgitError(f"{WORKFLOW_PATH}: exists and differs from ledgit's; keep it, "
                               f"or overwrite it: ledgit forge install-workflow --force",
                               CHECK_FAILED)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     path.write_text(text, encoding="utf-8")
+    adopt_path(path)  # root in another user's repository: theirs (issue 36)
     return "written", path

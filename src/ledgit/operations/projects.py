@@ -40,6 +40,7 @@ from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError, located
 from ledgit.storage.board import Board
 from ledgit.storage.config import yaml_settings
 from ledgit.storage.locate import LEDGIT_DIR
+from ledgit.storage.ownership import adopt_path, make_dirs
 
 FILE_NAME = "projects.yaml"
 ALIAS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -277,11 +278,13 @@ def remove(board: Board, alias: str, *, user: bool) -> Registration:
 
 
 def _write(path: Path, content: ProjectsFile) -> None:
-    """Replace ``path`` atomically (temp file in the same dir, then rename)."""
+    """Replace ``path`` atomically (temp file in the same dir, then rename); made by root in
+    another user's directory, it is theirs (issue 36)."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent)
         tmp.write_text(render_file(content), encoding="utf-8", newline="\n")
+        adopt_path(tmp)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
