@@ -100,7 +100,7 @@ def test_control_characters_in_a_title_or_a_label_are_refused(tmp_path: Path,
     before = task_file(repo, tid).read_bytes()
     for args, field in ((["create", "bell\x07here"], "title"),
                         (["create", "ok", "--label", "a\x1bb"], "labels[0]"),
-                        (["update", tid, "--title", "tab\there"], "title"),
+                        (["update", tid, "--title", "vt\x0bhere"], "title"),
                         (["update", tid, "--title", "csi\x9bx"], "title"),
                         (["update", tid, "--label", "x\x7f"], "labels[0]"),
                         (["update", tid, "--set", "labels=fine,esc\x1b[31m"], "labels[1]")):
@@ -118,8 +118,9 @@ def test_control_characters_in_a_title_or_a_label_are_refused(tmp_path: Path,
     git("commit", "-q", "--no-verify", "-am", "bell", cwd=repo)
     r = ledgit(repo, "verify", "--rev", "HEAD", code=1)
     assert "schema: title: control character U+0007" in r.out, r.out
-    # Unicode beyond the controls stays welcome: NBSP, a zero-width joiner, an emoji
-    ledgit(repo, "create", "caf\u00e9\u00a0\U0001f469\u200d\U0001f4bb", "--label",
+    # a tab is text (YAML's printable); so is Unicode beyond the controls: NBSP, a
+    # zero-width joiner, an emoji
+    ledgit(repo, "create", "caf\u00e9\u00a0\U0001f469\u200d\U0001f4bb\tx", "--label",
            "\u00e9t\u00e9", "--by", "a")
 
 

@@ -106,16 +106,19 @@ _STRING_SET = frozenset(STRING_FIELDS)
 _ONE_LINE_STRINGS = frozenset(("title", "owner", "worker"))
 _LINE_BREAKS = "[\n\r\u2028\u2029\x85]"  # compiled (cached by re) on first non-ASCII use
 _SURROGATE = "[\ud800-\udfff]"
-# Unicode's control characters (category Cc: C0, DEL, C1): refused in a title and a label
-# (issue 36), which terminals, the board page and other tools show as one line of text.
-_CONTROL = "[\x00-\x1f\x7f-\x9f]"
+# The control characters YAML 1.2 does not count as printable (its c-printable: C0 but tab,
+# line feed and carriage return; DEL; C1 but NEL): refused in a title and a label (issue 36),
+# which terminals, the board page and other tools show as one line of text (an escape
+# sequence there is a command to the terminal). Line breaks are refused before, by name.
+_CONTROL = "[\x00-\x08\x0a-\x1f\x7f-\x9f]"
 
 
 def control_problem(text: str) -> str | None:
     """Why ``text`` (a title, a label) may not be kept: the first control character in it
-    (``control character U+0007``), else None. ``str.isprintable`` answers for almost every
-    text at C speed; only a text it refuses (a control, or a space or format character
-    that is welcome: U+00A0, U+200D) is searched."""
+    (``control character U+0007``; a tab is text, as YAML has it), else None.
+    ``str.isprintable`` answers for almost every text at C speed; only a text it refuses (a
+    control, or a tab, space or format character that is welcome: U+00A0, U+200D) is
+    searched."""
     if text.isprintable():
         return None
     found = re.search(_CONTROL, text)
