@@ -452,14 +452,16 @@ def test_serve_with_a_given_token_does_not_print_it(lg: CliRun) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "ledgit", "board", "--serve", "--host",
                              "0.0.0.0"], cwd=lg.root, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
-    line = _next_line(proc)
-    found = re.search(r"http://[\d.]+:(\d+)/", line)
-    assert found, line
-    server = Served(proc, "127.0.0.1", int(found.group(1)))
-    assert server.request("GET", "/")[0] == 401
-    assert server.request("GET", "/", {"Authorization": f"Bearer {secret}"})[0] == 200
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=20)
+    try:
+        line = _next_line(proc)
+        found = re.search(r"http://[\d.]+:(\d+)/", line)
+        assert found, line
+        server = Served(proc, "127.0.0.1", int(found.group(1)))
+        assert server.request("GET", "/")[0] == 401
+        assert server.request("GET", "/", {"Authorization": f"Bearer {secret}"})[0] == 200
+    finally:  # no server left running, whatever failed
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert secret not in line + out + err
     # an empty or multi-word token is refused before anything listens
