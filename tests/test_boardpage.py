@@ -5,6 +5,8 @@ merge for the merge provenance), the self-contained file, escaping, and the live
 from __future__ import annotations
 
 import ast
+import base64
+import hashlib
 import http.client
 import json
 import os
@@ -12,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -366,11 +369,142 @@ def test_serve_on_a_busy_port_is_exit_2(served: tuple[CliRun, Served]) -> None:
     assert "cannot listen" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_serve_elsewhere_than_loopback_warns(lg: CliRun) -> None:
-    lg("create", "First", "--by", "lead")
+def _next_line(proc: subprocess.Popen[str], timeout: float = 60.0) -> str:
+    """The next line ``proc`` prints on stdout; "" (``proc`` killed) when none comes
+    within ``timeout`` s."""
+    assert proc.stdout is not None
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    try:
+        return proc.stdout.readline()
+    finally:
+        timer.cancel()
+
+
+def _csp(headers: dict[str, str]) -> dict[str, list[str]]:
+    """The Content-Security-Policy header as {directive: [sources]}."""
+    policy: dict[str, list[str]] = {}
+    for part in headers["Content-Security-Policy"].split(";"):
+        words = part.split()
+        if words:
+            policy[words[0]] = words[1:]
+    return policy
+
+
+def _assert_safe_headers(headers: dict[str, str]) -> None:
+    """Issue 36: what every answer of the server says, whatever its status."""
+    assert headers.get("X-Content-Type-Options") == "nosniff", headers
+    assert not any(k.lower().startswith("access-control-") for k in headers), headers
+    policy = _csp(headers)
+    assert policy["default-src"] == ["'none'"]
+    for directive in ("script-src", "style-src"):  # no inline handler, no foreign script
+        assert "'unsafe-inline'" not in policy[directive], policy
+        assert all(s.startswith("'sha256-") for s in policy[directive]), policy
+    assert policy["frame-ancestors"] == ["'none'"] and policy["base-uri"] == ["'none'"]
+
+
+def test_serve_beyond_loopback_needs_a_token_printed_once(lg: CliRun) -> None:
+    """Issue 36: ``--host 0.0.0.0`` makes a token, says it once (not in the URL line), and
+    every request without it -- from 127.0.0.1 too, every route and method -- is 401."""
+    tid = lg("create", "First", "--by", "lead")[1].strip()
     server = serve(lg.root, "--host", "0.0.0.0")
-    err = stop(server)
-    assert "warning: serving on 0.0.0.0" in err
+    try:
+        said = _next_line(server.proc)
+        found = re.search(r"token: (\S+)", said)
+        assert found, said
+        token = found.group(1)
+        assert len(token) >= 32
+        server.host = "127.0.0.1"  # a loopback client of a board served beyond loopback
+        for method, path in (("GET", "/"), ("GET", "/data.json"), ("HEAD", "/"),
+                             ("GET", f"/task/{tid}.json"), ("GET", "/events"),
+                             ("GET", "/nope"), ("POST", "/")):
+            status, headers, body = server.request(method, path, {"Origin": "http://evil"})
+            assert status == 401, (method, path, status)
+            assert headers["WWW-Authenticate"].startswith("Basic realm="), headers
+            _assert_safe_headers(headers)
+            assert b"First" not in body and tid.encode() not in body
+        wrong = base64.b64encode(b"anyone:" + token[:-1].encode() + b"x").decode()
+        assert server.request("GET", "/", {"Authorization": f"Basic {wrong}"})[0] == 401
+        assert server.request("GET", "/", {"Authorization": "Bearer nope"})[0] == 401
+        basic = base64.b64encode(f"anyone:{token}".encode()).decode()
+        for auth in (f"Bearer {token}", f"Basic {basic}"):
+            status, headers, body = server.request("GET", "/data.json",
+                                                   {"Authorization": auth, "Origin": "http://x"})
+            assert status == 200 and headers["Content-Type"] == "application/json"
+            assert json.loads(body)["cards"][0]["id"] == tid
+            _assert_safe_headers(headers)
+        status, headers, _ = server.request("GET", f"/task/{tid}.json",
+                                            {"Authorization": f"Bearer {token}"})
+        assert status == 200 and headers["Content-Type"] == "application/json"
+        status, headers, _ = server.request("GET", "/", {"Authorization": f"Bearer {token}"})
+        assert status == 200 and headers["Content-Type"].startswith("text/html")
+        _assert_safe_headers(headers)
+    finally:
+        err = stop(server)
+    assert token not in err and "warning: serving on 0.0.0.0" in err
+    assert token not in said.partition("token:")[0]
+
+
+def test_serve_with_a_given_token_does_not_print_it(lg: CliRun) -> None:
+    lg("create", "First", "--by", "lead")
+    secret = "s3cret-given-by-the-user-0123456789"
+    env = {**os.environ, "LEDGIT_BOARD_TOKEN": secret}
+    proc = subprocess.Popen([sys.executable, "-m", "ledgit", "board", "--serve", "--host",
+                             "0.0.0.0"], cwd=lg.root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = _next_line(proc)
+        found = re.search(r"http://[\d.]+:(\d+)/", line)
+        assert found, line
+        server = Served(proc, "127.0.0.1", int(found.group(1)))
+        assert server.request("GET", "/")[0] == 401
+        assert server.request("GET", "/", {"Authorization": f"Bearer {secret}"})[0] == 200
+    finally:  # no server left running, whatever failed
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert secret not in line + out + err
+    # an empty or multi-word token is refused before anything listens
+    for bad in ("", "two words"):
+        done = subprocess.run([sys.executable, "-m", "ledgit", "board", "--serve", "--host",
+                               "0.0.0.0", "--token", bad], cwd=lg.root, capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert done.returncode == 2 and "--token" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_page_script_and_style_are_allowed_by_hash_not_inline(lg: CliRun) -> None:
+    """The page's own script and style run under a policy without 'unsafe-inline' (their
+    sha256 in the policy, the page's meta and the served header alike), and the page holds
+    no inline event handler (which no hash allows)."""
+    lg("create", "First", "--by", "lead")
+    code, page, _ = lg("board", "--html", "-")
+    assert code == 0
+    meta = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page)
+    assert meta, "no policy in the page"
+    policy = _csp({"Content-Security-Policy": meta.group(1)})
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+    styles = re.findall(r"<style>(.*?)</style>", page, re.S)
+    assert len(scripts) == 1 and len(styles) == 1
+
+    def digest(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    assert policy["script-src"] == [digest(scripts[0])]
+    assert policy["style-src"] == [digest(styles[0])]
+    assert not re.search(r"<[^>]*\son[a-z]+\s*=", page.split('id="board-data"')[0]), \
+        "an inline event handler in the page"
+    server = serve(lg.root)
+    try:
+        status, headers, body = server.request("GET", "/")
+        assert status == 200
+        _assert_safe_headers(headers)
+        served = _csp(headers)
+        assert served["script-src"] == policy["script-src"]
+        assert served["style-src"] == policy["style-src"]
+        assert re.findall(r"<script>(.*?)</script>", body.decode(), re.S) == scripts
+    finally:
+        stop(server)
 
 
 def test_live_model_after_writes_equals_a_fresh_build(lg: CliRun) -> None:

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -340,3 +341,67 @@ def test_demo_detail_shows_merge_provenance_trust_groups_lanes_and_plots(
     assert captions[0].startswith("Tasks opened vs done per day")
     assert captions[1].startswith("Claims per agent over time")
     assert "agent-a (" in page.inner_text("#plot-claims")
+
+
+def _line(proc: subprocess.Popen[str], timeout: float = 60.0) -> str:
+    assert proc.stdout is not None
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    try:
+        return proc.stdout.readline()
+    finally:
+        timer.cancel()
+
+
+def test_served_beyond_loopback_asks_for_the_token_then_works_under_its_policy(
+        browser: Any, tmp_path: Path, env: dict[str, str]) -> None:
+    """Issue 36: a board served on 0.0.0.0 answers a browser without the token 401 (from
+    127.0.0.1 too); with the token as the password the browser is asked for, the page runs
+    under the served Content-Security-Policy (no console error, no page error): its script
+    and style, the live event stream, a task's detail fetched, a CLI write shown."""
+    run_ledgit(tmp_path, "init", env=env)
+    tid = run_ledgit(tmp_path, "create", "Served with a token", "--body",
+                     "## Goal\n\n**bold** body\n", env=env).stdout.strip()
+    proc = subprocess.Popen([sys.executable, "-m", "ledgit", "board", "--serve", "--host",
+                             "0.0.0.0"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        found = re.search(r"http://0\.0\.0\.0:(\d+)/", _line(proc))
+        said = re.search(r"token: (\S+)", _line(proc))
+        assert found and said
+        url, token = f"http://127.0.0.1:{found.group(1)}/", said.group(1)
+        stranger = browser.new_context()
+        try:  # asked for credentials and given none, the browser gives up on the page
+            with pytest.raises(sync_api.Error, match="ERR_INVALID_AUTH_CREDENTIALS"):
+                stranger.new_page().goto(url)
+        finally:
+            stranger.close()
+        context = browser.new_context(http_credentials={"username": "me", "password": token})
+        pg = context.new_page()
+        problems: list[str] = []
+        pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        pg.on("console", lambda m: problems.append(f"console: {m.text}")
+              if m.type in ("error", "warning") else None)
+        try:
+            answer = pg.goto(url)
+            assert answer is not None and answer.status == 200
+            assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+            pg.wait_for_selector("body[data-ready=yes]", timeout=30_000)
+            pg.wait_for_selector("#live-state:text('live')", timeout=10_000)
+            # the stylesheet applied (the policy allows it by its hash): the detail is hidden
+            assert pg.is_hidden("#detail")
+            pg.click(f'#view-board .card[data-id="{tid}"]')
+            pg.wait_for_selector("#detail:not([hidden]) strong:text('bold')", timeout=10_000)
+            pg.keyboard.press("Escape")
+            run_ledgit(tmp_path, "create", "Written while served with a token", env=env)
+            pg.wait_for_selector("#view-board .card .title:text('Written while served')",
+                                 timeout=10_000)
+            pg.goto("about:blank")  # the page lets go of the event stream first
+        finally:
+            context.close()
+        assert not problems, problems
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert token not in err

@@ -241,14 +241,15 @@ def test_a_crash_while_staging_leaves_the_board_untouched(lg: CliRun, tmp_path: 
     calls = 0
     real = staging_files._create
 
-    def dying(path: str, data: bytes, want_stat: bool = False) -> Any:
+    def dying(path: str, data: bytes, want_stat: bool = False,
+              owner: tuple[int, int] | None = None) -> Any:
         nonlocal calls
         calls += 1
         if calls == 7:  # every history written, then the first task file half-way
             with open(path, "wb") as fh:
                 fh.write(data[:len(data) // 2])
             raise KeyboardInterrupt
-        return real(path, data, want_stat)
+        return real(path, data, want_stat, owner)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(staging_files, "_create", dying)

@@ -374,6 +374,8 @@ def test_careless_input_is_a_clear_error_and_the_tree_stays_byte_identical(
         ("update", {"task": tid, "by": "two\nlines", "title": "x"}, 2),
         ("update", {"task": tid, "set": {"status": "done"}}, 2),
         ("update", {"task": tid, "set": {"claim": "me"}}, 2),
+        ("update", {"task": tid, "set": {"depends_on": "T-nowhere"}}, 4),  # issue 36
+        ("create", {"title": "bell\x07"}, 2),
         ("update", {"task": "T-\u202e" + tid[2:], "title": "x"}, 4),
         ("get", {"task": "\U0001f680"}, 4),
         ("search", {"text": ""}, 2)]

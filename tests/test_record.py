@@ -130,6 +130,10 @@ def test_validate_fields_accepts_typed_values() -> None:
     ("x", {"k" * 300: "v"}, "x: extension key longer than 256 characters"),
     ("title", "a\ud800", "title: lone surrogate in text"),
     ("title", "a\x00", "title: NUL character in text"),
+    ("title", "a\x0bb", "title: control character U+000B"),
+    ("title", "esc\x1b[31m", "title: control character U+001B"),
+    ("title", "csi\x9b", "title: control character U+009B"),
+    ("labels", ["ok", "del\x7f"], "labels[1]: control character U+007F"),
     ("labels", "a", "labels: expected a list, got str"),
     ("contested", [{}], "contested[0]: expected a claim {by, at, heartbeat, note}"),
     ("created", "0001-01-01T00:00:00+01:00", "created: invalid timestamp"),
@@ -163,6 +167,10 @@ _text_any: st.SearchStrategy[Any] = st.one_of(
     st.lists(st.sampled_from(_TRICKY), max_size=4).map("".join))
 _one_line: st.SearchStrategy[Any] = _text_any.map(lambda s: "".join(
     c for c in s if c not in "\n\r\u2028\u2029\x85")).filter(bool)
+# a title or a label: one line without control characters but tab (issue 36)
+_no_controls: st.SearchStrategy[Any] = _one_line.map(lambda s: "".join(
+    c for c in s if c == "\t" or not ("\x00" <= c <= "\x1f" or "\x7f" <= c <= "\x9f"))
+).filter(bool)
 _task_id = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,20}", fullmatch=True).filter(
     lambda s: ".." not in s)
 _item_id = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,10}", fullmatch=True)
@@ -196,12 +204,12 @@ _items: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
               "superseded_by": st.lists(_one_line), "confidence": _text_any, "x": _x_maps})
 
 _fields = st.fixed_dictionaries(
-    {"id": _task_id, "title": _one_line, "status": st.sampled_from(STATUSES),
+    {"id": _task_id, "title": _no_controls, "status": st.sampled_from(STATUSES),
      "created": _timestamps(), "last_modified": _timestamps()},
     optional={
         "priority": st.integers(0, 4), "owner": _one_line, "worker": _one_line,
         "claim": _claims(), "contested": st.lists(_claims(), max_size=2),
-        "depends_on": st.lists(_task_id, max_size=3), "labels": st.lists(_one_line, max_size=4),
+        "depends_on": st.lists(_task_id, max_size=3), "labels": st.lists(_no_controls, max_size=4),
         "commits": st.lists(_commit, max_size=3), "response": _text_any,
         "next_action": _text_any, "gate": _text_any, "waiting_on": _text_any,
         "signal": _text_any,

@@ -13,13 +13,25 @@ any other method is 405):
 One thread watches the board through :class:`ledgit.storage.live.LiveBoard` (the in-process watcher
 the MCP face uses too: inotify on the tasks and history directories, no polling of every
 task file); on a change it rebuilds the model (only what changed), then wakes every event
-stream. Request threads only read the last built bytes. On a loopback
-address, requests whose ``Host`` is not a loopback name are refused (403: DNS rebinding).
+stream. Request threads only read the last built bytes.
+
+Who may read it (issue 36): served with a token -- always beyond loopback -- every request
+without it is 401, whatever its route, method or client address; the token comes as the
+password of HTTP Basic authentication (RFC 7617: the browser asks for it once, then sends it
+with every request of the page, its fetches and its event stream) or as
+``Authorization: Bearer TOKEN``, never in a URL. On a loopback address, requests whose
+``Host`` is not a loopback name are refused (403: DNS rebinding). Every answer carries the
+page's Content-Security-Policy (:func:`ledgit.boardpage.render.assets`, plus
+``frame-ancestors 'none'``, which only a header can say), ``X-Content-Type-Options:
+nosniff`` and no ``Access-Control-Allow-Origin``: another site's page cannot read it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import gc
+import hmac
 import ipaddress
 import socket
 import sys
@@ -30,7 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ledgit.boardpage.render import page_json, render_page
+from ledgit.boardpage.render import assets, page_json, render_page
 from ledgit.boardpage.source import PageSource, cyclic_gc_paused
 from ledgit.core.errors import LedgitError
 from ledgit.storage.board import Board
@@ -40,9 +52,8 @@ from ledgit.storage.live import LiveBoard
 KEEPALIVE = 15.0  # seconds between two comment lines on an idle event stream
 SETTLE = 0.05  # a rebuild waits for this many quiet seconds after a change (the same write)
 SETTLE_MAX = 0.3  # ... but no longer than this
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-       "img-src data:; connect-src 'self'")
 LOOPBACK_NAMES = ("localhost",)
+REALM = 'Basic realm="ledgit board", charset="UTF-8"'  # RFC 7617
 
 
 def is_loopback(host: str) -> bool:
@@ -163,6 +174,8 @@ class Handler(BaseHTTPRequestHandler):
 
     service: BoardService
     check_host: bool
+    token: bytes | None  # every request must show it (None: served on loopback without one)
+    policy: str  # the Content-Security-Policy header
     server_version = "ledgit-board"
     protocol_version = "HTTP/1.1"
 
@@ -175,17 +188,38 @@ class Handler(BaseHTTPRequestHandler):
         host = urlsplit("//" + (self.headers.get("Host") or "")).hostname or ""
         return is_loopback(host)
 
-    def _send(self, status: HTTPStatus, body: bytes, ctype: str, head: bool = False,
-              extra: dict[str, str] | None = None) -> None:
+    def _authorized(self) -> bool:
+        """The request shows the token: as the password of Basic authentication (any user
+        name) or as a bearer token, compared in constant time."""
+        if self.token is None:
+            return True
+        scheme, _, value = (self.headers.get("Authorization") or "").strip().partition(" ")
+        offered = value.strip().encode("ascii", "replace")
+        if scheme.lower() == "basic":
+            try:
+                offered = base64.b64decode(offered, validate=True).partition(b":")[2]
+            except (binascii.Error, ValueError):
+                return False
+        elif scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(offered, self.token)
+
+    def _headers(self, status: HTTPStatus, ctype: str,
+                 extra: dict[str, str] | None = None) -> None:
+        """The status line and the headers every answer carries (module docstring)."""
         self.send_response(status)
         self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
-        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Content-Security-Policy", self.policy)
         for k, v in (extra or {}).items():
             self.send_header(k, v)
+
+    def _send(self, status: HTTPStatus, body: bytes, ctype: str, head: bool = False,
+              extra: dict[str, str] | None = None) -> None:
+        self._headers(status, ctype, extra)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if not head:
             self.wfile.write(body)
@@ -194,10 +228,21 @@ class Handler(BaseHTTPRequestHandler):
                extra: dict[str, str] | None = None) -> None:
         self._send(status, (message + "\n").encode(), "text/plain; charset=utf-8", head, extra)
 
-    def _route(self, head: bool) -> None:
+    def _admitted(self, head: bool) -> bool:
+        """Answer 401 or 403 and return False when the request may not read the board."""
+        if not self._authorized():
+            self._error(HTTPStatus.UNAUTHORIZED, "this board needs its token: give it as the "
+                        "password when the browser asks (any user name), or send "
+                        "Authorization: Bearer TOKEN", head, {"WWW-Authenticate": REALM})
+            return False
         if not self._host_ok():
             self._error(HTTPStatus.FORBIDDEN, "this board is served for loopback names only",
                         head)
+            return False
+        return True
+
+    def _route(self, head: bool) -> None:
+        if not self._admitted(head):
             return
         url = urlsplit(self.path)
         path = url.path
@@ -221,10 +266,7 @@ class Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.NOT_FOUND, "not found", head)
 
     def _events(self, since: str) -> None:
-        self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
+        self._headers(HTTPStatus.OK, "text/event-stream")
         self.end_headers()
         self.close_connection = True
         service = self.service
@@ -252,17 +294,22 @@ class Handler(BaseHTTPRequestHandler):
         self._route(head=True)
 
     def _refuse(self) -> None:
-        self._error(HTTPStatus.METHOD_NOT_ALLOWED, "read-only: only GET and HEAD",
-                    extra={"Allow": "GET, HEAD"})
+        if self._admitted(head=False):
+            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "read-only: only GET and HEAD",
+                        extra={"Allow": "GET, HEAD"})
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse
 
 
-def make_server(service: BoardService, host: str, port: int) -> ThreadingHTTPServer:
+def make_server(service: BoardService, host: str, port: int,
+                token: str | None = None) -> ThreadingHTTPServer:
     """A threading HTTP server for ``service`` bound to (host, port); port 0 picks a free
-    one. Raises OSError as bind does."""
-    handler = type("BoardHandler", (Handler,), {"service": service,
-                                                "check_host": is_loopback(host)})
+    one. ``token``: every request must show it (module docstring); the caller makes one for
+    an address beyond loopback. Raises OSError as bind does."""
+    handler = type("BoardHandler", (Handler,), {
+        "service": service, "check_host": is_loopback(host),
+        "token": None if token is None else token.encode("ascii"),
+        "policy": f"{assets().policy}; frame-ancestors 'none'"})
     server = type("BoardServer", (ThreadingHTTPServer,), {
         "daemon_threads": True,
         "address_family": socket.AF_INET6 if ":" in host else socket.AF_INET})

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ledgit.cli.commands.output import report_problems
-from ledgit.cli.commands.running import command_board
+from ledgit.cli.commands.running import checked_board
 from ledgit.cli.main import by_option, json_option
 from ledgit.core.errors import CHECK_FAILED, OK, LedgitError
 from ledgit.operations.arguments import resolve_ids
@@ -46,7 +46,7 @@ def check_cmd(tasks: tuple[str, ...], fix: bool, normalize: bool, by: str | None
               as_json: bool) -> int:
     """Check task files and histories in the working tree (all tasks without IDs); with
     --fix, repair what ledgit can first. Exit 1 with one line per remaining problem."""
-    board = command_board()
+    board = checked_board()
     ids = resolve_ids(board, tasks) if tasks else None
     fixed = fix_board(board, ids, by, normalize=normalize) if fix else []
     code = report_problems(board, ids, verify_board(board, ids), as_json, "checked", fixed)

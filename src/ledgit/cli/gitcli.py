@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from ledgit.cli.commands.running import checked_board
 from ledgit.cli.main import verify_cmd as worktree_verify
 from ledgit.core.errors import NOT_FOUND, OK, USAGE, LedgitError
 from ledgit.git.objects import resolve_commit
@@ -25,7 +26,6 @@ from ledgit.integration.refguard import ALLOW_ENV, allowed, check_ref_update
 from ledgit.integration.resolve import resolve
 from ledgit.integration.restore import restore_events
 from ledgit.integration.taskcheck import Finding
-from ledgit.storage.board import find_board
 from ledgit.storage.boardcheck import verify_board
 
 
@@ -192,7 +192,7 @@ def git_top(cwd: Path) -> Path:
 def _verify_worktree_github(tasks: tuple[str, ...]) -> int:
     """The working-tree check printed as GitHub annotations."""
 
-    board = find_board()
+    board = checked_board()
     ids = [board.resolve_id(t) for t in tasks] if tasks else None
     problems = verify_board(board, ids)
     for p in problems:

@@ -134,6 +134,23 @@ _STRING_SET = frozenset(STRING_FIELDS)
 _ONE_LINE_STRINGS = frozenset(("title", "owner", "worker"))
 _LINE_BREAKS = "[\n\r\u2028\u2029\x85]"  # compiled (cached by re) on first non-ASCII use
 _SURROGATE = "[\ud800-\udfff]"
+# The control characters YAML 1.2 does not count as printable (its c-printable: C0 but tab,
+# line feed and carriage return; DEL; C1 but NEL): refused in a title and a label (issue 36),
+# which terminals, the board page and other tools show as one line of text (an escape
+# sequence there is a command to the terminal). Line breaks are refused before, by name.
+_CONTROL = "[\x00-\x08\x0a-\x1f\x7f-\x9f]"
+
+
+def control_problem(text: str) -> str | None:
+    """Why ``text`` (a title, a label) may not be kept: the first control character in it
+    (``control character U+0007``; a tab is text, as YAML has it), else None.
+    ``str.isprintable`` answers for almost every text at C speed; only a text it refuses (a
+    control, or a tab, space or format character that is welcome: U+00A0, U+200D) is
+    searched."""
+    if text.isprintable():
+        return None
+    found = re.search(_CONTROL, text)
+    return None if found is None else f"control character U+{ord(found.group()):04X}"
 
 
 def _text(value: Any, name: str, ctx: FieldContext, *, one_line: bool = False) -> str:
@@ -342,6 +359,12 @@ def _claim_list(value: Any, key: str, ctx: FieldContext) -> list[dict[str, Any]]
 
 
 def _coerce_field(key: str, value: Any, ctx: FieldContext) -> Any:
+    if key == "title":
+        text = _text(value, key, ctx, one_line=True)
+        problem = control_problem(text)
+        if problem:
+            ctx.fail(problem, key)
+        return text
     if key in _STRING_SET:
         return _text(value, key, ctx, one_line=key in _ONE_LINE_STRINGS)
     if key == "id":
@@ -376,7 +399,7 @@ def _coerce_field(key: str, value: Any, ctx: FieldContext) -> Any:
     if key == "depends_on":
         return _str_list(value, key, ctx, _task_id_problem)
     if key == "labels":
-        return _str_list(value, key, ctx)
+        return _str_list(value, key, ctx, control_problem)
     if key == "outcome":
         m = _mapping(value, key, ctx, OUTCOME_KEYS)
         if not m:

@@ -37,7 +37,9 @@ from ledgit.storage.boardinit import BOARD_IGNORE
 from ledgit.storage.boardlinks import escaping_link, link_refusal
 from ledgit.storage.boardrepair import pending_repairs, repair_board
 from ledgit.storage.index import Index
-from ledgit.storage.indexfiles import index_dir, private_dir_refusal
+from ledgit.storage.indexfiles import INDEX_NAME, index_dir, private_dir_refusal
+from ledgit.storage.oserrors import group_name, user_name
+from ledgit.storage.ownership import foreign_files
 
 
 class Gap(NamedTuple):
@@ -130,7 +132,10 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
 
     board = Board(root)
     gaps: list[Gap] = []
-    refused = _private_gap(wt, board)
+    owners = owner_gap(wt, board)
+    if owners is not None:
+        gaps.append(owners)
+    refused = _private_gap(wt, board)  # what that means for reads and writes there
     if refused is not None:
         gaps.append(refused)
     try:
@@ -157,6 +162,42 @@ def _board_gaps(wt: Path, root: Path, *, fix: bool) -> list[Gap]:
         gaps.append(Gap(wt, f"{len(unrecorded) - MAX_LISTED} more task file(s) differ from "
                             f"their history head", "ledgit check --fix"))
     return gaps
+
+
+MAX_OWNED = 3  # doctor names this many files of another user's, then counts the rest
+
+
+def owner_gap(wt: Path, board: Board) -> Gap | None:
+    """Board or index files not owned by the board's owner (the owner of the directory
+    holding ``.ledgit``; issue 36): anything under ``.ledgit/`` or the worktree's private
+    dir that another user -- root, most often, by an older ledgit or another tool -- left
+    there, which fails the owner's next write. The fix is the ``chown -R`` of the
+    directories holding them, to that owner and the directory's group (``sudo`` unless
+    doctor runs as root). None where there are no POSIX owners."""
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None:  # pragma: no cover - Windows
+        return None
+    try:
+        st = os.stat(board.root_str)
+    except OSError:
+        return None
+    roots = [board.dir_str]
+    if not board.private_str.startswith(board.dir_str + os.sep):  # outside Git: in .ledgit
+        roots.append(board.private_str)
+    found = foreign_files(roots, st.st_uid)
+    if not found:
+        return None
+    holding = [r for r in roots if any(f == r or f.startswith(r + os.sep) for f in found)]
+    name = user_name(st.st_uid)
+    shown = ", ".join(os.path.relpath(f, board.root_str) for f in found[:MAX_OWNED])
+    if len(found) > MAX_OWNED:
+        shown += f" and {len(found) - MAX_OWNED} more"
+    sudo = "" if geteuid() == 0 else "sudo "
+    return Gap(wt, f"{len(found)} board or index file(s) not owned by {name} (uid "
+                   f"{st.st_uid}), who owns {board.root_str}: {shown}; the owner's writes "
+                   f"fail there",
+               f"{sudo}chown -R {name}:{group_name(st.st_gid)} "
+               + " ".join(shlex.quote(r) for r in holding))
 
 
 def _private_gap(wt: Path, board: Board) -> Gap | None:
@@ -195,7 +236,15 @@ def _index_stale(board: Board, *, fix: bool) -> str | None:
     state: str | None = None
     index = Index.open_existing(board)
     if index is None:
-        state = "the index is not built"
+        where = index_dir(board, create=False)
+        if os.path.lexists(os.path.join(board.private_str, INDEX_NAME)) and \
+                where != board.private_str:
+            return None  # present, but not this user's to use: the gaps above name it
+        present = where is not None and os.path.lexists(os.path.join(where, INDEX_NAME))
+        # a present index is never "not built" (issue 36): of another version or boot
+        state = (f"the index {os.path.join(where or '', INDEX_NAME)} is out of date (another "
+                 f"ledgit's schema, another board, or built before a restart)" if present
+                 else "the index is not built")
     else:
         try:
             differ = index.stale_tasks()

@@ -3,7 +3,9 @@
 ``ledgit verify --rev REV`` checks every task at one commit; ``--range A..B`` checks every
 commit of the range (git-rev-list(1) semantics): tasks a commit changes get the full checks,
 and at the start of the range every history is checked for what must never land anywhere --
-more than one head, or conflict markers. Files are read from the object database
+more than one head, or conflict markers. The board's ``config.yaml`` is checked where the
+range starts and in every commit that changes it, by the rules every command reads it with
+(issue 36: the gate refuses what the commands refuse). Files are read from the object database
 (:func:`ledgit.git.repository.tree_files`, pygit2), never from the working tree, so the gate sees
 exactly
 what was committed.
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ledgit.core.errors import USAGE, LedgitError
 from ledgit.git import objects, repository
 from ledgit.git.refs import shallow_commits
+from ledgit.integration.configcheck import check_config, config_path
 from ledgit.integration.links import LINK_RULE, link_message, links_at, links_in_range
 from ledgit.integration.taskcheck import (
     HISTORY,
@@ -173,6 +176,7 @@ def verify_rev(cwd: Path, rev: str, prefix: str | None = None) -> GateReport:
     commit = objects.rev_list(cwd, rev)[0]
     files = objects.tree_files(cwd, commit, f"{prefix}{LEDGIT_DIR}/")
     checked, found = check_files(files, prefix, commit=commit)
+    found += check_config(config_path(prefix), files.get(config_path(prefix)), commit)
     reader = objects.TreeReader(cwd)
     notes: list[str] = []
     for parent in objects.commit_parents(cwd, [commit]).get(commit, []):
@@ -202,14 +206,18 @@ def verify_range(cwd: Path, spec: str, prefix: str | None = None) -> GateReport:
     notes: list[str] = []
     board_dir = f"{prefix}{LEDGIT_DIR}/"
     tasks_dir = f"{board_dir}{TASKS}/"
+    config = config_path(prefix)
     for commit in commits:
         mine = parents.get(commit, [])
+        first = objects.changed_paths(cwd, commit, board_dir)
         if (mine[0] if mine else None) not in seen:
             files = objects.tree_files(cwd, commit, board_dir)
             n, more = check_files(files, prefix, commit=commit, full=False)
             checked += n
             found += more
-        first = objects.changed_paths(cwd, commit, board_dir)
+            found += check_config(config, files.get(config), commit)
+        elif config in first:  # a commit that changes the config: as every command reads it
+            found += check_config(config, reader.blob(commit, config), commit)
         changed = {t for t in (task_of(p, prefix) for p in first) if t is not None}
         added = [p for p in first if p.startswith(tasks_dir) and p.endswith(TASK_SUFFIX)
                  and reader.blob(commit, p) is not None

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ledgit.core.errors import USAGE, LedgitError
 from ledgit.git import repository
+from ledgit.storage.ownership import adopt_path, make_dirs
 
 # the hooks the pre-commit framework can run for ledgit (its stages, .pre-commit-hooks.yaml)
 FRAMEWORK_HOOKS = ("pre-commit", "post-checkout", "post-merge", "post-rewrite",
@@ -268,11 +269,13 @@ def _make_executable(path: Path) -> None:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Replace ``path``'s text (UTF-8) atomically, keeping its mode."""
+    """Replace ``path``'s text (UTF-8) atomically, keeping its mode; made by root in another
+    user's directory, it is theirs (issue 36)."""
     tmp = path.with_name(f".{path.name}.ledgit-{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
     if path.exists():
         shutil.copymode(path, tmp)
+    adopt_path(tmp)
     os.replace(tmp, path)
 
 
@@ -283,9 +286,10 @@ def install_hook(hooks_dir: Path, name: str, command: str | None = None) -> str:
     """Put the ledgit block into hook ``name``; returns what was done (one line)."""
     path = hooks_dir / name
     if not path.exists():
-        hooks_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(hooks_dir)
         path.write_text("#!/bin/sh\n" + hook_block(name, command, created=True),
                         encoding="utf-8")
+        adopt_path(path)
         _make_executable(path)
         return f"created {path}"
     text = path.read_text(encoding="utf-8", errors="surrogateescape")
@@ -314,6 +318,7 @@ def install_hook(hooks_dir: Path, name: str, command: str | None = None) -> str:
     os.replace(path, aside)
     path.write_text("#!/bin/sh\n" + hook_block(name, command, created=True, chained=True),
                     encoding="utf-8")
+    adopt_path(path)
     _make_executable(path)
     return f"{path}: moved the existing hook to {aside.name} and chained it"
 

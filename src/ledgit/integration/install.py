@@ -51,6 +51,7 @@ from ledgit.integration.hookblock import (
 )
 from ledgit.storage.board import find_board
 from ledgit.storage.index import Index
+from ledgit.storage.ownership import adopt_path
 
 
 def readable_command(command: str | None = None) -> str:
@@ -272,15 +273,22 @@ def share_line(cwd: Path) -> str:
             f"merge attributes' (then each clone runs ledgit install once)")
 
 
+def _config_set(cwd: Path, key: str, value: str) -> None:
+    """:func:`ledgit.git.repository.config_set`; Git writes the config anew (a lock file
+    renamed over it), so root's is given back to the repository's owner (issue 36)."""
+    repository.config_set(cwd, key, value)
+    adopt_path(repository.common_dir(cwd) / "config")
+
+
 def _install(cwd: Path, top: Path, hooks: bool, command: str | None,
              hdirs: list[Path]) -> list[str]:
     done: list[str] = []
     want = driver_command(command)
     if repository.config_get(cwd, f"merge.{DRIVER}.name") != DRIVER_NAME:
-        repository.config_set(cwd, f"merge.{DRIVER}.name", DRIVER_NAME)
+        _config_set(cwd, f"merge.{DRIVER}.name", DRIVER_NAME)
     shown = f"{readable_command(command)} merge-driver %O %A %B %L %P"
     if repository.config_get(cwd, f"merge.{DRIVER}.driver") != want:
-        repository.config_set(cwd, f"merge.{DRIVER}.driver", want)
+        _config_set(cwd, f"merge.{DRIVER}.driver", want)
         done.append(f"merge driver: configured in {repository.common_dir(cwd) / 'config'}: {shown} "
                     f"(exact command: git config merge.{DRIVER}.driver)")
     else:
@@ -339,6 +347,7 @@ def uninstall(cwd: Path) -> list[str]:
 def _uninstall(cwd: Path, hdirs: list[Path]) -> list[str]:
     done: list[str] = []
     removed = [repository.config_unset(cwd, f"merge.{DRIVER}.{key}") for key in ("driver", "name")]
+    adopt_path(repository.common_dir(cwd) / "config")  # rewritten by Git: as _config_set
     if any(removed):
         done.append(f"removed [merge \"{DRIVER}\"] from {repository.common_dir(cwd) / 'config'}")
     line = uninstall_attributes(attributes_file(cwd))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ledgit.core.errors import CHECK_FAILED, OK, USAGE, LedgitError
 from ledgit.git import gitindex, objects, repository
 from ledgit.git.refs import merge_base, squashed_tip
+from ledgit.integration.configcheck import check_config, config_path
 from ledgit.integration.links import LINK_RULE, link_message, links_in_raw, staged_links
 from ledgit.integration.taskcheck import (
     TASK_SUFFIX,
@@ -33,7 +34,6 @@ from ledgit.integration.taskcheck import (
     task_of,
     task_paths,
 )
-from ledgit.storage.config import load_config
 from ledgit.storage.locate import LEDGIT_DIR, TASKS_DIR, find_root
 
 if TYPE_CHECKING:
@@ -182,9 +182,9 @@ def check_staged(prefix: str, staged: Mapping[str, bytes | None],
                                             f"stage {unstaged} too (git add {unstaged})")
                          if f.rule == "record-head" else f for f in found]
         problems += found
-    config = f"{prefix}{LEDGIT_DIR}/config.yaml"
+    config = config_path(prefix)
     if staged.get(config) is not None:
-        problems += _check_config(config, staged[config] or b"")
+        problems += check_config(config, staged[config] or b"")
     added = [p for p in staged if p.startswith(temp_dir) and p.endswith(TASK_SUFFIX)
              and staged[p] is not None and other(p) is None and task_of(p, prefix)]
     if added and listed is not None:
@@ -270,18 +270,3 @@ def report(problems: list[Finding], tasks: list[str], notes: list[str] | None = 
              f"task file is recorded with: ledgit record ID)")
         return CHECK_FAILED
     return OK
-
-
-def _check_config(path: str, data: bytes) -> list[Finding]:
-    """The staged board config must load (ledgit.storage.config rules)."""
-    import tempfile  # lazy: 5.8 ms (-X importtime, with hashlib and random) the hook skips
-
-    with tempfile.TemporaryDirectory(prefix="ledgit-config-") as tmp:
-        target = os.path.join(tmp, "config.yaml")
-        with open(target, "wb") as fh:
-            fh.write(data)
-        try:
-            load_config(target)
-        except LedgitError as exc:
-            return [Finding(path, 0, "config", exc.message.replace(target, path))]
-    return []

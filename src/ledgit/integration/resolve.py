@@ -48,6 +48,7 @@ from ledgit.git import gitindex, repository
 from ledgit.git.mergenames import rebase_names
 from ledgit.integration.gate import board_prefix
 from ledgit.integration.taskcheck import LEDGIT_DIR, task_of, task_paths
+from ledgit.storage.ownership import adopt_path
 from ledgit.storage.taskfiles import file_mode
 
 _START = re.compile(rb"^(<{7,})(?: |$)")
@@ -402,6 +403,7 @@ def _write(path: Path, data: bytes) -> None:
     tmp.write_bytes(data)
     if mode is not None:
         tmp.chmod(mode)
+    adopt_path(tmp)  # root in another user's board: theirs (issue 36)
     os.replace(tmp, path)
 
 

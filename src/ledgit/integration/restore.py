@@ -25,6 +25,7 @@ from ledgit.core.render import render_record
 from ledgit.git import objects, repository
 from ledgit.integration.gate import board_prefixes
 from ledgit.integration.taskcheck import task_of, task_paths
+from ledgit.storage.ownership import adopt_path, make_dirs
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -120,7 +121,8 @@ def _restore_one(top: Path, task: str, md: str, hist: str, their_md: bytes | Non
 
 def _write(path: Path, data: bytes) -> None:
     """Write ``path`` whole through a temp file and a rename (no half-written task file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     tmp = path.with_name(f".{path.name}.tmp-restore-{os.getpid()}")
     tmp.write_bytes(data)
+    adopt_path(tmp)  # root in another user's board: theirs (issue 36)
     os.replace(tmp, path)

@@ -93,8 +93,9 @@ def task_of(path: str, prefix: str) -> str | None:
 # --------------------------------------------------------------------------- one task
 
 
-def _from_error(message: str, path: str) -> tuple[int, str]:
-    """(line, message) from a ``path:line: field: message`` LedgitError text."""
+def split_located(message: str, path: str) -> tuple[int, str]:
+    """(line, rest) of a ``path:line: field: message`` LedgitError text about ``path``
+    (:func:`ledgit.core.errors.located`); line 0 when it names no line."""
     m = _LOCATED.match(message)
     if m and m.group("path") == path:
         return int(m.group("line")), m.group("rest")
@@ -137,7 +138,7 @@ def check_task(task_id: str, record_path: str, record_data: bytes | None, histor
         record = parse_record(record_data, record_path)
     except LedgitError as exc:
         error = exc.message
-        line, message = _from_error(exc.message, record_path)
+        line, message = split_located(exc.message, record_path)
         add(record_path, line, "schema", message)
     if record is not None and record.id != task_id:
         error = f"id {record.id!r} does not match the file name"

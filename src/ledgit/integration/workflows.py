@@ -23,6 +23,7 @@ from pathlib import Path
 from ledgit.core.errors import CHECK_FAILED, USAGE, LedgitError
 from ledgit.git import repository
 from ledgit.operations.origin import Origin, checked_spec, installed_origin
+from ledgit.storage.ownership import adopt_path, make_dirs
 
 WORKFLOW_DATA = "forge-update.yml"  # package data: ledgit/data/forge-update.yml
 WORKFLOW_PATH = Path(".github") / "workflows" / "ledgit-forge.yml"
@@ -109,6 +110,7 @@ def install_workflows(cwd: Path, *, spec: str, base: str = "main", only: str | N
         plan.append((name, "written", path))
     for name, action, path in plan:
         if action == "written":
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(path.parent)
             path.write_text(texts[name], encoding="utf-8")
+            adopt_path(path)  # root in another user's repository: theirs (issue 36)
     return plan

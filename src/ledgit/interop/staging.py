@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ledgit.storage.board import refuse_link
 from ledgit.storage.locate import TASKS_DIR
+from ledgit.storage.ownership import adopt_path, heir, make_dirs
 from ledgit.storage.taskfiles import (
     HISTORY_DIR,
     HISTORY_SUFFIX,
@@ -89,9 +90,10 @@ def create_all(staging: str, directory: str,
     moves = 0
     want = stats is not None
     prefix = f"{directory}{os.sep}"
+    owner = heir(directory)  # root importing into another user's board: theirs (issue 36)
     started = time.process_time()
     for i, (name, data) in enumerate(files, 1):
-        st = _create(prefix + name, data, want)
+        st = _create(prefix + name, data, want, owner)
         if stats is not None and st is not None:
             stats.append(st)
         if progress is not None:
@@ -119,11 +121,15 @@ def _move_files(staging: str, directory: str, names: Sequence[str]) -> str:
     return new
 
 
-def _create(path: str, data: bytes | memoryview, want_stat: bool = False) -> Stat | None:
-    """Create ``path`` (it must not exist: never through a link) holding ``data``. With
-    ``want_stat``: its stat as the index keeps it (``taskfiles.file_stat``) once written."""
+def _create(path: str, data: bytes | memoryview, want_stat: bool = False,
+            owner: tuple[int, int] | None = None) -> Stat | None:
+    """Create ``path`` (it must not exist: never through a link) holding ``data``, given to
+    ``owner`` (uid, gid) when given. With ``want_stat``: its stat as the index keeps it
+    (``taskfiles.file_stat``) once written."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o666)
     try:
+        if owner is not None:
+            os.fchown(fd, *owner)
         done = os.write(fd, data)
         if done != len(data):  # os.write may write less than asked
             write_all(fd, bytes(data[done:]))
@@ -141,10 +147,11 @@ def make_staging(board: Board) -> tuple[str, str, str]:
     the same group and mode as the directories they replace; random names because the
     file system places a directory under a :func:`_spread_hint` parent by a hash of its
     name, and two imports in a row should not pick the same place). Returns the three."""
-    os.makedirs(board.dir_str, exist_ok=True)
+    make_dirs(board.dir_str)
     staging = os.path.join(board.dir_str,
                            f"{STAGING_PREFIX}{os.getpid()}-{os.urandom(4).hex()}")
     os.mkdir(staging)
+    adopt_path(staging)  # root in another user's board: the staging is theirs (issue 36)
     _spread_hint(staging)
     return staging, _staged_dir(staging, HISTORY_DIR), _staged_dir(staging, TASKS_DIR)
 
@@ -153,6 +160,7 @@ def _staged_dir(staging: str, base: str) -> str:
     """A new, empty ``<staging>/<base>-<rand>/``."""
     path = os.path.join(staging, f"{base}-{os.urandom(4).hex()}")
     os.mkdir(path)
+    adopt_path(path)
     return path
 
 
@@ -194,8 +202,9 @@ def swap_in(staged: str, target: str) -> bool:
     """Rename the directory ``staged`` over ``target`` when ``target`` is missing or an empty
     directory of ours (rename(2) replaces an empty directory atomically); ``staged`` takes
     ``target``'s permission bits and group. False when it cannot: ``target`` holds a file
-    (``ENOTEMPTY``), is not a plain directory, belongs to another user, or the platform
-    does not replace directories."""
+    (``ENOTEMPTY``), is not a plain directory, belongs to another user than ``staged``
+    (root's staging in another user's board is that user's: :func:`make_staging`), or the
+    platform does not replace directories."""
     try:
         st = os.lstat(target)
     except FileNotFoundError:
@@ -204,10 +213,9 @@ def swap_in(staged: str, target: str) -> bool:
         return False
     try:
         if st is not None:
-            getuid: Callable[[], int] | None = getattr(os, "getuid", None)
-            if not stat.S_ISDIR(st.st_mode) or (getuid is not None and st.st_uid != getuid()):
-                return False
             mine = os.lstat(staged)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != mine.st_uid:
+                return False
             if mine.st_gid != st.st_gid:
                 os.chown(staged, -1, st.st_gid)
             if stat.S_IMODE(mine.st_mode) != stat.S_IMODE(st.st_mode):
@@ -228,7 +236,7 @@ def move_each(board: Board, ids: Sequence[str], staged_history: str,
                                      (staged_tasks, board.tasks_str, TASK_SUFFIX)):
         if not os.path.isdir(src_dir):
             continue  # swapped in whole
-        os.makedirs(dst_dir, exist_ok=True)
+        make_dirs(dst_dir)
         for tid in ids:
             dst = os.path.join(dst_dir, f"{tid}{suffix}")
             refuse_link(board, dst)

@@ -32,6 +32,7 @@ from ledgit.mcp.results import Created, Readout, Rows, Written, failure, ok
 from ledgit.operations import claims, notes, stateitems, transitions
 from ledgit.operations.arguments import resolve_ids, resolve_or_keep, split_list, status_of
 from ledgit.operations.leases import add_leases, board_leases, unleased
+from ledgit.operations.projects import resolve_settings
 from ledgit.operations.rows import ROW_KEYS, filters_of, is_negative, row_view
 from ledgit.operations.writing import write_task
 from ledgit.storage.actor import actor_name
@@ -331,7 +332,7 @@ def build_tools(boards: Boards) -> list[Tool]:
         """Edit fields (lifecycle changes: claim/complete). set: other fields, as the CLI's
         --set FIELD=VALUE. add_note: append one line to the task's notes (alone: op note)."""
         def run(board: Board) -> Written:
-            sets = list((set or {}).items())
+            sets = resolve_settings(board, list((set or {}).items()))  # as --set (issue 36)
             if not any(v is not None for v in (title, priority, response, next_action, gate,
                                                 owner, worker)) \
                     and not (labels_add or labels_remove or depends_add or depends_remove

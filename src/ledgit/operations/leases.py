@@ -41,6 +41,7 @@ from ledgit.operations.leaserecord import (
 )
 from ledgit.storage.actor import actor_name
 from ledgit.storage.cloneid import clone_id
+from ledgit.storage.ownership import adopt_fd, make_dirs
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -146,9 +147,9 @@ def _touch(site: Site) -> None:
     """Stamp this worktree's last fetch of the leases (the cache window of list/ready)."""
     path = _stamp_path(site)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8"):
-            pass
+        make_dirs(os.path.dirname(path))
+        with open(path, "w", encoding="utf-8") as fh:
+            adopt_fd(fh.fileno(), os.path.dirname(path))  # root: the owner's (issue 36)
     except OSError:
         pass  # a cache stamp: without it the next read fetches again
 

@@ -40,6 +40,7 @@ from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError, located
 from ledgit.storage.board import Board
 from ledgit.storage.config import yaml_settings
 from ledgit.storage.locate import LEDGIT_DIR
+from ledgit.storage.ownership import adopt_path, make_dirs
 
 FILE_NAME = "projects.yaml"
 ALIAS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -229,7 +230,8 @@ def add(board: Board, alias: str, path: str, ref: str | None, *, user: bool) -> 
     """Register ``alias`` -> ``path`` (and ``ref``) in the team file (default) or the user's.
 
     The team file stores the path relative to the board's root; the user's, absolute. The
-    other board must exist now (and ``ref`` resolve in its repository): exit 4 otherwise.
+    other board must exist now -- in its work tree, or with ``ref`` at the commit the ref
+    names in its repository, whatever the work tree holds -- exit 4 otherwise.
     Re-adding an alias replaces it. Exit 2 for a malformed alias, and for ``path`` naming
     this board itself (links resolved; with or without ``ref``): a board reaches its own tasks
     by id, and a registration of it would list each of them twice (docs/projects.md)."""
@@ -245,9 +247,12 @@ def add(board: Board, alias: str, path: str, ref: str | None, *, user: bool) -> 
     stored = str(target) if user else os.path.relpath(target, board.root_str)
     reg = Registration(alias, stored, ref, "user" if user else "board",
                        Path.cwd() if user else board.root)
-    if not (target / LEDGIT_DIR).is_dir():  # said before open_registration's "registered in"
-        raise LedgitError(f"project add {alias}: no ledgit board at {target} (ledgit init "
-                          f"there first); nothing registered", NOT_FOUND)
+    # said before open_registration's "registered in"; with a ref, the board is looked for
+    # at the ref (its work tree may be anywhere else: issue 36)
+    if not target.is_dir() if ref else not (target / LEDGIT_DIR).is_dir():
+        what = f"no directory {target}" if ref else f"no ledgit board at {target} (ledgit " \
+                                                     f"init there first)"
+        raise LedgitError(f"project add {alias}: {what}; nothing registered", NOT_FOUND)
     open_registration(board, reg)  # fail closed now rather than at the first read
     content = read_file(file)
     projects = dict(content.projects)
@@ -273,11 +278,13 @@ def remove(board: Board, alias: str, *, user: bool) -> Registration:
 
 
 def _write(path: Path, content: ProjectsFile) -> None:
-    """Replace ``path`` atomically (temp file in the same dir, then rename)."""
+    """Replace ``path`` atomically (temp file in the same dir, then rename); made by root in
+    another user's directory, it is theirs (issue 36)."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent)
         tmp.write_text(render_file(content), encoding="utf-8", newline="\n")
+        adopt_path(tmp)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -297,15 +304,19 @@ def open_project(board: Board, alias: str, *, write: bool = False) -> Board:
 def open_registration(board: Board, reg: Registration) -> Board:
     """The board behind ``reg`` (a snapshot at its ref when it has one); fails closed."""
     root = reg.location
-    if not (root / LEDGIT_DIR).is_dir():
-        raise LedgitError(f"project {reg.alias!r}: no ledgit board at {root} (registered in "
-                          f"{_where(reg)})", NOT_FOUND)
-    other = Board(root)
-    if reg.ref:
+    if reg.ref:  # read at the ref: whatever its work tree holds now (issue 36)
+        if not root.is_dir():
+            raise LedgitError(f"project {reg.alias!r}: no directory {root} (registered in "
+                              f"{_where(reg)})", NOT_FOUND)
         # lazy: Git and hashlib, 6 ms (-X importtime) of every read; only ref: registrations
         from ledgit.operations.projectsnapshot import snapshot
 
         other = snapshot(reg.alias, reg.ref, root)
+    elif not (root / LEDGIT_DIR).is_dir():
+        raise LedgitError(f"project {reg.alias!r}: no ledgit board at {root} (registered in "
+                          f"{_where(reg)})", NOT_FOUND)
+    else:
+        other = Board(root)
     allow = read_file(board_file(other)).allow
     if allow is not None:
         name = board_name(board)
@@ -355,21 +366,76 @@ def external_status(board: Board, dep: str,
     return ExternalStatus(dep, alias, tid, status, source, None)
 
 
-def resolve_dependencies(board: Board, texts: Iterable[str]) -> list[str]:
-    """:func:`ledgit.operations.arguments.resolve_ids` for ``--depends``: ``ALIAS:ID`` names a
-    task of a registered board, resolved there to its full id (exit 4 naming the alias when it
-    is not registered, cannot be read or holds no such task)."""
+ALLOW_UNKNOWN = "--allow-unknown-deps"  # how a face asks to keep a dependency no board holds
+
+
+def resolve_dependencies(board: Board, texts: Iterable[str], *,
+                         allow_unknown: bool = False) -> list[str]:
+    """:func:`ledgit.operations.arguments.resolve_ids` for ``--depends`` (and ``--set
+    depends_on=``): each part names a task of ``board`` or, ``ALIAS:ID``, of a registered
+    board, and is resolved to its full id; in order, without repeats.
+
+    A part that names no task (no board holds it: issue 36) raises LedgitError exit 4
+    naming it and the way to keep it anyway; ``allow_unknown`` keeps it as written instead
+    (it may be on another branch, or the other board may not have it yet). An ambiguous
+    prefix is exit 4 either way."""
     found: list[str] = []
     for text in texts:
         for part in text.replace(",", " ").split():
-            if ":" in part:
-                alias, task = split_dependency(part)
-                assert alias is not None
-                full = f"{alias}:{open_project(board, alias).resolve_id(task)}"
-            else:
-                full = board.resolve_id(part)
+            full = _dependency(board, part, allow_unknown)
             if full not in found:
                 found.append(full)
+    return found
+
+
+def _dependency(board: Board, part: str, allow_unknown: bool) -> str:
+    alias, task = split_dependency(part)
+    try:
+        where = board if alias is None else open_project(board, alias)
+    except LedgitError:
+        if allow_unknown:
+            return part
+        raise
+    matches = where.matching_ids(task.strip()) if task.strip() else []
+    if len(matches) == 1:
+        return matches[0] if alias is None else f"{alias}:{matches[0]}"
+    if matches or not task.strip():
+        where.resolve_id(task)  # raises: ambiguous (listing the candidates), or no id given
+    if allow_unknown:
+        return part
+    on = "this board" if alias is None else f"project {alias!r}"
+    raise LedgitError(f"depends_on: no task {task!r} on {on} (if it is on another branch "
+                      f"or not made yet: {ALLOW_UNKNOWN} keeps it as written)", NOT_FOUND)
+
+
+def resolve_settings(board: Board, sets: Iterable[tuple[str, str]], *,
+                     allow_unknown: bool = False) -> list[tuple[str, str]]:
+    """``update --set`` assignments with ``depends_on``'s value resolved as ``--depends``
+    is (:func:`resolve_dependencies`); every other assignment as given."""
+    return [(name, ",".join(resolve_dependencies(board, [value],
+                                                 allow_unknown=allow_unknown)))
+            if name == "depends_on" else (name, value) for name, value in sets]
+
+
+def unknown_dependencies(board: Board, deps_by_task: Mapping[str, list[str]]
+                         ) -> list[tuple[str, str, str]]:
+    """(task, dependency, why) for each dependency that names a task no board holds: a local
+    id with no task file here, an ``ALIAS:ID`` of a registered board that lacks it (an
+    unregistered alias is :func:`unregistered`'s). What ``verify`` warns of (issue 36): it
+    may be on another branch, so it fails nothing."""
+    known = registrations(board)
+    cache: dict[str, Board | LedgitError] = {}
+    found = []
+    for task, deps in deps_by_task.items():
+        for dep in deps:
+            alias, tid = split_dependency(dep)
+            if alias is None:
+                if not board.exists(tid):
+                    found.append((task, dep, "no task on this board"))
+            elif alias in known:
+                ext = external_status(board, dep, cache)
+                if ext.task is None:
+                    found.append((task, dep, ext.reason or "not found"))
     return found
 
 

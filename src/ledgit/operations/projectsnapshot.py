@@ -12,6 +12,7 @@ from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError
 from ledgit.git import objects, repository
 from ledgit.storage.board import Board
 from ledgit.storage.locate import LEDGIT_DIR
+from ledgit.storage.ownership import adopt_path, make_dirs
 
 
 def snapshot(alias: str, ref: str, root: Path) -> Board:
@@ -40,11 +41,13 @@ def snapshot(alias: str, ref: str, root: Path) -> Board:
                               f"({commit[:12]}) of {root}", NOT_FOUND)
         tmp = cache / f".{key}-{commit}.{os.getpid()}"
         try:
+            # root with another user's HOME (sudo keeps it): the cache is theirs (issue 36)
             for rel, data in files.items():
                 dest = tmp / rel[len(prefix):]
-                dest.parent.mkdir(parents=True, exist_ok=True)
+                make_dirs(dest.parent)
                 dest.write_bytes(data)
-            (tmp / LEDGIT_DIR / "tasks").mkdir(parents=True, exist_ok=True)
+                adopt_path(dest)
+            make_dirs(tmp / LEDGIT_DIR / "tasks")
             os.replace(tmp, snap)
         except OSError as exc:
             if not (snap / LEDGIT_DIR).is_dir():

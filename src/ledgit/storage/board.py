@@ -182,14 +182,7 @@ class Board:
         text = text.strip()
         if not text:
             raise LedgitError("no task id given", USAGE)
-        if self.exists(text):
-            return text
-        want = text.lower()
-        found = []
-        for tid in self.list_ids():
-            low = tid.lower()
-            if low.startswith(want) or low.partition("-")[2].startswith(want):
-                found.append(tid)
+        found = self.matching_ids(text)
         if len(found) == 1:
             return found[0]
         if not found:
@@ -197,6 +190,16 @@ class Board:
         shown = ", ".join(found[:10]) + (f", ... ({len(found)} in all)" if len(found) > 10
                                          else "")
         raise LedgitError(f"{text!r} is ambiguous: {shown}", NOT_FOUND)
+
+    def matching_ids(self, text: str) -> list[str]:
+        """The ids ``text`` could name (:meth:`resolve_id`'s rule): ``[text]`` when it is a
+        task's id, else every id it is a prefix of (or of its random part), in listing
+        order; empty when no task here matches."""
+        if self.exists(text):
+            return [text]
+        want = text.lower()
+        return [tid for tid in self.list_ids()
+                if tid.lower().startswith(want) or tid.lower().partition("-")[2].startswith(want)]
 
     # ------------------------------------------------------------------ reading
 

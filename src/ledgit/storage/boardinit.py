@@ -10,6 +10,7 @@ from ledgit.core.errors import USAGE, LedgitError
 from ledgit.storage.board import Board
 from ledgit.storage.config import BoardConfig, render_config, valid_prefix
 from ledgit.storage.locate import CONFIG_NAME, LEDGIT_DIR, LOCAL_DIR
+from ledgit.storage.ownership import adopt_fd, make_dirs
 from ledgit.storage.taskfiles import write_new
 
 if TYPE_CHECKING:
@@ -30,8 +31,9 @@ def init_board(path: Path, id_prefix: str = "T") -> Board:
     board = Board(path)
     config_path = board.dir / CONFIG_NAME
     try:
-        board.tasks_dir.mkdir(parents=True, exist_ok=True)
-        board.history_dir.mkdir(parents=True, exist_ok=True)
+        # root in another user's repository: what it makes is theirs (issue 36)
+        make_dirs(board.tasks_str)
+        make_dirs(board.history_str)
         if not config_path.exists():
             write_new(config_path, render_config(BoardConfig(id_prefix=id_prefix)))
         write_board_ignore(board)
@@ -46,10 +48,18 @@ def init_board(path: Path, id_prefix: str = "T") -> Board:
         except FileNotFoundError:
             text = ""
         if entry not in text.splitlines():
-            sep = "" if not text or text.endswith("\n") else "\n"
-            with open(ignore, "a", encoding="utf-8") as fh:
-                fh.write(f"{sep}{entry}\n")
+            _append(str(ignore), text, f"{entry}\n")
     return Board(board.root)
+
+
+def _append(path: str, text: str, lines: str) -> None:
+    """Append ``lines`` to the file ``path`` whose text is ``text`` ("" when it does not
+    exist: it is made, and given to the directory's owner when root makes it)."""
+    sep = "" if not text or text.endswith("\n") else "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        if not text:
+            adopt_fd(fh.fileno(), os.path.dirname(os.path.abspath(path)))
+        fh.write(sep + lines)
 
 
 def write_board_ignore(board: Board) -> bool:
@@ -64,7 +74,5 @@ def write_board_ignore(board: Board) -> bool:
     missing = [line for line in BOARD_IGNORE if line not in text.splitlines()]
     if not missing:
         return False
-    sep = "" if not text or text.endswith("\n") else "\n"
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(sep + "".join(f"{line}\n" for line in missing))
+    _append(path, text, "".join(f"{line}\n" for line in missing))
     return True

@@ -125,15 +125,26 @@ def load_config(path: Path | str) -> BoardConfig:
     if os.path.isdir(path):
         path = os.path.join(path, CONFIG_NAME)
     try:
-        text = read_board_file(path, BOARD_FILE_LIMIT).decode("utf-8")
+        data = read_board_file(path, BOARD_FILE_LIMIT)
     except FileNotFoundError:
         return BoardConfig()
     except OSError as exc:
         raise LedgitError(located(f"cannot read: {exc.strerror}", str(path)), USAGE) from None
+    return parse_config(data, str(path))
+
+
+def parse_config(data: bytes, path: str) -> BoardConfig:
+    """The settings ``data`` (a ``config.yaml``'s bytes, from a file, the index or a commit)
+    hold; ``path`` names it in messages. Raises LedgitError (exit 2) naming ``path:line:
+    field`` as :func:`load_config` does."""
+    if len(data) > BOARD_FILE_LIMIT:
+        raise LedgitError(located(f"larger than {BOARD_FILE_LIMIT:,} bytes", path), USAGE)
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise LedgitError(located("not valid UTF-8", str(path)), USAGE) from None
-    raw, lines = _read_mapping(text, str(path))
-    return _coerce(raw, lines, str(path))
+        raise LedgitError(located("not valid UTF-8", path), USAGE) from None
+    raw, lines = _read_mapping(text, path)
+    return _coerce(raw, lines, path)
 
 
 def render_config(config: BoardConfig) -> str:

@@ -35,6 +35,7 @@ from ledgit.storage.indexfiles import (
     INDEX_NAME,
     WRITE_PATH_BUSY_TIMEOUT,
     Transaction,
+    adopt_index,
     boot_id,
     busy_error,
     connect,
@@ -159,6 +160,7 @@ class Index:
                     return cls._in_memory(board, known)
                 raise
         index._inode = inode if inode is not None else file_inode(path)
+        adopt_index(path)  # made by root in another user's cache: theirs (issue 36)
         return index
 
     @classmethod

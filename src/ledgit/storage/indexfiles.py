@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ledgit.core.errors import BUSY, LedgitError
 from ledgit.storage.locate import user_cache_dir
 from ledgit.storage.oserrors import owner_detail
-from ledgit.storage.ownership import foreign_owner
+from ledgit.storage.ownership import adopt_path, foreign_owner, heir, make_dirs
 
 if TYPE_CHECKING:
     from ledgit.storage.board import Board
@@ -39,7 +39,7 @@ def index_dir(board: Board, *, create: bool) -> str | None:
     made = foreign_owner(private) is None
     if create and made:
         try:
-            os.makedirs(private, exist_ok=True)
+            make_dirs(private)
         except OSError:
             made = False  # not ours to write: the cache below
     if made and _writable(private):
@@ -48,11 +48,22 @@ def index_dir(board: Board, *, create: bool) -> str | None:
     if cache is None:
         return None
     if create:
-        try:
-            os.makedirs(cache, mode=0o700, exist_ok=True)
+        try:  # root with another user's HOME (sudo keeps it): theirs (issue 36)
+            make_dirs(cache, 0o700)
         except OSError:
             return None
     return cache if _writable(cache) else None
+
+
+def adopt_index(path: str) -> None:
+    """The index file ``path`` and SQLite's files beside it (``-wal``, ``-shm``,
+    ``-journal``), made by root in another user's directory, given to that user
+    (:func:`ledgit.storage.ownership.adopt_path`; issue 36). Nothing for anyone else."""
+    if heir(os.path.dirname(path)) is None:
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.lexists(path + suffix):
+            adopt_path(path + suffix)
 
 
 def private_dir_refusal(board: Board) -> str | None:

@@ -13,6 +13,7 @@ from ledgit.core.errors import USAGE, LedgitError, located, os_failure
 from ledgit.storage.locate import upward
 
 if sys.platform != "win32":
+    import grp
     import pwd
 
 
@@ -24,6 +25,16 @@ def user_name(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return str(uid)
+
+
+def group_name(gid: int) -> str:
+    """The name of group ``gid``, or the number when the system has none for it."""
+    if sys.platform == "win32":  # pragma: no cover - no group database
+        return str(gid)
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
 
 
 def os_refusal(exc: OSError, path: str, what: str = "cannot write") -> LedgitError:

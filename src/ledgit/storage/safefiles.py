@@ -23,6 +23,7 @@ import stat
 from contextlib import suppress
 
 from ledgit.core.errors import IO_ERROR, USAGE, LedgitError, located, os_failure
+from ledgit.storage.ownership import adopt_fd
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -170,6 +171,7 @@ def write_output(path: str, data: bytes, *, what: str) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | CLOEXEC, 0o666)
         try:
+            adopt_fd(fd, folder)  # root writing in another user's directory: theirs (issue 36)
             if st is not None:
                 with suppress(OSError):
                     os.fchmod(fd, stat.S_IMODE(st.st_mode))

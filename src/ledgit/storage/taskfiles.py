@@ -301,8 +301,10 @@ def file_mode(path: Path | str) -> int | None:
 
 
 def write_new(path: Path, text: str) -> None:
-    """Create ``path`` holding ``text`` (UTF-8, LF); FileExistsError when it exists."""
+    """Create ``path`` holding ``text`` (UTF-8, LF); FileExistsError when it exists. Made by
+    root in another user's directory, it is that user's (:func:`adopt_fd`)."""
     with open(path, "x", encoding="utf-8", newline="\n") as fh:
+        adopt_fd(fh.fileno(), os.path.dirname(os.path.abspath(path)))
         fh.write(text)
 
 

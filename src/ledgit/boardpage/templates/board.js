@@ -465,6 +465,8 @@
   for (const b of document.querySelectorAll(".views button")) b.addEventListener("click", () => setView(b.dataset.view));
   for (const id of ["f-status", "f-owner", "f-worker", "f-label"]) $(id).addEventListener("change", renderBoard);
   $("f-text").addEventListener("input", renderBoard);
+  // The filters are never sent anywhere (and the policy allows no inline handler to say so).
+  $("filters").addEventListener("submit", (e) => e.preventDefault());
   $("toggle-empty").addEventListener("click", () => { showEmpty = !showEmpty; renderBoard(); });
 
   // ------------------------------------------------------------------ live

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ledgit.cli.commands.output import out, out_json, report_problems
-from ledgit.cli.commands.running import command_board
+from ledgit.cli.commands.running import checked_board, command_board
 from ledgit.core.errors import OK, LedgitError
 from ledgit.core.history import Problem
 from ledgit.integration.resolve import stage_if_unmerged
@@ -26,24 +26,35 @@ if TYPE_CHECKING:
 
 def verify_cmd(tasks: tuple[str, ...], check_all: bool, as_json: bool) -> int:
     """``ledgit verify`` on the working tree: every task (or ``tasks``) checked
-    (:meth:`ledgit.storage.board.Board.verify`, plus the ``project`` rule); one line per problem.
-    Returns 1 while any problem remains, else 0; LedgitError exit 2 for ids and --all
-    together, 4 for an unknown id."""
-    board = command_board()
+    (:meth:`ledgit.storage.board.Board.verify`, plus the ``project`` rule); one line per
+    problem, and a warning per dependency that names a task no board holds (it may be on
+    another branch: issue 36). Returns 1 while any problem remains, else 0; LedgitError
+    exit 2 for ids and --all together or a malformed ``config.yaml``, 4 for an unknown id."""
+    board = checked_board()
     if tasks and check_all:
         raise LedgitError("give task ids or --all, not both")
     ids = resolve_ids(board, tasks) if tasks else None
-    problems = verify_board(board, ids) + _project_problems(board, ids)
-    return report_problems(board, ids, problems, as_json, "verified")
+    deps = _dependencies(board, ids)
+    problems = verify_board(board, ids) + _project_problems(board, deps)
+    warnings = [{"task": task, "field": "depends_on", "value": dep, "dependency": dep,
+                 "message": f"{why} (kept by --allow-unknown-deps: it may be on another "
+                            f"branch)"}
+                for task, dep, why in projects.unknown_dependencies(board, deps)]
+    return report_problems(board, ids, problems, as_json, "verified", warnings=warnings)
 
 
-def _project_problems(board: Board, ids: list[str] | None) -> list[Problem]:
-    """Rule ``project``: every ``ALIAS:ID`` dependency names a registered project, and no
-    dependency cycle runs across boards (ledgit.operations.projects)."""
+def _dependencies(board: Board, ids: list[str] | None) -> dict[str, list[str]]:
+    """``{task: depends_on}`` of every task (of ``ids``) that has dependencies."""
     with Index.open(board) as index:
         rows = index.rows(include_archived=True)
-    deps = {r["id"]: [d for d in r.get("depends_on") or [] if ":" in d] for r in rows
-            if ids is None or r["id"] in ids}
+    return {r["id"]: list(r.get("depends_on") or []) for r in rows
+            if (ids is None or r["id"] in ids) and r.get("depends_on")}
+
+
+def _project_problems(board: Board, deps_by_task: dict[str, list[str]]) -> list[Problem]:
+    """Rule ``project``: every ``ALIAS:ID`` dependency names a registered project, and no
+    dependency cycle runs across boards (ledgit.operations.projects)."""
+    deps = {k: [d for d in v if ":" in d] for k, v in deps_by_task.items()}
     deps = {k: v for k, v in deps.items() if v}
     if not deps:
         return []

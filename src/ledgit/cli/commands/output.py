@@ -72,23 +72,30 @@ def out_json(value: Any) -> None:
 
 
 def report_problems(board: Board, ids: list[str] | None, problems: list[Any], as_json: bool,
-                    verb: str, actions: list[str] | None = None) -> int:
+                    verb: str, actions: list[str] | None = None,
+                    warnings: list[dict[str, str]] | None = None) -> int:
     """Print a validator's findings (``verify``, ``check``; each a
-    :class:`ledgit.core.history.Problem`): JSON ``{ok, [actions,] problems}`` or the action
-    lines, one line per problem and, with none, a summary on stderr (``verb`` N task(s):
-    ok). Returns the exit code: 1 while any problem remains, else 0."""
+    :class:`ledgit.core.history.Problem`): JSON ``{ok, [actions,] problems[, warnings]}`` or
+    the action lines, one line per problem and, with none, a summary on stderr (``verb`` N
+    task(s): ok). ``warnings`` (``{task, field, value, message}`` each: worth saying, failing
+    nothing) go to stderr as ``ledgit: warning: TASK: FIELD: VALUE: MESSAGE``. Returns the
+    exit code: 1 while any problem remains, else 0."""
     if as_json:
         doc: dict[str, Any] = {"ok": not problems}
         if actions is not None:
             doc["actions"] = actions
         doc["problems"] = [{"task": p.task, "line": p.line, "rule": p.rule,
                             "message": p.message} for p in problems]
+        if warnings is not None:
+            doc["warnings"] = warnings
         out_json(doc)
     else:
         for line in actions or []:
             out(line)
         for p in problems:
             out(str(p))
+        for w in warnings or []:
+            err(f"ledgit: warning: {w['task']}: {w['field']}: {w['value']}: {w['message']}")
         if not problems:
             count = len(ids) if ids is not None else len(board.list_ids())
             err(f"ledgit: {verb} {count} task(s): ok")

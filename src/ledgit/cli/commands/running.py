@@ -57,6 +57,15 @@ def command_board() -> Board:
     return board
 
 
+def checked_board() -> Board:
+    """:func:`command_board` for the checks (``verify``, ``check``): its ``config.yaml`` is
+    read first, so a malformed one fails them as it fails every command that reads it
+    (LedgitError exit 2 naming the file, the line and the setting; issue 36)."""
+    board = command_board()
+    board.config  # noqa: B018 - read for what it raises
+    return board
+
+
 def run_command_line(args: list[str]) -> int | None:
     """Run ``args`` (a command line without the program name) straight from the command
     table when :func:`ledgit.cli.argspec.parse` can read it, without click: its exit code

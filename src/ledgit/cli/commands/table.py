@@ -38,6 +38,9 @@ OWNER = Param(VALUE, "--owner", help="Business owner (accepts writebacks).")
 WORKER = Param(VALUE, "--worker", help="Default executor.")
 NOTE = Param(VALUE, "--note", help="Note for the event.")
 PRIORITY = Param(VALUE, "--priority", int_range=(0, 4), help="0 (most urgent) to 4.")
+ALLOW_UNKNOWN_DEPS = Param(FLAG, "--allow-unknown-deps",
+                           help="Keep a dependency no board holds as written (it may be on "
+                                "another branch; verify warns of it).")
 TRUSTED = Param(FLAG, "--trusted", help="Act as a trusted workflow (not the owner).")
 EVIDENCE = Param(VALUE, "--evidence", help="Verification evidence.")
 LIMIT = Param(VALUE, "--limit", int_range=(1, None), help="At most N tasks.")
@@ -90,6 +93,7 @@ def _specs() -> dict[tuple[str, ...], Spec]:
                          "section)."),
               PRIORITY,
               Param(MULTI, "--depends", metavar="ID", help="Dependency (repeatable)."),
+              ALLOW_UNKNOWN_DEPS,
               Param(MULTI, "--label", "labels", help="Label (repeatable)."),
               OWNER, WORKER,
               Param(VALUE, "--note", help="Note for the create event."),
@@ -152,6 +156,7 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               Param(MULTI, "--depends", metavar="ID", help="Add a dependency (repeatable)."),
               Param(MULTI, "--no-depends", metavar="ID",
                     help="Remove a dependency (repeatable)."),
+              ALLOW_UNKNOWN_DEPS,
               Param(MULTI, "--label", help="Add a label (repeatable)."),
               Param(MULTI, "--no-label", help="Remove a label (repeatable)."),
               Param(VALUE, "--next-action", help="The next step."),

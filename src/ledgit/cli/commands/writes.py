@@ -21,7 +21,7 @@ from ledgit.core.record import MAX_RECORD_BYTES, body_nul_line, size_problem
 from ledgit.operations import claims, transitions
 from ledgit.operations.arguments import resolve_or_keep, split_list
 from ledgit.operations.leasestep import LEASE_DONE, lease_without_task
-from ledgit.operations.projects import resolve_dependencies
+from ledgit.operations.projects import resolve_dependencies, resolve_settings
 from ledgit.operations.writing import write_task
 from ledgit.storage.actor import actor_or_warn
 from ledgit.storage.safefiles import read_input
@@ -134,17 +134,19 @@ def read_text_option(text: str | None, path: str | None, what: str) -> str | Non
 
 def create_cmd(title: str, body: str | None, body_file: str | None, goal: str | None,
                accept: tuple[str, ...], priority: int | None, depends: tuple[str, ...],
-               labels: tuple[str, ...], owner: str | None, worker: str | None,
-               note: str | None, by: str | None, as_json: bool) -> int:
+               allow_unknown_deps: bool, labels: tuple[str, ...], owner: str | None,
+               worker: str | None, note: str | None, by: str | None, as_json: bool) -> int:
     """``ledgit create``: a new task titled ``title``
     (:func:`ledgit.operations.transitions.create_fields`),
     its genesis event written; prints its id (JSON: ``{id, revision, path}``). Returns 0;
-    LedgitError exit 2 for invalid fields, 4 for an unknown dependency."""
+    LedgitError exit 2 for invalid fields, 4 for a dependency no board holds (unless
+    ``allow_unknown_deps``: :func:`ledgit.operations.projects.resolve_dependencies`)."""
     board = command_board()
     text = read_text_option(body, body_file, "body")
     fields, body_text = transitions.create_fields(
         title=title, goal=goal, accept=accept, body=text, priority=priority,
-        depends=resolve_dependencies(board, depends), labels=split_list(labels),
+        depends=resolve_dependencies(board, depends, allow_unknown=allow_unknown_deps),
+        labels=split_list(labels),
         owner=owner,
         worker=worker)
     actor = actor_or_warn(by, board.root_str)
@@ -159,21 +161,24 @@ def create_cmd(title: str, body: str | None, body_file: str | None, goal: str | 
 
 def update_cmd(task: str, title: str | None, priority: int | None, response: str | None,
                sets: tuple[str, ...], commits: tuple[str, ...], depends: tuple[str, ...],
-               no_depends: tuple[str, ...], label: tuple[str, ...],
+               no_depends: tuple[str, ...], allow_unknown_deps: bool, label: tuple[str, ...],
                no_label: tuple[str, ...], next_action: str | None, gate: str | None,
                owner: str | None, worker: str | None, note: str | None, by: str | None,
                expect: str | None, as_json: bool) -> int:
     """``ledgit update``: edit fields of TASK (:func:`ledgit.operations.transitions.update`; the
     status has its
     own commands). Prints the mutation line. Returns 0; LedgitError exit 2 with nothing to
-    change or an invalid value, 3 for a stale ``expect``, 4 for an unknown id."""
+    change or an invalid value, 3 for a stale ``expect``, 4 for an unknown id or a
+    dependency (``--depends``, ``--set depends_on=``) no board holds, unless
+    ``allow_unknown_deps``."""
     if not any((title is not None, priority is not None, response is not None, sets,
                 commits, depends, no_depends, label, no_label, next_action is not None,
                 gate is not None, owner is not None, worker is not None)):
         raise LedgitError("update: nothing to change (see: ledgit update --help)")
-    assignments = [transitions.parse_assignment(s) for s in sets]
     board = command_board()
-    add = resolve_dependencies(board, depends)
+    assignments = resolve_settings(board, [transitions.parse_assignment(s) for s in sets],
+                                   allow_unknown=allow_unknown_deps)
+    add = resolve_dependencies(board, depends, allow_unknown=allow_unknown_deps)
     remove = [resolve_or_keep(board, t) for t in split_list(no_depends)]
 
     def op(r: Record, actor: str, now: str, ttl: int) -> Change:
