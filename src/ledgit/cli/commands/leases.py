@@ -6,10 +6,11 @@ from __future__ import annotations
 import time
 
 from ledgit.cli.commands.output import out, out_json
+from ledgit.cli.commands.rows import more_line
 from ledgit.cli.commands.running import command_board
 from ledgit.core.errors import OK, USAGE, LedgitError
 from ledgit.core.readout import format_duration
-from ledgit.operations import leases
+from ledgit.operations import leases, paging
 
 
 def _site() -> leases.Site:
@@ -22,21 +23,30 @@ def _site() -> leases.Site:
     return site
 
 
-def lease_list_cmd(expired: bool, as_json: bool) -> int:
+def lease_list_cmd(expired: bool, limit: int | None, cursor: str | None,
+                   as_json: bool) -> int:
     """``ledgit lease list``: every lease on the remote, fetched now (one round trip): task,
-    state (held / ended), holder, expiry; ``expired``: only those that ran out. JSON:
-    ``{remote, leases: [{task, state, by, at, expires, live, op, took_over_from}]}``.
+    state (held / ended), holder, expiry, by task id; ``expired``: only those that ran out;
+    at most ``limit`` from just after the task ``cursor`` names. JSON: ``{remote, leases:
+    [{task, state, by, at, expires, live, op, took_over_from}], total, next_cursor}``.
     Returns 0 (an unreachable remote: one warning, the leases as last seen); exit 2 without
-    a lease remote."""
+    a lease remote or for a cursor of another query."""
+    query = {"what": "lease list", "expired": expired}
+    after = paging.decode_cursor(cursor, query, "--cursor", paging.one_string)
     site = _site()
     found = leases.remote_leases(site, window=0, warn=leases.warn_stderr)
     now = time.time()
-    shown = sorted(found.values(), key=lambda x: x.task)
+    every = sorted(found.values(), key=lambda x: x.task)
     if expired:
-        shown = leases.expired(shown, now)
+        every = leases.expired(every, now)
+    later = [x for x in every if after is None or x.task > after[0]]
+    shown = later if limit is None else later[:limit]
+    next_cursor = paging.encode_cursor(query, [shown[-1].task]) \
+        if shown and len(shown) < len(later) else None
     if as_json:
         out_json({"remote": site.remote,
-                  "leases": [{"task": x.task, **leases.lease_view(x, now)} for x in shown]})
+                  "leases": [{"task": x.task, **leases.lease_view(x, now)} for x in shown],
+                  "total": len(every), "next_cursor": next_cursor})
         return OK
     lines = []
     for x in shown:
@@ -45,6 +55,7 @@ def lease_list_cmd(expired: bool, as_json: bool) -> int:
                 else f"ran out {format_duration(-left)} ago")
         lines.append(f"{x.task}  {x.state:<5}  {x.how()}  ({when})\n")
     out("".join(lines), nl=False)
+    more_line(len(shown), len(every), next_cursor)
     return OK
 
 
