@@ -22,6 +22,7 @@ import difflib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -462,8 +463,18 @@ __all__ = ["COMMANDS", "LazyGroup", "by_option", "cli", "click_command", "click_
 @click.option("--allow-root", "allow_roots", multiple=True, metavar="PATH",
               help="Also serve boards under PATH to a tool's root (repeatable; default: the "
                    "start board, its registered projects, boards under the start directory).")
+@click.option("--root", "start", type=click.Path(exists=True, file_okay=False,
+                                                 path_type=Path),
+              default=None, metavar="DIR",
+              help="Start in DIR: its board is the default one (default: the working "
+                   "directory; LEDGIT_ROOT still pins it).")
+@click.option("--max-answer-bytes", type=click.IntRange(8_192, None), default=65_536,
+              show_default=True, metavar="N",
+              help="The most bytes of JSON in one answer; lists page and bodies come in "
+                   "pieces to fit.")
 def mcp_cmd(http: bool, host: str, port: int, token: str | None,
-            allow_roots: tuple[str, ...] = ()) -> int:
+            allow_roots: tuple[str, ...] = (), start: Path | None = None,
+            max_answer_bytes: int = 65_536) -> int:
     """Serve the board to agents over the Model Context Protocol (docs/mcp.md): stdio by
     default. Needs the extra: pip install -e '.[mcp]' in a checkout of ledgit."""
     # $LEDGIT_MCP_TOKEN exported for an HTTP server must not stop a stdio one: only a
@@ -477,4 +488,5 @@ def mcp_cmd(http: bool, host: str, port: int, token: str | None,
     except ImportError as exc:
         raise LedgitError(f"ledgit mcp needs the MCP SDK: {install_hint('mcp')} ({exc})",
                           USAGE) from None
-    return serve(http=http, host=host, port=port, token=token, allow_roots=allow_roots)
+    return serve(http=http, host=host, port=port, token=token, allow_roots=allow_roots,
+                 start=start, max_answer_bytes=max_answer_bytes)
