@@ -54,9 +54,9 @@ Session = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 @asynccontextmanager
-async def in_process(root: Path, mode: str, allow: tuple[str, ...] = ()
-                     ) -> AsyncIterator[Client]:
-    server, boards = build_server(root, allow)
+async def in_process(root: Path, mode: str, allow: tuple[str, ...] = (),
+                     max_answer_bytes: int = 65_536) -> AsyncIterator[Client]:
+    server, boards = build_server(root, allow, max_answer_bytes)
     try:
         async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
             assert client.protocol_version == PROTOCOL[mode]

@@ -133,6 +133,7 @@ class Index:
         self.watcher: Watcher | None = None
         self._token: str | None = None  # the watcher token this instance last stored or kept
         self._version = 0  # PRAGMA data_version when the running refresh began
+        self._counts: dict[str, Any] = {}  # listing's totals, "" -> the database's version
 
     # ------------------------------------------------------------------ opening
 
@@ -477,8 +478,15 @@ class Index:
         a time, while this index stays open (DESIGN §14: a page, its total, a cursor)."""
         self._ensure_fresh()
         where, params = filters(**filtered)
-        return count_rows(self.db, where, params), iter_rows(self.db, where, params, sort,
-                                                             after, chunk)
+        # A held index answers the same count again while no connection wrote (SQLite's
+        # data_version: others; total_changes: this one), as an agent's first look repeats.
+        version = (self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes)
+        if self._counts.get("") != version:
+            self._counts = {"": version}
+        total = self._counts.get(where + repr(params))
+        if total is None:
+            total = self._counts[where + repr(params)] = count_rows(self.db, where, params)
+        return int(total), iter_rows(self.db, where, params, sort, after, chunk)
 
     def search(self, text: str, fields: Sequence[str] | None = None, *,
                limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
