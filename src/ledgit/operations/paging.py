@@ -14,7 +14,6 @@ module reads it.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import itertools
 import json
@@ -55,11 +54,22 @@ def _query_hash(query: Mapping[str, Any]) -> str:
     return blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
 
 
+_TO_URL = str.maketrans("+/", "-_")
+_FROM_URL = str.maketrans("-_", "+/")
+
+
+def _b64url(data: bytes) -> str:
+    # binascii, not base64: a list need not import base64 for one call (RFC 4648 §5, no
+    # padding)
+    return binascii.b2a_base64(data, newline=False).decode("ascii").rstrip("=") \
+        .translate(_TO_URL)
+
+
 def encode_cursor(query: Mapping[str, Any], key: Sequence[Any]) -> str:
     """The cursor that continues ``query`` (its filters, sort, text: JSON values) after the
     row whose position is ``key``."""
     data = json.dumps({"q": _query_hash(query), "k": list(key)}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(data.encode("utf-8")).rstrip(b"=").decode("ascii")
+    return _b64url(data.encode("utf-8"))
 
 
 def decode_cursor(cursor: str | None, query: Mapping[str, Any], argument: str,
@@ -72,7 +82,9 @@ def decode_cursor(cursor: str | None, query: Mapping[str, Any], argument: str,
     try:
         if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR or not cursor:
             raise ValueError
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        raw = binascii.a2b_base64((cursor + "=" * (-len(cursor) % 4)).translate(_FROM_URL))
+        if _b64url(raw) != cursor:  # a2b_base64 skips what is not base64: be exact
+            raise ValueError
         data = json.loads(raw.decode("utf-8"))
         if not isinstance(data, dict) or not isinstance(data.get("q"), str):
             raise ValueError
