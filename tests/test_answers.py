@@ -264,6 +264,17 @@ def test_a_task_created_between_pages_repeats_and_skips_nothing(
                 extra.add(create_task(board, {"title": "new", "priority": 2}, "", "bob").id)
             assert sorted(i for i in seen if i in made) == sorted(made), sort
             assert len(seen) == len(set(seen)) and set(seen) - made <= extra, sort
+        # a search too (a held index keeps its matches only while nothing was written)
+        seen, cursor = [], None
+        while True:
+            value, _ = await answer(client, "search", {"text": "task", "limit": 6, **(
+                {"cursor": cursor} if cursor else {})})
+            seen += [t["id"] for t in value["tasks"]]
+            cursor = value["next_cursor"]
+            if cursor is None:
+                break
+            extra.add(create_task(board, {"title": "task, newer"}, "", "bob").id)
+        assert made <= set(seen) and len(seen) == len(set(seen)), seen
 
     mcp(board.root, body)
     # the CLI's list, its two groups, the same

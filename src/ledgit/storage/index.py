@@ -58,7 +58,7 @@ from ledgit.storage.indexrefresh import (
     unmarshal,
     watch_tokens,
 )
-from ledgit.storage.indexsearch import search_listing, search_terms
+from ledgit.storage.indexsearch import search_listing, search_matches, search_terms
 from ledgit.storage.indextables import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -133,7 +133,7 @@ class Index:
         self.watcher: Watcher | None = None
         self._token: str | None = None  # the watcher token this instance last stored or kept
         self._version = 0  # PRAGMA data_version when the running refresh began
-        self._counts: dict[str, Any] = {}  # listing's totals, "" -> the database's version
+        self._kept: dict[str, Any] = {}  # answers kept by _since; "" -> the database's version
 
     # ------------------------------------------------------------------ opening
 
@@ -478,15 +478,9 @@ class Index:
         a time, while this index stays open (DESIGN §14: a page, its total, a cursor)."""
         self._ensure_fresh()
         where, params = filters(**filtered)
-        # A held index answers the same count again while no connection wrote (SQLite's
-        # data_version: others; total_changes: this one), as an agent's first look repeats.
-        version = (self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes)
-        if self._counts.get("") != version:
-            self._counts = {"": version}
-        total = self._counts.get(where + repr(params))
-        if total is None:
-            total = self._counts[where + repr(params)] = count_rows(self.db, where, params)
-        return int(total), iter_rows(self.db, where, params, sort, after, chunk)
+        # A held index answers the same count again (_since), as an agent's first look repeats.
+        total = self._since(where + repr(params), lambda: count_rows(self.db, where, params))
+        return total, iter_rows(self.db, where, params, sort, after, chunk)
 
     def search(self, text: str, fields: Sequence[str] | None = None, *,
                limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
@@ -496,20 +490,36 @@ class Index:
         return list(rows if limit is None else itertools.islice(rows, min(limit, sys.maxsize)))
 
     @_recovering
-    def search_listing(self, text: str, fields: Sequence[str] | None = None,
-                       **filters: Any) -> tuple[int, Iterator[dict[str, Any]]]:
+    def search_listing(self, text: str, fields: Sequence[str] | None = None, *,
+                       sort: str = "desc", after: Sequence[Any] | None = None,
+                       chunk: int = 100, **filters: Any) -> tuple[int, Iterator[dict[str, Any]]]:
         """(how many, the rows as :meth:`listing`) of the tasks whose fields contain
         ``text``: exact substring, case-insensitive (Unicode casefold of NFC text), no
         tokenising or stemming ('dialer' finds 'Dialer'; 'networking' does not find
         'network'). ``fields``: some of :data:`ledgit.storage.indexsearch.SEARCH_COLUMNS`
-        (default: title, body, response, items). ``filters``: the filters, ``sort``,
-        ``after`` and ``chunk`` of :meth:`listing`. Each row also holds ``matches``: the
-        fields that contain the text. Raises LedgitError exit 2 for empty text or an unknown
-        field. Cost: one scan of every task's text (:mod:`ledgit.storage.indexsearch`)."""
-
+        (default: title, body, response, items); ``filters`` as :meth:`rows`. Each row also
+        holds ``matches``: the fields that contain the text. LedgitError exit 2 for empty
+        text or an unknown field. Cost: one scan of every task's text, whose matches a held
+        index keeps for the next pages (:meth:`_since`)."""
         needle, names = search_terms(text, fields)
         self._ensure_fresh()
-        return search_listing(self.db, needle, names, **filters)
+        matches = self._since(repr((needle, names, sort, sorted(filters.items()))),
+                              lambda: search_matches(self.db, needle, names, sort=sort,
+                                                     **filters))
+        return search_listing(self.db, needle, names, matches, sort=sort, after=after,
+                              chunk=chunk)
+
+    def _since(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()``, or what it gave for ``key`` while no connection has written to
+        the index since (SQLite's data_version: other connections; total_changes: this
+        one). At most a few answers are kept."""
+        version = (self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes)
+        if self._kept.get("") != version or len(self._kept) > 8:
+            self._kept = {"": version}
+        if key not in self._kept:
+            self._kept[key] = compute()
+        found: T = self._kept[key]
+        return found
 
     @_recovering
     def get(self, task_id: str) -> dict[str, Any] | None:

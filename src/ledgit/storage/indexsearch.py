@@ -11,7 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ledgit.core.errors import USAGE, LedgitError
-from ledgit.storage.indextables import SORTS, filters, fold, seek, select_rows
+from ledgit.storage.indextables import (
+    SORT_KEYS,
+    SORTS,
+    comes_after,
+    filters,
+    fold,
+    key_fits,
+    select_rows,
+)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -46,18 +54,15 @@ def search_terms(text: str, fields: Sequence[str] | None) -> tuple[str, list[str
     return needle, names
 
 
-def search_listing(db: sqlite3.Connection, needle: str, names: list[str], *,
-                   sort: str = "desc", after: Sequence[Any] | None = None, chunk: int = 100,
-                   **filtered: Any) -> tuple[int, Iterator[dict[str, Any]]]:
-    """(how many tasks match, their rows in the order of ``sort`` from just after the row
-    whose sort key is ``after``: :func:`ledgit.storage.indextables.sort_key`) for the tasks
-    whose fields ``names`` contain ``needle`` (from :func:`search_terms`); each row also
-    holds ``matches``, the fields that contain it. ``filtered``: the filters of
-    :meth:`ledgit.storage.index.Index.rows`. The scan runs now; the rows are read lazily,
-    ``chunk`` at a time, by row id (a text's thousands of matches are not carried through
-    the sort with their bodies and fields). LedgitError exit 2 for an unknown sort."""
-    order = SORTS.get(sort)
-    if order is None:
+def search_matches(db: sqlite3.Connection, needle: str, names: list[str], *,
+                   sort: str = "desc", **filtered: Any) -> list[tuple[Any, ...]]:
+    """``(rowid, *sort key)`` of every task whose fields ``names`` contain ``needle`` (from
+    :func:`search_terms`) and that passes the filters of
+    :meth:`ledgit.storage.index.Index.rows` (``filtered``), in the order of ``sort``
+    (:data:`ledgit.storage.indextables.SORT_KEYS`): one scan of the texts. LedgitError exit
+    2 for an unknown sort."""
+    keys = SORT_KEYS.get(sort)
+    if keys is None:
         raise LedgitError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})", USAGE)
     where, params = filters(**filtered)
     cols = [SEARCH_COLUMNS[n] for n in names]
@@ -68,14 +73,37 @@ def search_listing(db: sqlite3.Connection, needle: str, names: list[str], *,
     pattern = ("%" + needle.replace("\\", "\\\\").replace("%", "\\%")
                .replace("_", "\\_") + "%")
     match = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols)
-    past, past_params = ("1", []) if after is None else seek(sort, after)
-    # Scan the texts first (CROSS JOIN fixes the order), then look up the matches' keys.
-    found = db.execute(
-        f"SELECT t.rowid, {past} FROM docs x CROSS JOIN tasks t ON t.id = x.id AND ({match}) "
-        f"WHERE {where} ORDER BY {order}", [*past_params, *[pattern] * len(cols), *params]
-    ).fetchall()
-    page = [rowid for rowid, later in found if later]
-    return len(found), _rows_by_id(db, page, needle, names, sort, chunk)
+    # Scan the texts first (CROSS JOIN fixes the order), then look up the matches' keys:
+    # a text's thousands of matches are not carried through the sort with their bodies.
+    return db.execute(
+        f"SELECT t.rowid, {', '.join(expr for expr, _desc, _name in keys)} FROM docs x "
+        f"CROSS JOIN tasks t ON t.id = x.id AND ({match}) WHERE {where} "
+        f"ORDER BY {SORTS[sort]}", [*[pattern] * len(cols), *params]).fetchall()
+
+
+def search_listing(db: sqlite3.Connection, needle: str, names: list[str],
+                   matches: list[tuple[Any, ...]], *, sort: str = "desc",
+                   after: Sequence[Any] | None = None, chunk: int = 100
+                   ) -> tuple[int, Iterator[dict[str, Any]]]:
+    """(how many tasks match, their rows in the order of ``sort`` from just after the row
+    whose sort key is ``after``: :func:`ledgit.storage.indextables.sort_key`) of the
+    ``matches`` of :func:`search_matches` (same needle, names and sort); each row also holds
+    ``matches``, the fields that contain the needle. The rows are read lazily, ``chunk`` at
+    a time, by row id. LedgitError exit 2 for a position of another order."""
+    start = 0
+    if after is not None:
+        if not key_fits(sort, after):
+            raise LedgitError(f"a position of another order than {sort!r}", USAGE)
+        low, high = 0, len(matches)  # the first match that comes after it (a sorted list)
+        while low < high:
+            mid = (low + high) // 2
+            if comes_after(sort, matches[mid][1:], after):
+                high = mid
+            else:
+                low = mid + 1
+        start = low
+    return len(matches), _rows_by_id(db, [m[0] for m in matches[start:]], needle, names,
+                                     sort, chunk)
 
 
 def _rows_by_id(db: sqlite3.Connection, rowids: list[int], needle: str, names: list[str],
