@@ -421,6 +421,11 @@ def test_a_smaller_budget_pages_sooner_and_refuses_what_cannot_fit(
         ids, sizes, total = await page_to_the_end(client, "list", {
             "fields": ["next_action"], "limit": 1_000})
         assert len(ids) == len(set(ids)) == total == 301 and max(sizes) <= 8_192
+        huge = create_task(board, {"title": "huge", "next_action": "n" * 9_000}, "", "ann").id
+        refused = await client.call_tool("get", {"task": huge})
+        error = refused.structured_content["error"]  # type: ignore[index]
+        assert refused.is_error and error["kind"] == "too_large" and error["code"] == 2
+        assert error["size"] > error["budget"] == 8_192 and size_of(refused) < 8_192
 
     mcp(board.root, body, max_answer_bytes=8_192)
 
