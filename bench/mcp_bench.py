@@ -34,6 +34,14 @@ output schema, same text block), timed in turn too. It is what the SDK and the t
 alone cost to carry that result (~10 KB for 20 full rows): the report gives it as "same
 result, no work", and ledgit's own work as the op minus it (lines marked "not a budget").
 ``--report`` rewrites the report from results/mcp_latest.json without measuring.
+
+What an answer costs an agent (issue 33, DESIGN §14), measured with every run and alone with
+``--costs`` (default sizes 200, 2,000 and 10,000; results/mcp_costs.{md,json}): the tool
+listing's size, the first page of ``list`` and ``search`` (bytes of the JSON-RPC message,
+rows, tokens), and how many answers it takes to page to the end, with the default page (20
+rows) and with ``limit`` past the budget (each page as full as the 64 KB budget allows).
+Tokens are bytes / 4 (no tokenizer package is installed here; a real tokenizer counts JSON's
+punctuation and ids differently).
 Backlog.md's server (npm ``backlog.md``, ``backlog mcp start``)
 is installed with ``npm install --prefix`` into the bench's temp dir and timed through the
 same client over stdio on a 1,000-task board of the same shapes (skipped, with the reason,
@@ -74,7 +82,11 @@ RESULTS = BENCH / "results"
 OPS = ("get", "list", "search", "update", "claim")
 READS = ("get", "list", "search")
 WRITE_TASKS = 20  # ready tasks that update and claim go round, at every size
-REPLAYED = {"list": {"limit": 20}, "search": {"text": runbench.SEARCH_TERM, "limit": 20}}
+REPLAYED: dict[str, dict[str, Any]] = {"list": {"limit": 20},
+                                      "search": {"text": runbench.SEARCH_TERM, "limit": 20}}
+COST_SIZES = [200, 2_000, 10_000]
+COSTED: dict[str, dict[str, Any]] = {"list": {}, "search": {"text": runbench.SEARCH_TERM}}
+BYTES_PER_TOKEN = 4
 FLOOR = {"get": "noop_async", "list": "noop_async", "search": "noop_async",
          "update": "noop", "claim": "noop"}  # the no-op tool of the same kind (module doc)
 
@@ -170,6 +182,51 @@ async def ledgit_ops(client: Client, floor: Client, picks: dict[str, Any], calls
     return out
 
 
+def message_bytes(result: Any) -> int:
+    """The bytes of the JSON-RPC message that carries ``result`` (as the SDK sends it)."""
+    message = {"jsonrpc": "2.0", "id": 1,
+               "result": result.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    return len(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+async def pages_to_the_end(client: Client, name: str, args: dict[str, Any]
+                           ) -> dict[str, Any]:
+    """Answers (pages) it takes to read every match of ``name(args)`` by its cursors, the
+    largest answer's bytes, and whether every task came exactly once."""
+    cursor, pages, largest, ids = None, 0, 0, []
+    while True:
+        result = checked(await client.call_tool(name, {**args, **(
+            {"cursor": cursor} if cursor else {})}), name)
+        value = result.structured_content
+        pages += 1
+        largest = max(largest, message_bytes(result))
+        ids += [t["id"] for t in value["tasks"]]
+        cursor = value["next_cursor"]
+        if cursor is None:
+            return {"pages": pages, "largest_bytes": largest, "total": value["total"],
+                    "each_once": len(ids) == len(set(ids)) == value["total"]}
+
+
+async def answer_costs(client: Client) -> dict[str, Any]:
+    """What answers cost an agent on this board (module doc): the listing, the first
+    pages of :data:`COSTED`, pages to the end."""
+    tools = (await client.list_tools()).tools
+    listing = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True)
+                          for t in tools], separators=(",", ":"))
+    out: dict[str, Any] = {"listing_bytes": len(listing.encode())}
+    for name, args in COSTED.items():
+        result = checked(await client.call_tool(name, args), name)
+        value = result.structured_content
+        rows = json.dumps(value["tasks"], ensure_ascii=False, separators=(",", ":"))
+        out[name] = {"first_page_bytes": message_bytes(result), "rows": value["count"],
+                     "total": value["total"],
+                     "row_bytes": round(len(rows.encode()) / max(value["count"], 1), 1),
+                     "default_pages": await pages_to_the_end(client, name, args),
+                     "budget_pages": await pages_to_the_end(client, name,
+                                                            {**args, "limit": 100_000})}
+    return out
+
+
 def write_rings(repo: Path, picks: dict[str, Any]) -> dict[str, Any]:
     """``picks`` plus ``update_ring`` and ``claim_ring``: two disjoint sets of up to
     :data:`WRITE_TASKS` ready tasks (open, unclaimed, dependencies done) of the board."""
@@ -210,9 +267,11 @@ async def results_to_replay(client: Client) -> dict[str, Any]:
     schemas = {json.dumps(tools[name].output_schema, sort_keys=True) for name in REPLAYED}
     if len(schemas) != 1:
         raise RuntimeError("list and search advertise different output schemas")
-    payloads = {name: checked(await client.call_tool(name, args), name).structured_content
-                for name, args in REPLAYED.items()}
-    return {"schema": json.loads(schemas.pop()), "payloads": payloads}
+    results = {name: checked(await client.call_tool(name, args), name)
+               for name, args in REPLAYED.items()}
+    return {"schema": json.loads(schemas.pop()),
+            "payloads": {name: r.structured_content for name, r in results.items()},
+            "texts": {name: r.content[0].text for name, r in results.items()}}
 
 
 async def bench_size(repo: Path, picks: dict[str, Any], env: dict[str, str], calls: int
@@ -227,6 +286,7 @@ async def bench_size(repo: Path, picks: dict[str, Any], env: dict[str, str], cal
         try:
             async with Client(server) as client:
                 replayed = await results_to_replay(client)
+                result["costs"] = await answer_costs(client)
             replay_file.write_text(json.dumps(replayed), encoding="utf-8")
             async with Client(server) as client, \
                     Client(mcp_noop_server.build(replayed)) as floor:  # type: ignore[arg-type]
@@ -398,6 +458,59 @@ def budget_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
     return lines
 
 
+def cost_lines(costs: dict[str, Any]) -> list[str]:
+    """The table of what answers cost an agent, by board size (Markdown lines)."""
+    out = ["| tasks | tool listing | first page of `list` | of `search` | bytes (tokens) a "
+           "row, list / search | answers to the end: list, 20 a page / full pages | search, "
+           "the same |", "|---:|---|---|---|---|---|---|"]
+    for size, c in sorted(costs.items(), key=lambda kv: int(kv[0])):
+        rows = " / ".join(f"{c[n]['row_bytes']:.0f} ({c[n]['row_bytes'] / BYTES_PER_TOKEN:.0f})"
+                          for n in COSTED)
+        out.append(f"| {int(size):,} | {c['listing_bytes']:,} B = "
+                   f"{c['listing_bytes'] // BYTES_PER_TOKEN:,} tokens | {_first(c['list'])} | "
+                   f"{_first(c['search'])} | {rows} | {_ends(c['list'])} | "
+                   f"{_ends(c['search'])} |")
+    return out + ["", f"Tokens: bytes / {BYTES_PER_TOKEN} (no tokenizer package); search "
+                      f"{runbench.SEARCH_TERM!r}; list and search without filters (archived "
+                      f"tasks hidden)."]
+
+
+def _first(p: dict[str, Any]) -> str:
+    return (f"{p['first_page_bytes']:,} B = {p['first_page_bytes'] // BYTES_PER_TOKEN:,} "
+            f"tokens, {p['rows']} of {p['total']:,}")
+
+
+def _ends(c: dict[str, Any]) -> str:
+    d, b = c["default_pages"], c["budget_pages"]
+    ok = "" if d["each_once"] and b["each_once"] else " (NOT each task once)"
+    return f"{d['pages']:,} / {b['pages']:,} (largest {b['largest_bytes']:,} B){ok}"
+
+
+def write_costs(costs: dict[str, Any], when: str) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "mcp_costs.json").write_text(json.dumps(costs, indent=2) + "\n",
+                                            encoding="utf-8")
+    (RESULTS / "mcp_costs.md").write_text(
+        "\n".join(["# What ledgit mcp's answers cost an agent", "", when, "",
+                   *cost_lines(costs)]) + "\n", encoding="utf-8")
+
+
+async def costs_of(repo: Path, env: dict[str, str]) -> dict[str, Any]:
+    old = os.environ.copy()
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        server, boards = build_server(repo)
+        try:
+            async with Client(server) as client:
+                return await answer_costs(client)
+        finally:
+            boards.close()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
 def write_report(data: dict[str, Any]) -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "mcp_latest.json").write_text(json.dumps(data, indent=2) + "\n",
@@ -422,6 +535,9 @@ def write_report(data: dict[str, Any]) -> None:
     if data.get("backlog"):
         out += ["## vs Backlog.md's MCP server", "", json.dumps(data["backlog"], indent=1)[:4000],
                 ""]
+    costs = {size: per["costs"] for size, per in data["ledgit"].items() if "costs" in per}
+    if costs:
+        out += ["## What answers cost an agent", "", *cost_lines(costs), ""]
     out += ["## Budgets", "", "| budget | figure | status |", "|---|---|---|"]
     out += [f"| {b['budget']} | {b['figure']} | {b['status']} |" for b in data["budgets"]]
     (RESULTS / "mcp_latest.md").write_text("\n".join(out) + "\n", encoding="utf-8")
@@ -437,7 +553,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")
     parser.add_argument("--report", action="store_true",
                         help="rewrite the report from results/mcp_latest.json")
+    parser.add_argument("--costs", action="store_true",
+                        help="only what answers cost an agent (default sizes 200 2000 10000)")
     args = parser.parse_args(argv)
+    if args.costs:
+        return costs_main(args.sizes if "--sizes" in (argv or sys.argv) else COST_SIZES,
+                          args.data)
     if args.report:
         data = json.loads((RESULTS / "mcp_latest.json").read_text(encoding="utf-8"))
         data["budgets"] = budget_lines(data)
@@ -499,6 +620,31 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kept {tmp}", file=sys.stderr)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def costs_main(sizes: list[int], data_file: Path) -> int:
+    """``--costs``: build each board, measure :func:`answer_costs`, write the table."""
+    if not data_file.exists():
+        print(f"mcp_bench: {data_file} not found (the real task shapes)", file=sys.stderr)
+        return 2
+    shapes = runbench.load_shapes(data_file)
+    tmp = Path(tempfile.mkdtemp(prefix="ledgit-mcp-costs-"))
+    try:
+        env = runbench.git_env(tmp / "home")
+        (tmp / "home").mkdir()
+        (tmp / "home" / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+        costs: dict[str, Any] = {}
+        for size in sizes:
+            repo = tmp / f"ledgit-{size}"
+            print(f"building a {size:,}-task board ...", file=sys.stderr)
+            runbench.build_ledgit(repo, runbench.board_shapes(shapes, size), env)
+            costs[str(size)] = anyio.run(costs_of, repo, env)
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        write_costs(costs, f"{when} · ledgit {importlib.metadata.version('ledgit')}")
+        print("\n".join(cost_lines(costs)))
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

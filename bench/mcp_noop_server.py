@@ -6,9 +6,9 @@ ledgit's tools do.
 
 ``replay`` (async) is no floor: it returns a stored copy of one of ledgit's results (JSON
 file named by ``LEDGIT_BENCH_REPLAY``: {"schema": ledgit's advertised output schema,
-"payloads": {name: structured content}}), as ledgit returns it (a compact JSON text block
-beside the structured content, the same advertised schema, not re-validated by the
-server), doing nothing else -- what the SDK and the transport alone
+"payloads": {name: structured content}, "texts": {name: its text block}}), as ledgit
+returns it (the same text block beside the structured content, the same advertised schema,
+not re-validated by the server), doing nothing else -- what the SDK and the transport alone
 cost to carry that result, reported beside the figures (bench/README.md)."""
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ class Nothing(TypedDict):
 class Rows(TypedDict):  # the shape of ledgit.mcp.results.Rows (list and search results)
     tasks: list[dict[str, Any]]
     count: int
+    total: int
+    next_cursor: str | None
     errors: list[dict[str, str]]
 
 
@@ -44,8 +46,9 @@ def build(replayed: dict[str, Any] | None = None) -> MCPServer:
         with open(path or os.devnull, encoding="utf-8") as fh:
             replayed = json.loads(fh.read() or "{}")
     payloads: dict[str, Any] = replayed.get("payloads", {})
-    texts = {k: json.dumps(v, ensure_ascii=False, separators=(",", ":"))
-             for k, v in payloads.items()}
+    texts = replayed.get("texts") or {k: json.dumps(v, ensure_ascii=False,
+                                                     separators=(",", ":"))
+                                      for k, v in payloads.items()}
 
     def noop() -> Nothing:
         """Do nothing."""

@@ -29,9 +29,15 @@ def test_mcp_claim_and_heartbeat_hold_the_remote_lease(tmp_path: Path,
         async with in_process(b, "legacy") as client:
             error = await fail(client, "claim", {"task": task, "by": "bob"})
             assert error["code"] == 6 and "leased by alice" in error["message"]
-            rows = (await call(client, "list", {}))["tasks"]
+            rows = (await call(client, "list", {"fields": ["lease", "holder", "until"]})
+                    )["tasks"]
             leased = {r["id"]: r["lease"] for r in rows}
             assert leased[task]["by"] == "alice" and leased[other] is None
+            # Who holds it (the remote's lease, while it is live) and until when.
+            held = {r["id"]: (r["holder"], r["until"]) for r in rows}
+            assert held[task] == (("alice", leased[task]["expires"]) if leased[task]["live"]
+                                  else (None, None))
+            assert held[other] == (None, None)
             await anyio.sleep(1.3)  # alice's lease runs out
             error = await fail(client, "claim", {"task": task, "by": "bob"})
             assert "claim --take-over" in error["message"]

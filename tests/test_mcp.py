@@ -23,6 +23,8 @@ import httpx2  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
+from ledgit.mcp.boards import ROOT_SOURCES  # noqa: E402
+from ledgit.mcp.results import TEXT_BYTES  # noqa: E402
 from ledgit.mcp.server import build_server  # noqa: E402
 from ledgit.mcp.tools import compact_schema  # noqa: E402
 from ledgit.operations import projects  # noqa: E402
@@ -52,9 +54,9 @@ Session = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 @asynccontextmanager
-async def in_process(root: Path, mode: str, allow: tuple[str, ...] = ()
-                     ) -> AsyncIterator[Client]:
-    server, boards = build_server(root, allow)
+async def in_process(root: Path, mode: str, allow: tuple[str, ...] = (),
+                     max_answer_bytes: int = 65_536) -> AsyncIterator[Client]:
+    server, boards = build_server(root, allow, max_answer_bytes)
     try:
         async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
             assert client.protocol_version == PROTOCOL[mode]
@@ -77,12 +79,20 @@ async def over_stdio(root: Path, mode: str) -> AsyncIterator[Client]:
 
 
 async def call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """A successful call's structured content (asserts it is no error)."""
+    """A successful call's structured content (asserts it is no error, names its board, and
+    that its text block sums it up without repeating it: DESIGN §14)."""
     result = await client.call_tool(name, args)
     assert not result.is_error, result
-    assert result.structured_content is not None
-    assert json.loads(result.content[0].text) == result.structured_content  # type: ignore
-    return result.structured_content
+    value = result.structured_content
+    assert value is not None
+    assert os.path.isabs(value["root"]) and value["root_source"] in ROOT_SOURCES
+    text = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert text["root"] == value["root"] and text["root_source"] == value["root_source"]
+    for key, shown in text.items():  # each member as it is, or what it is
+        assert shown == value.get(key) or (isinstance(shown, str) and shown.endswith(
+            "in structuredContent>")), (key, shown)
+    assert len(result.content[0].text) <= TEXT_BYTES  # type: ignore[union-attr]
+    return value
 
 
 async def fail(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:

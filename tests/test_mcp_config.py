@@ -87,7 +87,9 @@ def test_the_printed_config_starts_the_server_with_an_empty_path(
     assert not written.is_error and written.structured_content["written"] is True
     assert lg.board().read(task).fields["priority"] == 1
     # without the PATH the config gives, the server starts (its command is absolute) but
-    # cannot run git: why the config carries one
+    # cannot run git: why the config carries one (the list asks `git remote` again once its
+    # kept answer is gone: ledgit.git.remotenames)
+    Path(lg.board().private_str, "remotes.json").unlink(missing_ok=True)
     bare = StdioServerParameters(command=entry["command"], args=entry["args"],
                                  env={"LEDGIT_ROOT": entry["env"]["LEDGIT_ROOT"]},
                                  cwd=str(start))

@@ -398,7 +398,9 @@ def test_careless_input_is_a_clear_error_and_the_tree_stays_byte_identical(
             # The server still answers after all of it.
             rows = await client.call_tool("list", {"fields": ["title"]})
             assert rows.structured_content == {"tasks": [{"id": tid, "title": "first task"}],
-                                               "count": 1, "errors": []}
+                                               "count": 1, "total": 1, "next_cursor": None,
+                                               "errors": [], "root": str(env),
+                                               "root_source": "start_directory"}
         # A lone surrogate cannot cross stdio (the SDK's client cannot encode it, and its
         # server drops a line that is no valid JSON-RPC without an answer): in-process.
         async with in_process(env) as local:
@@ -560,8 +562,11 @@ def test_a_write_that_would_pass_the_size_limit_is_refused_and_writes_nothing(
                 "task": tid, "text": chunk, "why": chunk, "evidence": chunk}))
             assert error["code"] == 2 and "nothing written" in error["message"], error
             assert tree(tmp_path) == grown
-            got = await client.call_tool("get", {"task": tid, "body": False})
-            assert not got.is_error, got
+            # Its readout (9 MB of acceptance) does not fit an answer: refused as such,
+            # naming the budget, never cut silently (DESIGN §14); the CLI reads it whole.
+            error = error_of(await client.call_tool("get", {"task": tid, "body": False}))
+            assert error["kind"] == "too_large" and error["size"] > error["budget"] == 65_536
+            assert "--max-answer-bytes" in error["message"]
             return tid
 
     tid = anyio.run(run)

@@ -1,26 +1,23 @@
-"""Index.search with a limit, sorted by last_modified: the windows of the newest (oldest)
-tasks (Index._search_window) give exactly the answer of the full scan -- the same rows, in
-the same order, with the same ``matches`` -- for any needle, limit, sort and filter, with
-last_modified ties (every window bound falls inside a run of equal times), malformed files
-and tasks without a last_modified (NULL in the index)."""
+"""Paging a search or a list to the end (DESIGN §14: a cursor is a position in a stable
+order, not an offset) gives exactly the whole answer -- the same rows, in the same order,
+with the same ``matches`` -- and ``total`` its length, for any needle, fields, sort, filter
+and page size, with runs of equal last_modified (a page boundary inside a run) and malformed
+files; the whole answer is in the order of its sort keys, then the id."""
 
 from __future__ import annotations
 
+import functools
 import random
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 from examples import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ledgit.storage.indexsearch as indexsearch
 from ledgit.core.errors import LedgitError
+from ledgit.operations import paging
 from ledgit.storage.board import Board
 from ledgit.storage.boardinit import init_board
 from ledgit.storage.index import Index
@@ -35,7 +32,7 @@ FILTERS: list[dict[str, Any]] = [
     {"label": "x"}, {"label": ["x", "y"]}, {"owner": "ann"}, {"ready": True},
     {"status": ["archived"]}, {"worker": "nobody"},
 ]
-LIMITS = [1, 2, 3, 5, 8, 13, 21, 40, 100, 1000]
+SIZES = [1, 3, 8, 40, 1000]  # rows a page
 
 
 def _text(rng: random.Random, stamp: str) -> str:
@@ -88,132 +85,125 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Board:
     return board
 
 
-@contextmanager
-def windows(part: int, probe: int, min_tasks: int = 0) -> Iterator[None]:
-    """The window sizes 1/part (first 1/probe) of the tasks, on boards of >= min_tasks."""
-    with mock.patch.object(indexsearch, "SEARCH_WINDOW_PART", part), \
-            mock.patch.object(indexsearch, "SEARCH_PROBE_PART", probe), \
-            mock.patch.object(indexsearch, "SEARCH_WINDOW_MIN_TASKS", min_tasks):
-        yield
+def _in_order(rows: list[dict[str, Any]], sort: str) -> list[str]:
+    """The ids of ``rows`` in the order ``sort`` names, worked out here (not by SQLite)."""
+    ordered = sorted(rows, key=lambda r: r["id"])
+    if sort in ("desc", "asc"):
+        ordered.sort(key=lambda r: r["last_modified"], reverse=sort == "desc")
+    elif sort == "created":
+        ordered.sort(key=lambda r: r["created"], reverse=True)
+    else:
+        ordered.sort(key=lambda r: (5 if r["priority"] is None else r["priority"],
+                                    r["created"]))
+    return [r["id"] for r in ordered]
 
 
-class Spy:
-    """Counts how searches were answered: by the first window, by the second, or by the
-    full scan after the windows (so that a test can tell that it covered each path)."""
-
-    def __init__(self) -> None:
-        self.outcomes: dict[str, int] = {"first": 0, "second": 0, "fell back": 0}
-        self._windows = 0
-
-    @contextmanager
-    def watching(self) -> Iterator[None]:
-        search_window, fetch = indexsearch._search_window, indexsearch.fetch_rows
-
-        def spy_window(db: sqlite3.Connection, *args: Any) -> Any:
-            self._windows = 0
-            found = search_window(db, *args)
-            if self._windows:
-                key = "fell back" if found is None else ("first", "second")[self._windows - 1]
-                self.outcomes[key] += 1
-            return found
-
-        def spy_fetch(db: sqlite3.Connection, sql: str, *args: Any) -> Any:
-            if "FROM tasks k" in sql:
-                self._windows += 1
-            return fetch(db, sql, *args)
-
-        with mock.patch.object(indexsearch, "_search_window", spy_window), \
-                mock.patch.object(indexsearch, "fetch_rows", spy_fetch):
-            yield
+def _paged(listing_of: Any, query: dict[str, Any], sort: str, size: int
+           ) -> tuple[list[dict[str, Any]], list[int]]:
+    """Every page of ``listing_of(after)`` to the end, each cursor through its text (as a
+    face hands it over); the rows and each answer's total."""
+    rows: list[dict[str, Any]] = []
+    totals: list[int] = []
+    cursor: str | None = None
+    while True:
+        after = paging.decode_cursor(cursor, query, "cursor", paging.cursor_fits(sort))
+        listing = listing_of(after=after)
+        page, position = paging.take(listing, size)
+        rows += page
+        totals.append(listing.total)
+        assert len(page) == size or position is None  # a short page is the last one
+        if position is None:
+            return rows, totals
+        cursor = paging.encode_cursor(query, position)
 
 
-def _check(index: Index, needle: str, fields: list[str] | None, sort: str, limit: int,
+def _check(index: Index, needle: str, fields: list[str] | None, sort: str, size: int,
            filters: dict[str, Any]) -> list[dict[str, Any]]:
-    """The windowed answer equals the full scan's (no limit, then cut) and the answer with
-    the windows off; returns it."""
-    got = index.search(needle, fields, sort=sort, limit=limit, **filters)
-    with windows(20, 80, min_tasks=10**9):
-        whole = index.search(needle, fields, sort=sort, **filters)
-        plain = index.search(needle, fields, sort=sort, limit=limit, **filters)
-    assert got == plain, (needle, fields, sort, limit, filters)
-    if limit >= 0:
-        assert got == whole[:limit], (needle, fields, sort, limit, filters)
-    return got
+    """Search pages of ``size`` to the end give the whole answer, which is in the order of
+    its sort; returns it."""
+    whole = index.search(needle, fields, sort=sort, **filters)
+    query = {"needle": needle, "fields": fields, "sort": sort, **filters}
+    rows, totals = _paged(functools.partial(paging.found_rows, index, needle, fields,
+                                            sort=sort, chunk=size + 1, **filters),
+                          query, sort, size)
+    assert rows == whole, (needle, fields, sort, size, filters)
+    assert set(totals) == {len(whole)}
+    assert [r["id"] for r in whole] == _in_order(whole, sort)
+    assert {r["id"] for r in whole} <= {r["id"] for r in index.rows(sort=sort, **filters)}
+    return whole
 
 
-def test_windows_give_the_full_answer_on_a_sweep(big: Board) -> None:
-    spy = Spy()
-    with Index.open(big) as index, spy.watching():
+def test_search_pages_give_the_whole_answer_on_a_sweep(big: Board) -> None:
+    with Index.open(big) as index:
         assert index.status()["errors"] == 2
-        for part, probe in ((2, 2), (3, 12), (8, 32), (20, 80), (40, 40)):
-            with windows(part, probe):
-                for needle in NEEDLES:
-                    for sort in ("desc", "asc"):
-                        for limit in LIMITS:
-                            _check(index, needle, None, sort, limit, {})
-                        for filters in FILTERS:
-                            _check(index, needle, None, sort, 5, filters)
-                for fields in FIELDS:
-                    _check(index, "common", fields, "desc", 10, {})
-                    _check(index, "did", fields, "asc", 3, {})
-    # every path was taken: answered by the first window, by the second, and neither
-    assert all(spy.outcomes.values()), spy.outcomes
-    with Index.open(big) as index, spy.watching(), windows(8, 32):
-        before = spy.outcomes["first"]
-        index.search("common", sort="asc", limit=1)  # malformed files (NULL times) or not
-        assert spy.outcomes["first"] == before + 1
-
-
-def test_other_sorts_and_odd_limits_are_unchanged(big: Board) -> None:
-    with Index.open(big) as index, windows(2, 4):
-        for sort in ("priority", "created"):
-            for limit in (1, 7, 50):
-                _check(index, "common", None, sort, limit, {})
-        for limit in (0, -1, 10**30):
-            _check(index, "common", None, "desc", limit, {})
-            _check(index, "common", None, "asc", limit, {})
+        for needle in NEEDLES:
+            for sort in ("desc", "asc", "priority", "created"):
+                for size in SIZES if needle not in ("e", "mon m") else (40,):
+                    _check(index, needle, None, sort, size, {})
+                for filters in FILTERS:
+                    _check(index, needle, None, sort, 25, filters)
+        for fields in FIELDS:
+            _check(index, "common", fields, "desc", 10, {})
+            _check(index, "did", fields, "asc", 3, {})
+        assert len(_check(index, "common", None, "desc", 7, {})) > 100  # many pages
         with pytest.raises(LedgitError):
             index.search("common", sort="sideways", limit=3)
 
 
-@settings(max_examples=examples(150), deadline=None)
+def test_list_pages_give_the_whole_answer(big: Board) -> None:
+    with Index.open(big) as index:
+        for sort in ("desc", "asc", "priority", "created"):
+            for filters in FILTERS:
+                whole = index.rows(sort=sort, **filters)
+                assert [r["id"] for r in whole] == _in_order(whole, sort)
+                for size in (3, 50, 1000):
+                    rows, totals = _paged(functools.partial(
+                        paging.task_rows, index, sort=sort, chunk=size + 1, **filters),
+                        {"sort": sort, **filters}, sort, size)
+                    assert rows == whole and set(totals) == {len(whole)}, (sort, filters)
+
+
+@settings(max_examples=examples(60), deadline=None)
 @given(needle=st.sampled_from(NEEDLES), fields=st.sampled_from(FIELDS),
-       sort=st.sampled_from(["desc", "asc"]), limit=st.integers(1, 120),
-       filters=st.sampled_from(FILTERS), part=st.integers(1, 60), ratio=st.integers(1, 8))
-def test_windows_give_the_full_answer(big: Board, needle: str, fields: list[str] | None,
-                                      sort: str, limit: int, filters: dict[str, Any],
-                                      part: int, ratio: int) -> None:
-    with Index.open(big) as index, windows(part, part * ratio):
-        _check(index, needle, fields, sort, limit, filters)
+       sort=st.sampled_from(["desc", "asc", "priority", "created"]),
+       size=st.integers(5, 120), filters=st.sampled_from(FILTERS))
+def test_search_pages_give_the_whole_answer(big: Board, needle: str,
+                                            fields: list[str] | None, sort: str, size: int,
+                                            filters: dict[str, Any]) -> None:
+    with Index.open(big) as index:
+        _check(index, needle, fields, sort, size, filters)
 
 
-def test_tasks_without_last_modified_are_found_as_by_the_full_scan(
-        tmp_path: Path, clean_env: None) -> None:
-    """A valid row whose last_modified is NULL (a record always has one; the index row is
-    edited here): NULL sorts last in desc, first in asc, in both answers."""
+def test_a_cursor_continues_only_its_own_query(big: Board) -> None:
+    """A cursor of another query, a damaged one, or one of another sort's shape is an
+    argument error naming the argument; none is read as a position."""
+    with Index.open(big) as index:
+        listing = paging.found_rows(index, "common", None, sort="desc", after=None, chunk=4)
+        _page, position = paging.take(listing, 3)
+        assert position is not None
+        cursor = paging.encode_cursor({"needle": "common"}, position)
+    fits = paging.cursor_fits("desc")
+    assert paging.decode_cursor(cursor, {"needle": "common"}, "cursor", fits) == position
+    for text, query, check in ((cursor, {"needle": "rare"}, fits),
+                               (cursor[:-3], {"needle": "common"}, fits),
+                               (cursor + "x", {"needle": "common"}, fits),
+                               ("", {"needle": "common"}, fits),
+                               ("%%%", {"needle": "common"}, fits),
+                               (cursor, {"needle": "common"}, paging.cursor_fits("priority")),
+                               ("x" * 5000, {"needle": "common"}, fits)):
+        with pytest.raises(LedgitError) as err:
+            paging.decode_cursor(text, query, "--cursor", check)
+        assert err.value.code == 2 and str(err.value).startswith("--cursor: ")
+
+
+def test_a_seed_of_ties_pages_by_id_within_a_run(tmp_path: Path, clean_env: None) -> None:
+    """Many tasks of one last_modified: a page boundary inside the run continues by id."""
     board = init_board(tmp_path / "board")
-    made = _fill(board, 120, seed=5)
-    rng = random.Random(3)
-    nulls = rng.sample(made, 6)
-    spy = Spy()
+    made = [create_task(board, {"title": f"same {i}"}, "", "ada", at=STAMPS[0]).id
+            for i in range(30)]
+    rng = random.Random(1)
     with Index.open(board) as index:
-        index.refresh()
-        index.db.execute(f"UPDATE tasks SET last_modified = NULL WHERE id IN "
-                         f"({', '.join('?' * len(nulls))})", nulls)
-        with spy.watching(), windows(4, 8):
-            for needle in NEEDLES:
-                for sort in ("desc", "asc"):
-                    for limit in LIMITS:
-                        _check(index, needle, None, sort, limit, {})
-                    _check(index, needle, None, sort, 4, {"include_archived": True})
-            # every title holds "t": the NULLs come first in asc, last in desc
-            first = _check(index, "t", None, "asc", 1, {"include_archived": True})
-            assert first[0]["id"] in nulls
-            last = index.search("t", sort="desc", include_archived=True)[-1]
-            assert last["id"] in nulls
-        # desc still answers from the windows; asc does not while a valid row has no time
-        assert spy.outcomes["first"] + spy.outcomes["second"] > 0
-        with spy.watching(), windows(4, 8):
-            before = dict(spy.outcomes)
-            index.search("common", sort="asc", limit=1)
-            assert spy.outcomes == before  # no window was read
+        for size in (1, 2, 7, 29, 30, 31):
+            rows, totals = _paged(functools.partial(paging.task_rows, index, sort="desc",
+                                                    chunk=rng.randint(1, 9)), {}, "desc", size)
+            assert [r["id"] for r in rows] == sorted(made) and set(totals) == {30}

@@ -23,6 +23,7 @@ import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -468,13 +469,23 @@ __all__ = ["COMMANDS", "LazyGroup", "by_option", "cli", "click_command", "click_
 @click.option("--allow-root", "allow_roots", multiple=True, metavar="PATH",
               help="Also serve boards under PATH to a tool's root (repeatable; default: the "
                    "start board, its registered projects, boards under the start directory).")
+@click.option("--root", "start", type=click.Path(exists=True, file_okay=False,
+                                                 path_type=Path),
+              default=None, metavar="DIR",
+              help="Start in DIR: its board is the default one (default: the working "
+                   "directory; LEDGIT_ROOT still pins it).")
+@click.option("--max-answer-bytes", type=click.IntRange(8_192, None), default=65_536,
+              show_default=True, metavar="N",
+              help="The most bytes of JSON in one answer; lists page and bodies come in "
+                   "pieces to fit.")
 @click.option("--print-config", "print_config", is_flag=True,
               help="Print the JSON that registers this server with an MCP client (the "
                    "absolute command of this installation, the board root) and exit.")
 @click.option("--client", type=click.Choice(CLIENTS), default=None,
               help="With --print-config: the client's shape (default generic: mcpServers).")
 def mcp_cmd(http: bool, host: str, port: int, token: str | None,
-            allow_roots: tuple[str, ...] = (), print_config: bool = False,
+            allow_roots: tuple[str, ...] = (), start: Path | None = None,
+            max_answer_bytes: int = 65_536, print_config: bool = False,
             client: str | None = None) -> int:
     """Serve the board to agents over the Model Context Protocol (docs/mcp.md): stdio by
     default. Needs the extra: pip install -e '.[mcp]' in a checkout of ledgit."""
@@ -484,7 +495,7 @@ def mcp_cmd(http: bool, host: str, port: int, token: str | None,
         if http or allow_roots:
             raise LedgitError("--print-config prints the stdio server's entry: give it "
                               "without --http and --allow-root", USAGE)
-        click.echo(json.dumps(client_config(client or "generic"), indent=2))
+        click.echo(json.dumps(client_config(client or "generic", start), indent=2))
         return OK
     # $LEDGIT_MCP_TOKEN exported for an HTTP server must not stop a stdio one: only a
     # --token given on the command line is refused without --http.
@@ -497,4 +508,5 @@ def mcp_cmd(http: bool, host: str, port: int, token: str | None,
     except ImportError as exc:
         raise LedgitError(f"ledgit mcp needs the MCP SDK: {install_hint('mcp')} ({exc})",
                           USAGE) from None
-    return serve(http=http, host=host, port=port, token=token, allow_roots=allow_roots)
+    return serve(http=http, host=host, port=port, token=token, allow_roots=allow_roots,
+                 start=start, max_answer_bytes=max_answer_bytes)

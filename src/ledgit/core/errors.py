@@ -50,6 +50,16 @@ class LedgitError(Exception):
         return self.message
 
 
+class ArgumentError(LedgitError):
+    """Invalid input pinned to one argument (exit 2): ``argument`` as the face spells it
+    (``--cursor``, ``cursor``), ``problem`` and ``expected`` in words; the message is
+    ``ARGUMENT: PROBLEM (expected EXPECTED)``."""
+
+    def __init__(self, argument: str, problem: str, expected: str) -> None:
+        super().__init__(f"{argument}: {problem} (expected {expected})", USAGE)
+        self.argument, self.problem, self.expected = argument, problem, expected
+
+
 # What str.splitlines() breaks at: none of it may reach a one-line error message.
 _LINE_BREAKS = {ord(c): f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
                 for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}

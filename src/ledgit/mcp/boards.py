@@ -19,11 +19,22 @@ from typing import Any
 from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError
 from ledgit.mcp.roots import RootPolicy
 from ledgit.operations import projects
-from ledgit.storage.board import Board, find_board
+from ledgit.storage.board import Board
 from ledgit.storage.index import Index
 from ledgit.storage.live import LiveBoard
-from ledgit.storage.locate import CONFIG_NAME, LEDGIT_DIR, find_root, is_board_dir, upward
+from ledgit.storage.locate import (
+    CONFIG_NAME,
+    LEDGIT_DIR,
+    ROOT_ENV,
+    find_root,
+    is_board_dir,
+    upward,
+)
 
+# How an answer's board was found (``root_source``, DESIGN §14): a call's ``root`` naming a
+# directory; LEDGIT_ROOT; upward from the server's start directory (where it started, or
+# ``ledgit mcp --root``); a call's ``root`` naming a registered project.
+ROOT_SOURCES = ("argument", "environment", "start_directory", "project_alias")
 MAX_LIVE_BOARDS = 8  # boards held open at once; more are read without a held index
 # A read that took longer (seconds) sends the next read of its board to a worker thread, so
 # that the event loop is not held that long again: its refresh found work the watcher did
@@ -48,24 +59,32 @@ class Boards:
         self._slow: set[str] = set()  # roots whose last read took over SLOW_READ
 
     def board(self, root: str | None) -> Board:
-        """The board ``root`` names (None: the start directory's, ``LEDGIT_ROOT`` honoured
-        as in the CLI). Raises LedgitError exit 4 when there is none, 2 for a bad path."""
+        """The board ``root`` names (:meth:`locate`)."""
+        return self.locate(root)[0]
+
+    def locate(self, root: str | None) -> tuple[Board, str]:
+        """(the board ``root`` names, how it was found: one of :data:`ROOT_SOURCES`). None:
+        the start directory's board, ``LEDGIT_ROOT`` honoured as in the CLI. Raises
+        LedgitError exit 4 when there is none (the message says how to name one), 2 for a
+        bad path."""
         if root is None:
-            found, _pinned = find_root(str(self.start))
-            return self._cached(found) if found is not None else find_board(self.start)
+            found, pinned = find_root(str(self.start))
+            if found is None:
+                raise LedgitError(no_board(self.start, pinned), NOT_FOUND)
+            return self._cached(found), "environment" if pinned else "start_directory"
         if not isinstance(root, str) or not root.strip() or "\0" in root \
                 or len(root) > 4096:
             raise LedgitError("root: give a directory path", USAGE)
         other = self._project(root)
         if other is not None:
-            return other
+            return other, "project_alias"
         path = os.path.abspath(os.path.join(self.start, os.path.expanduser(root)))
         if not os.path.isdir(path):
             raise LedgitError(f"root: {path}: not a directory", NOT_FOUND)
         for directory in upward(path):
             if is_board_dir(os.path.join(directory, LEDGIT_DIR)):
                 self.policy.check(directory, root)  # issue 26: not any board on the machine
-                return self._cached(directory)
+                return self._cached(directory), "argument"
         raise LedgitError(f"root: no ledgit board in {path} or any parent", NOT_FOUND)
 
     def by_stats(self, root: str | None) -> bool:
@@ -149,6 +168,17 @@ class Boards:
             for held in self._live.values():
                 held.close()
             self._live.clear()
+
+
+def no_board(start: Path, pinned: str | None) -> str:
+    """The error of a call that names no board where the server has none: where it looked
+    and the three ways to name one (DESIGN §14)."""
+    ways = ("name one with the call's root argument (a board directory or a registered "
+            "project alias), LEDGIT_ROOT in the server's environment, or ledgit mcp --root DIR")
+    if pinned:
+        return f"{ROOT_ENV}={pinned}: no ledgit board there; {ways}"
+    return (f"no ledgit board in {start} (where this server started) or any parent; {ways} "
+            f"(or make one there: ledgit init)")
 
 
 def _registered(home: str) -> list[str]:

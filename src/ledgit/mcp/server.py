@@ -22,6 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from ledgit import __version__
 from ledgit.core.errors import USAGE, LedgitError
 from ledgit.mcp.boards import Boards
+from ledgit.mcp.results import MAX_ANSWER_BYTES
 from ledgit.mcp.tools import build_tools
 
 TOKEN_ENV = "LEDGIT_MCP_TOKEN"  # the bearer token for --http on another host
@@ -36,16 +37,20 @@ INSTRUCTIONS = (
     "$LEDGIT_ACTOR, else git user.name); expect = a revision (>= 12 hex): the write is "
     "refused (stale_revision, with the current one) when the task has moved on. Failures "
     "are tool errors with structuredContent.error = {code, kind, message, ...} (exit codes "
-    "and meanings of the CLI).")
+    "and meanings of the CLI). Every answer names its board: root (absolute) and "
+    "root_source (argument, environment, start_directory, project_alias); its JSON is "
+    "within the server's byte budget, and the text block only sums up structuredContent.")
 
 
-def build_server(start: Path | None = None, allow_roots: Iterable[str] = ()
-                 ) -> tuple[MCPServer, Boards]:
+def build_server(start: Path | None = None, allow_roots: Iterable[str] = (),
+                 max_answer_bytes: int = MAX_ANSWER_BYTES) -> tuple[MCPServer, Boards]:
     """The MCP server and its boards (close them when done). ``start``: the directory
     whose board tools act on by default (default: the working directory); ``allow_roots``:
-    more directories whose boards a ``root`` may name (:mod:`ledgit.mcp.roots`)."""
+    more directories whose boards a ``root`` may name (:mod:`ledgit.mcp.roots`);
+    ``max_answer_bytes``: the budget of every answer's JSON (DESIGN §14)."""
     boards = Boards((start or Path.cwd()).resolve(), allow_roots)
-    server = MCPServer("ledgit", version=__version__, tools=build_tools(boards),
+    server = MCPServer("ledgit", version=__version__,
+                       tools=build_tools(boards, max_answer_bytes),
                        log_level="WARNING", instructions=INSTRUCTIONS)
     return server, boards
 
@@ -55,11 +60,11 @@ def build_server(start: Path | None = None, allow_roots: Iterable[str] = ()
 
 def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = 8765,
           token: str | None = None, start: Path | None = None,
-          allow_roots: Iterable[str] = ()) -> int:
+          allow_roots: Iterable[str] = (), max_answer_bytes: int = MAX_ANSWER_BYTES) -> int:
     """Run the server until its input ends (stdio) or it is interrupted (HTTP); returns the
     exit code. HTTP binds ``host`` (127.0.0.1 unless given); another host needs ``token``
     (bearer) and prints a warning on stderr."""
-    server, boards = build_server(start, allow_roots)
+    server, boards = build_server(start, allow_roots, max_answer_bytes)
     try:
         if not http:
             server.run("stdio")

@@ -28,12 +28,24 @@ from ledgit.core.readout import build_readout, handoff_of, now_timestamp
 from ledgit.core.schema import OUTCOME_KINDS, STATUSES
 from ledgit.mcp.args import CheckedTool
 from ledgit.mcp.boards import Boards
-from ledgit.mcp.results import Created, Readout, Rows, Written, failure, ok
-from ledgit.operations import claims, notes, stateitems, transitions
+from ledgit.mcp.pages import body_piece, rows_page
+from ledgit.mcp.results import (
+    MAX_ANSWER_BYTES,
+    Created,
+    Readout,
+    Rows,
+    Where,
+    Written,
+    answer_bytes,
+    envelope_bytes,
+    failure,
+    ok,
+)
+from ledgit.operations import claims, notes, paging, stateitems, transitions
 from ledgit.operations.arguments import resolve_ids, resolve_or_keep, split_list, status_of
-from ledgit.operations.leases import add_leases, board_leases, unleased
+from ledgit.operations.leases import board_leases
 from ledgit.operations.projects import resolve_settings
-from ledgit.operations.rows import ROW_KEYS, filters_of, is_negative, row_view
+from ledgit.operations.rows import filters_of
 from ledgit.operations.writing import write_task
 from ledgit.storage.actor import actor_name
 from ledgit.storage.board import Board
@@ -44,9 +56,6 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 
 MAX_TEXT = 1_000_000  # characters of any one string argument (a task file is <= 1 MiB)
-MAX_LIMIT = 1_000  # rows a list or search returns at most
-
-ROW_FIELDS = ROW_KEYS + ("freshness",)
 
 # Explained once, in the server's instructions, not in every tool's listing.
 Root = str | None
@@ -59,7 +68,8 @@ StrList = list[str] | None
 # argument (pydantic's error location).
 Flag = Annotated[bool, Field(strict=True)]
 Priority = Annotated[int | None, Field(ge=0, le=4, strict=True)]
-Limit = Annotated[int, Field(ge=0, le=MAX_LIMIT, strict=True)]
+Limit = Annotated[int | None, Field(ge=1, strict=True)]  # None: the default page
+Offset = Annotated[int, Field(ge=0, strict=True)]
 
 
 def known_values(name: str, given: list[str] | None, allowed: tuple[str, ...]) -> None:
@@ -85,8 +95,9 @@ def _check_text(values: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- the tools
 
 
-def build_tools(boards: Boards) -> list[Tool]:
-    """The tools, acting on ``boards`` (the server closes them when done)."""
+def build_tools(boards: Boards, budget: int = MAX_ANSWER_BYTES) -> list[Tool]:
+    """The tools, acting on ``boards`` (the server closes them when done); every answer
+    within ``budget`` bytes of JSON (:mod:`ledgit.mcp.results`)."""
     tools: list[Tool] = []
     read = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
     write = ToolAnnotations(read_only_hint=False, destructive_hint=False,
@@ -105,7 +116,8 @@ def build_tools(boards: Boards) -> list[Tool]:
             made.fn_metadata.arg_model = strict_arguments(made.fn_metadata.arg_model)
             made.parameters = {**compact_schema(made.parameters), "additionalProperties": False}
             if made.fn_metadata.output_schema is not None:
-                made.fn_metadata.output_schema = compact_schema(made.fn_metadata.output_schema)
+                made.fn_metadata.output_schema = compact_schema(made.fn_metadata.output_schema,
+                                                                 nullable=True)
                 # The tools build their results as the typed shapes (ledgit.mcp.results), so
                 # the SDK need not validate each one against the model again (FuncMetadata: a
                 # schema with no model is advertised, not re-validated); clients still check
@@ -116,25 +128,28 @@ def build_tools(boards: Boards) -> list[Tool]:
         return register
 
     def target(task: str | None, root: str | None, values: dict[str, Any]
-               ) -> Board | CallToolResult:
-        """The board a call acts on, or the tool error for bad input or no board."""
+               ) -> Where | CallToolResult:
+        """The board a call acts on and how it was found, or the tool error for bad input
+        or no board."""
         try:
             _check_text({**values, "task": task, "root": root})
-            return boards.board(root)
+            return Where(*boards.locate(root))
         except LedgitError as exc:
             return failure(exc, None, task)
 
-    def answer(board: Board, task: str | None, body: Callable[[Board], Any]
+    def answer(where: Where, task: str | None, body: Callable[[Board], Any]
                ) -> CallToolResult:
+        """``body``'s result in the envelope every answer shares (root, root_source, the
+        budget: :func:`ledgit.mcp.results.ok`), or its failure."""
         try:
-            return ok(body(board))
+            return ok(body(where.board), where, budget)
         except LedgitError as exc:
-            return failure(exc, board, task)
+            return failure(exc, where, task)
 
     def call(task: str | None, root: str | None, values: dict[str, Any],
              body: Callable[[Board], Any]) -> CallToolResult:
-        board = target(task, root, values)
-        return board if isinstance(board, CallToolResult) else answer(board, task, body)
+        where = target(task, root, values)
+        return where if isinstance(where, CallToolResult) else answer(where, task, body)
 
     async def read_call(task: str | None, root: str | None, values: dict[str, Any],
                         body: Callable[[Board], Any]) -> CallToolResult:
@@ -146,18 +161,18 @@ def build_tools(boards: Boards) -> list[Tool]:
         if not boards.by_stats(root):
             return await anyio.to_thread.run_sync(functools.partial(call, task, root, values,
                                                                     body))
-        board = target(task, root, values)
-        if isinstance(board, CallToolResult):
-            return board
+        where = target(task, root, values)
+        if isinstance(where, CallToolResult):
+            return where
 
         def timed() -> CallToolResult:
             started = time.perf_counter()
             try:
-                return answer(board, task, body)
+                return answer(where, task, body)
             finally:
-                boards.took(board, time.perf_counter() - started)
+                boards.took(where.board, time.perf_counter() - started)
 
-        if boards.quiet(board):
+        if boards.quiet(where.board):
             return timed()
         return await anyio.to_thread.run_sync(timed)
 
@@ -174,90 +189,86 @@ def build_tools(boards: Boards) -> list[Tool]:
             shape["held_by"] = held_by
         return shape
 
-    def rows_of(board: Board, rows: list[dict[str, Any]], fields: list[str] | None,
-                errors: list[tuple[str, str]], extra: tuple[str, ...] = (),
-                leases: dict[str, Any] | None = None) -> Rows:
-        keep = _fields(fields)
-        ttl = int(board.config.claim_ttl)
-        now = time.time()
-        views = []
-        for row in rows:
-            view = row_view(row, now, ttl)  # ROW_FIELDS, in order
-            out = view if keep is ROW_FIELDS else {k: view[k] for k in keep}
-            for k in extra:
-                out[k] = row.get(k)
-            views.append(out)
-        if keep is ROW_FIELDS:
-            add_leases(views, leases, now)  # docs/leases.md: `lease` on boards with leases
-        return Rows(tasks=views, count=len(views),
-                    errors=[{"path": p, "message": m} for p, m in errors])
-
     @tool(read, "list")
     async def list_tasks(status: StrList = None, owner: str | None = None,
                    worker: str | None = None, label: StrList = None,
                    outcome: str | None = None, ready: Flag = False,
                    include_archived: Flag = False,
                    sort: Literal["desc", "asc", "priority", "created"] = "desc",
-                   limit: Limit = 20,
+                   limit: Limit = None, cursor: str | None = None,
                    fields: StrList = None, root: Root = None
                    ) -> Annotated[CallToolResult, Rows]:
-        """Tasks matching every filter (archived hidden unless asked). fields: row keys to
-        return (default all: id title status priority owner worker claim labels depends_on
-        outcome next_action gate created last_modified path revision freshness)."""
+        """Tasks matching every filter (archived hidden unless asked). A page: limit rows
+        (default 20 within 8 KB) or what fits the answer budget; total counts every match;
+        next_cursor (null at the end) goes on as cursor. Rows are brief (id title status
+        priority, holder until while held); fields: the keys wanted instead (id title status
+        priority owner worker claim labels depends_on outcome next_action gate created
+        last_modified path revision freshness lease holder until)."""
         def body(board: Board) -> Rows:
             known_values("status", status, STATUSES)
             known_values("outcome", [outcome] if outcome else None, OUTCOME_KINDS)
+            query = {"what": "list", "status": sorted(status or ()), "owner": owner,
+                     "worker": worker, "label": sorted(label or ()), "outcome": outcome,
+                     "ready": ready, "all": include_archived, "sort": sort}
+            after = paging.decode_cursor(cursor, query, "cursor", paging.cursor_fits(sort))
             filters = filters_of(tuple(status or ()), owner, worker,
                                  tuple(label or ()), include_archived, outcome)
             leases = board_leases(board)
             with boards.index(board) as index:
-                found = index.rows(ready=ready, sort=sort,
-                                   limit=None if ready and leases else limit, **filters)
-                errors = index.errors()
-            if ready:
-                found = [r for r in found if not is_negative(r)]
-                if leases:  # leased on the remote: not ready (docs/leases.md)
-                    found = unleased(found, leases)[:limit]
-            return rows_of(board, found, fields, errors, leases=leases)
+                # leased on the remote: not ready (docs/leases.md)
+                listing = paging.task_rows(index, sort=sort, after=after,
+                                           chunk=paging.chunk_of(limit or 20), ready=ready,
+                                           leases=leases if ready else None, **filters)
+                return rows_page(listing, query, board=board, budget=budget, limit=limit,
+                                 fields=fields, errors=index.errors(), leases=leases)
         return await read_call(None, root, {"owner": owner, "worker": worker, "label": label,
-                                 "status": status, "fields": fields}, body)
+                                 "status": status, "fields": fields, "cursor": cursor}, body)
 
     @tool(read)
     async def search(text: str, search_fields: StrList = None, status: StrList = None,
-               include_archived: Flag = False,
-               limit: Limit = 20,
-               fields: StrList = None, root: Root = None
+               include_archived: Flag = False, limit: Limit = None,
+               cursor: str | None = None, fields: StrList = None, root: Root = None
                ) -> Annotated[CallToolResult, Rows]:
-        """Exact case-insensitive substring search, newest change first; rows add
-        `matches`. search_fields: some of title body response items next_action gate
-        waiting_on outcome (default title body response items)."""
+        """Exact case-insensitive substring search, newest change first; paged as list;
+        rows add `matches`. search_fields: some of title body response items next_action
+        gate waiting_on outcome (default title body response items)."""
         def body(board: Board) -> Rows:
             for name in search_fields or ():
                 if name not in SEARCH_COLUMNS:
                     raise LedgitError(f"search_fields: unknown field {name!r}", USAGE)
             known_values("status", status, STATUSES)
+            query = {"what": "search", "text": text, "fields": sorted(search_fields or ()),
+                     "status": sorted(status or ()), "all": include_archived}
+            after = paging.decode_cursor(cursor, query, "cursor", paging.cursor_fits("desc"))
             filters = filters_of(tuple(status or ()), None, None, (), include_archived,
                                  None)
             with boards.index(board) as index:
-                found = index.search(text, fields=search_fields or None, limit=limit,
-                                     **filters)
-                errors = index.errors()
-            return rows_of(board, found, fields, errors, ("matches",))
+                listing = paging.found_rows(index, text, search_fields or None, sort="desc",
+                                            after=after, chunk=paging.chunk_of(limit or 20),
+                                            **filters)
+                return rows_page(listing, query, board=board, budget=budget, limit=limit,
+                                 fields=fields, errors=index.errors(), extra=("matches",))
         return await read_call(None, root, {"text": text, "search_fields": search_fields,
-                                 "fields": fields}, body)
+                                 "fields": fields, "cursor": cursor}, body)
 
     @tool(read)
-    async def get(task: Task, body: Flag = True, root: Root = None
+    async def get(task: Task, body: Flag = True, body_offset: Offset = 0, root: Root = None
             ) -> Annotated[CallToolResult, Readout]:
         """The full readout of one task: fields, revision, claim freshness, goal,
         acceptance, locked/candidate items, artifacts, and `unknown` (what is missing,
-        contradictory or stale, with the reason)."""
+        contradictory or stale, with the reason). body_length: the body's characters; a
+        body that does not fit comes in pieces: body_next_offset (null at the end) goes on
+        as body_offset."""
         def run(board: Board) -> Readout:
             fields, text, path, revision = _one(boards, board, task)
             readout = build_readout(fields, text, path=path, revision=revision,
                                     now=now_timestamp(), ttl=int(board.config.claim_ttl))
-            if not body:
-                readout.pop("body", None)
+            readout.pop("body", None)
+            readout.update(body_length=len(text), body_next_offset=None)
+            if body:
+                room = budget - answer_bytes(readout, "") - envelope_bytes(board) - 16
+                readout["body"], readout["body_next_offset"] = body_piece(text, body_offset,
+                                                                          room)
             return readout
         return await read_call(task, root, {}, run)
 
@@ -420,13 +431,15 @@ def strict_arguments(model: "type[ArgModelBase]") -> "type[ArgModelBase]":
     return strict
 
 
-def compact_schema(schema: Any) -> Any:
+def compact_schema(schema: Any, nullable: bool = False) -> Any:
     """A JSON Schema without what only costs an agent's context (and a validator's time):
     ``title`` keywords, null defaults, ``additionalProperties: true`` (JSON Schema's
     default), and ``anyOf [T, null]`` for an optional argument (advertised as T, not
-    required; null is still accepted). Property names are kept as they are."""
+    required; null is still accepted). ``nullable`` (an output schema, whose members may be
+    null: ``next_cursor`` at the end): ``anyOf [{type: T}, null]`` becomes ``{type: [T,
+    "null"]}`` instead. Property names are kept as they are."""
     if isinstance(schema, list):
-        return [compact_schema(s) for s in schema]
+        return [compact_schema(s, nullable) for s in schema]
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
@@ -438,28 +451,22 @@ def compact_schema(schema: Any) -> Any:
         if key == "additionalProperties" and value is True:
             continue  # JSON Schema's default; a validator checks every key for it
         if key == "properties" and isinstance(value, dict):
-            out[key] = {name: compact_schema(v) for name, v in value.items()}
+            out[key] = {name: compact_schema(v, nullable) for name, v in value.items()}
         elif key == "description" and isinstance(value, str):
             out[key] = " ".join(value.split())
         else:
-            out[key] = compact_schema(value)
+            out[key] = compact_schema(value, nullable)
     options = out.get("anyOf")
     if isinstance(options, list):
         rest = [o for o in options if o != {"type": "null"}]
         if len(rest) == 1 and len(rest) < len(options) and isinstance(rest[0], dict):
-            del out["anyOf"]
-            out = {**rest[0], **out}
+            if not nullable:
+                del out["anyOf"]
+                out = {**rest[0], **out}
+            elif set(rest[0]) == {"type"} and isinstance(rest[0]["type"], str):
+                del out["anyOf"]
+                out = {"type": [rest[0]["type"], "null"], **out}
     return out
-
-
-def _fields(fields: list[str] | None) -> tuple[str, ...]:
-    if not fields:
-        return ROW_FIELDS
-    unknown = [f for f in fields if f not in ROW_FIELDS]
-    if unknown:
-        raise LedgitError(f"fields: unknown {', '.join(map(repr, unknown[:5]))} (one of "
-                          f"{', '.join(ROW_FIELDS)})", USAGE)
-    return ("id", *(f for f in ROW_FIELDS if f in fields and f != "id"))
 
 
 def _one(boards: Boards, board: Board, task: str) -> tuple[dict[str, Any], str, str, str]:

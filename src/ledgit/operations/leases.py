@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ledgit.core.errors import BUSY, CLAIM, REMOTE, LedgitError
 from ledgit.core.readout import epoch_seconds, format_duration
 from ledgit.git import leases as gitleases
+from ledgit.git.remotenames import known_remotes
 from ledgit.operations.leaserecord import (
     ENDED_KEEP,
     Lease,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
 CACHE_WINDOW = 10.0  # seconds: list/ready reuse a fetch of the leases this recent
 ATTEMPTS = 5  # CAS rounds before giving up with exit 5 (the ref kept changing)
+REMOTES_FILE = "remotes.json"  # the private dir's copy of `git remote`'s answer
 
 
 class Site(NamedTuple):
@@ -73,8 +75,9 @@ def site_of(board: Board) -> Site | None:
     if setting == "none" or board.git_dir_str is None:
         return None
     remote = setting
-    if not remote:  # one `git remote` in the common cases (no remote, one remote)
-        names = gitleases.remote_names(board.root_str)
+    if not remote:  # `git remote` once per change of the config (no remote, one remote)
+        names = known_remotes(board.root_str, board.git_dir_str,
+                              os.path.join(board.private_str, REMOTES_FILE))
         if len(names) == 1:
             remote = names[0]
         elif names:

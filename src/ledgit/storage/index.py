@@ -22,8 +22,10 @@ changed imports neither indexbuild (nor record.py and PyYAML behind it) nor inde
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import sqlite3
+import sys
 import time
 from contextlib import suppress
 from typing import TYPE_CHECKING
@@ -57,16 +59,18 @@ from ledgit.storage.indexrefresh import (
     unmarshal,
     watch_tokens,
 )
-from ledgit.storage.indexsearch import search_rows, search_terms
+from ledgit.storage.indexsearch import search_listing, search_matches, search_terms
 from ledgit.storage.indextables import (
     SCHEMA,
     SCHEMA_VERSION,
     TABLES,
     TOUCH_SQL,
+    count_rows,
     delete_rows,
     error_dict,
     filters,
     insert_rows,
+    iter_rows,
     row_dict,
     select_rows,
 )
@@ -74,7 +78,7 @@ from ledgit.storage.locks import file_lock
 from ledgit.storage.taskfiles import Stat, file_stat, is_task_name, stat_scan
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
     from typing import Any, TypeVar
 
@@ -130,6 +134,7 @@ class Index:
         self.watcher: Watcher | None = None
         self._token: str | None = None  # the watcher token this instance last stored or kept
         self._version = 0  # PRAGMA data_version when the running refresh began
+        self._kept: dict[str, Any] = {}  # answers kept by _since; "" -> the database's version
 
     # ------------------------------------------------------------------ opening
 
@@ -463,25 +468,60 @@ class Index:
         boards (``ALIAS:ID``), which the caller checks there (ledgit.operations.projects)."""
         self._ensure_fresh()
         where, params = filters(status, owner, worker, label, ready, include_archived,
-                                outcome, pending_external)
+                                    outcome, pending_external)
         return select_rows(self.db, where, params, sort, limit)
 
     @_recovering
-    def search(self, text: str, fields: Sequence[str] | None = None,
-               **filters: Any) -> list[dict[str, Any]]:
-        """Tasks whose fields contain ``text``: exact substring, case-insensitive (Unicode
-        casefold of NFC text), no tokenising or stemming ('dialer' finds 'Dialer';
-        'networking' does not find 'network'). ``fields``: some of
-        :data:`ledgit.storage.indexsearch.SEARCH_COLUMNS`
-        (default: title, body, response, items). ``filters``: as :meth:`rows`. Each row also
-        holds ``matches``: the fields that contain the text. Raises LedgitError exit 2 for
-        empty text or an unknown field. Cost: a scan of every task's text, except that with
-        a ``limit`` and sort desc/asc the newest/oldest tasks are looked at first
-        (:mod:`ledgit.storage.indexsearch`): the same answer, often without the full scan."""
+    def listing(self, *, sort: str = "desc", after: Sequence[Any] | None = None,
+                chunk: int = 100, **filtered: Any) -> tuple[int, Iterator[dict[str, Any]]]:
+        """(how many valid tasks match the filters of :meth:`rows` in ``filtered``, their
+        rows in the order of ``sort`` from just after the row whose sort key is ``after``:
+        :func:`ledgit.storage.indextables.sort_key`). The rows are read lazily, ``chunk`` at
+        a time, while this index stays open (DESIGN §14: a page, its total, a cursor)."""
+        self._ensure_fresh()
+        where, params = filters(**filtered)
+        # A held index answers the same count again (_since), as an agent's first look repeats.
+        total = self._since(where + repr(params), lambda: count_rows(self.db, where, params))
+        return total, iter_rows(self.db, where, params, sort, after, chunk)
 
+    def search(self, text: str, fields: Sequence[str] | None = None, *,
+               limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
+        """At most ``limit`` rows of :meth:`search_listing`, from the first."""
+        chunk = 1_000 if limit is None else min(limit + 1, 1_000)
+        rows = self.search_listing(text, fields, chunk=chunk, **filters)[1]
+        return list(rows if limit is None else itertools.islice(rows, min(limit, sys.maxsize)))
+
+    @_recovering
+    def search_listing(self, text: str, fields: Sequence[str] | None = None, *,
+                       sort: str = "desc", after: Sequence[Any] | None = None,
+                       chunk: int = 100, **filters: Any) -> tuple[int, Iterator[dict[str, Any]]]:
+        """(how many, the rows as :meth:`listing`) of the tasks whose fields contain
+        ``text``: exact substring, case-insensitive (Unicode casefold of NFC text), no
+        tokenising or stemming ('dialer' finds 'Dialer'; 'networking' does not find
+        'network'). ``fields``: some of :data:`ledgit.storage.indexsearch.SEARCH_COLUMNS`
+        (default: title, body, response, items); ``filters`` as :meth:`rows`. Each row also
+        holds ``matches``: the fields that contain the text. LedgitError exit 2 for empty
+        text or an unknown field. Cost: one scan of every task's text, whose matches a held
+        index keeps for the next pages (:meth:`_since`)."""
         needle, names = search_terms(text, fields)
         self._ensure_fresh()
-        return search_rows(self.db, needle, names, **filters)
+        matches = self._since(repr((needle, names, sort, sorted(filters.items()))),
+                              lambda: search_matches(self.db, needle, names, sort=sort,
+                                                     **filters))
+        return search_listing(self.db, needle, names, matches, sort=sort, after=after,
+                              chunk=chunk)
+
+    def _since(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()``, or what it gave for ``key`` while no connection has written to
+        the index since (SQLite's data_version: other connections; total_changes: this
+        one). At most a few answers are kept."""
+        version = (self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes)
+        if self._kept.get("") != version or len(self._kept) > 8:
+            self._kept = {"": version}
+        if key not in self._kept:
+            self._kept[key] = compute()
+        found: T = self._kept[key]
+        return found
 
     @_recovering
     def get(self, task_id: str) -> dict[str, Any] | None:

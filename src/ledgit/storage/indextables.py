@@ -19,7 +19,7 @@ from ledgit.core.errors import USAGE, LedgitError
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
 SCHEMA_VERSION = 10  # PRAGMA user_version; another value means: rebuild
 
@@ -32,12 +32,19 @@ ROW_FIELDS: tuple[tuple[str, Any], ...] = (
 )
 
 
-SORTS = {
-    "desc": "t.last_modified DESC, t.id ASC",
-    "asc": "t.last_modified ASC, t.id ASC",
-    "priority": "coalesce(t.priority, 5) ASC, t.created ASC, t.id ASC",
-    "created": "t.created DESC, t.id ASC",
+# Each sort as its keys: (SQL expression, descending, the row's key), the id last, so that
+# the order is total and stable (DESIGN §14). SORTS is its ORDER BY; a cursor holds one row's
+# values of these keys (sort_key) and seek() continues after it.
+SORT_KEYS: dict[str, tuple[tuple[str, bool, str], ...]] = {
+    "desc": (("t.last_modified", True, "last_modified"), ("t.id", False, "id")),
+    "asc": (("t.last_modified", False, "last_modified"), ("t.id", False, "id")),
+    "priority": (("coalesce(t.priority, 5)", False, "priority"),
+                 ("t.created", False, "created"), ("t.id", False, "id")),
+    "created": (("t.created", True, "created"), ("t.id", False, "id")),
 }
+SORTS = {name: ", ".join(f"{expr} {'DESC' if desc else 'ASC'}" for expr, desc, _ in keys)
+         for name, keys in SORT_KEYS.items()}
+NO_PRIORITY = 5  # where a task without a priority sorts (after 4)
 
 
 READY_SQL = (
@@ -173,6 +180,77 @@ def fold(text: Any) -> str | None:
 
         return unicodedata.normalize("NFC", s).casefold()
     return s.lower()
+
+
+def sort_key(sort: str, row: dict[str, Any]) -> list[Any]:
+    """The values of ``sort``'s keys (:data:`SORT_KEYS`) for one row dict: what a cursor
+    holds to continue after that row (:func:`seek`)."""
+    key = []
+    for _expr, _desc, name in SORT_KEYS[sort]:
+        value = row.get(name)
+        key.append(NO_PRIORITY if name == "priority" and value is None else value)
+    return key
+
+
+def key_fits(sort: str, key: Any) -> bool:
+    """``key`` has the shape of a :func:`sort_key` of ``sort``: a list of its keys' values,
+    the priority an integer, the rest strings."""
+    keys = SORT_KEYS.get(sort)
+    return keys is not None and isinstance(key, (list, tuple)) and len(key) == len(keys) \
+        and all(type(v) is (int if name == "priority" else str)
+                for v, (_expr, _desc, name) in zip(key, keys, strict=True))
+
+
+def comes_after(sort: str, key: Sequence[Any], after: Sequence[Any]) -> bool:
+    """Whether the row whose :func:`sort_key` is ``key`` comes after the one whose key is
+    ``after`` in the order of ``sort`` (what :func:`seek` asks SQLite, for rows in memory)."""
+    for (_expr, desc, _name), mine, theirs in zip(SORT_KEYS[sort], key, after, strict=True):
+        if mine != theirs:
+            return bool(mine < theirs) if desc else bool(mine > theirs)
+    return False
+
+
+def seek(sort: str, after: Sequence[Any]) -> tuple[str, list[Any]]:
+    """(a condition over ``tasks t``, its parameters) true for the rows that come after the
+    row whose :func:`sort_key` is ``after`` in the order of ``sort``. A leading bound on the
+    first key lets SQLite start a range of its index there. LedgitError exit 2 for a key of
+    another shape (a cursor of another sort)."""
+    if not key_fits(sort, after):
+        raise LedgitError(f"a position of another order than {sort!r}", USAGE)
+    keys = SORT_KEYS[sort]
+    terms, params = [], []
+    for i, (expr, desc, _name) in enumerate(keys):
+        same = [f"{keys[j][0]} = ?" for j in range(i)]
+        terms.append(" AND ".join([*same, f"{expr} {'<' if desc else '>'} ?"]))
+        params += list(after[:i + 1])
+    first = f"{keys[0][0]} {'<=' if keys[0][1] else '>='} ?"
+    return f"{first} AND (({') OR ('.join(terms)}))", [after[0], *params]
+
+
+def count_rows(db: sqlite3.Connection, where: str, params: list[Any]) -> int:
+    """How many valid tasks of ``tasks t`` match ``where`` (no row read beyond the table)."""
+    return int(db.execute(f"SELECT count(*) FROM tasks t WHERE {where}", params).fetchone()[0])
+
+
+def iter_rows(db: sqlite3.Connection, where: str, params: list[Any], sort: str,
+              after: Sequence[Any] | None, chunk: int) -> Iterator[dict[str, Any]]:
+    """Row dicts (:func:`row_dict`) of the valid tasks matching ``where``, in the order of
+    ``sort``, from just after ``after`` (a :func:`sort_key`; None: from the first), read
+    lazily ``chunk`` rows at a time, each chunk continuing after the last row read (a
+    position, not an offset: a row written meanwhile moves, it does not shift the rest)."""
+    position = list(after) if after is not None else None
+    size = max(int(chunk), 1)
+    while True:
+        cond, args = where, params
+        if position is not None:
+            more, more_params = seek(sort, position)
+            cond, args = f"{where} AND {more}", [*params, *more_params]
+        found = select_rows(db, cond, args, sort, size)
+        yield from found
+        if len(found) < size:
+            return
+        position = sort_key(sort, found[-1])
+        size = min(size * 4, 1_000)
 
 
 def select_rows(db: sqlite3.Connection, where: str, params: list[Any], sort: str,

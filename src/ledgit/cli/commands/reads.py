@@ -18,81 +18,96 @@ from ledgit.cli.commands.output import err, out, out_json
 from ledgit.cli.commands.rows import print_rows, row_line
 from ledgit.cli.commands.running import command_board
 from ledgit.cli.commands.table import STATUSES
-from ledgit.core.errors import OK
+from ledgit.core.errors import OK, ArgumentError
 from ledgit.core.readout import (
     NOT_READY_OUTCOMES,
     handoff_of,
     render_handoff,
 )
-from ledgit.operations import projects
+from ledgit.operations import paging, projects
 from ledgit.operations.leases import (
     blocks_ready,
     board_leases,
     unleased,
 )
-from ledgit.operations.rows import filters_of, is_negative, row_view
+from ledgit.operations.rows import filters_of, row_view
 from ledgit.storage.board import find_board
 from ledgit.storage.index import Index
 
 if TYPE_CHECKING:
     from ledgit.storage.board import Board
 
-FINISHED = ("done", "dropped", "archived")  # `list` shows them after the work in play
-
-
 def list_cmd(status: tuple[str, ...], owner: str | None, worker: str | None,
              label: tuple[str, ...], outcome: str | None, include_all: bool, sort: str,
-             limit: int | None, ready: bool, as_json: bool, projects: bool = False) -> int:
+             limit: int | None, cursor: str | None, ready: bool, as_json: bool,
+             projects: bool = False) -> int:
     """``ledgit list``: the tasks matching the filters, the work in play first, then done
     and dropped (archived only with ``include_all``); within each, by last_modified
-    (``sort``: asc/desc); at most ``limit``. ``projects``: over every registered board
-    too. Prints rows (:func:`ledgit.cli.commands.rows.print_rows`); returns 0."""
+    (``sort``: asc/desc); at most ``limit``, from just after ``cursor`` (a ``next_cursor``
+    of the same query: DESIGN §14). ``projects``: over every registered board too. Prints
+    rows (:func:`ledgit.cli.commands.rows.print_rows`); returns 0; ArgumentError exit 2 for
+    a cursor of another query or a damaged one."""
     if projects:
+        no_cursor(cursor)
         if ready:
             return _across_projects("ready", as_json, owner=owner, worker=worker,
                                     label=label, limit=limit)
         return _across_projects("list", as_json, status=status, owner=owner, worker=worker,
                                 label=label, outcome=outcome, include_all=include_all,
                                 sort=sort, limit=limit)
+    query = {"what": "list", "status": sorted(status), "owner": owner, "worker": worker,
+             "label": sorted(label), "outcome": outcome, "all": include_all, "sort": sort,
+             "ready": ready}
+    after = paging.decode_cursor(cursor, query, "--cursor", paging.grouped_fits(sort))
     board = command_board()
+    leases = board_leases(board)
     with Index.open(board) as index:
         filters = filters_of(status, owner, worker, label, include_all, outcome)
         wanted = list(status) or [s for s in STATUSES if include_all or s != "archived"]
-        rows: list[dict[str, Any]] = []
-        for group in ([s for s in wanted if s not in FINISHED],
-                      [s for s in wanted if s in FINISHED]):
-            left = None if limit is None else limit - len(rows)
-            if group and left != 0:
-                rows += index.rows(ready=ready, sort=sort, limit=left,
-                                   **dict(filters, status=group))
-        if ready:
-            rows = [r for r in rows if not is_negative(r)]
+        listing = paging.grouped_rows(index, wanted, sort=sort, after=after,
+                                      chunk=paging.chunk_of(limit), ready=ready,
+                                      leases=leases if ready else None, **filters)
+        rows, position = paging.take(listing, limit)
         errors = index.errors()
-    leases = board_leases(board)
-    if ready and leases:
-        rows = unleased(rows, leases)
-    print_rows(rows, as_json, board, errors, leases)
+    print_rows(rows, as_json, board, errors, leases, total=listing.total,
+               next_cursor=None if position is None else paging.encode_cursor(query, position))
     return OK
 
 
+def no_cursor(cursor: str | None) -> None:
+    """Refuse ``--cursor`` with ``--projects`` (exit 2): rows of several boards have no one
+    order to continue in."""
+    if cursor is not None:
+        raise ArgumentError("--cursor", "does not combine with --projects",
+                            "no --cursor (narrow the filters instead)")
+
+
 def ready_cmd(owner: str | None, worker: str | None, label: tuple[str, ...],
-              limit: int | None, as_json: bool, projects: bool = False) -> int:
+              limit: int | None, cursor: str | None, as_json: bool,
+              projects: bool = False) -> int:
     """``ledgit ready``: tasks ready to claim (open, every dependency done, no drop or
-    no_change outcome), most urgent first (priority, then oldest); with none, why not, on
-    stderr (:func:`why_nothing_ready`). ``projects``: over every registered board too.
-    Returns 0."""
+    no_change outcome), most urgent first (priority, then oldest), at most ``limit`` from
+    just after ``cursor``; with none, why not, on stderr (:func:`why_nothing_ready`).
+    ``projects``: over every registered board too. Returns 0."""
     if projects:
+        no_cursor(cursor)
         return _across_projects("ready", as_json, owner=owner, worker=worker, label=label,
                                 limit=limit)
+    query = {"what": "ready", "owner": owner, "worker": worker, "label": sorted(label)}
+    after = paging.decode_cursor(cursor, query, "--cursor", paging.cursor_fits("priority"))
     board = command_board()
     leases = board_leases(board)
-    rows, errors = ready_rows(board, owner, worker, label, limit, leases)
-    why = None
-    if not rows and not as_json:
-        with Index.open(board) as index:
+    with Index.open(board) as index:
+        listing = ready_listing(board, index, owner, worker, label, leases, after,
+                                paging.chunk_of(limit))
+        rows, position = paging.take(listing, limit)
+        errors = index.errors()
+        why = None
+        if not rows and not as_json and after is None:
             why = why_nothing_ready(index, filters_of((), owner, worker, label, False, None),
                                     leases)
-    print_rows(rows, as_json, board, errors, leases)
+    print_rows(rows, as_json, board, errors, leases, total=listing.total,
+               next_cursor=None if position is None else paging.encode_cursor(query, position))
     if why is not None:
         if errors and "no tasks yet" in why:
             why = (f"nothing is ready: {len(errors)} task file(s) could not be read "
@@ -101,42 +116,39 @@ def ready_cmd(owner: str | None, worker: str | None, label: tuple[str, ...],
     return OK
 
 
-def ready_rows(board: Board, owner: str | None, worker: str | None, label: tuple[str, ...],
-               limit: int | None, leases: dict[str, Any] | None = None
-               ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-    """The ready rows of ``board`` (and the index's errors): a task that depends on another
-    board's task (``ALIAS:ID``) is ready only once that task is done there; one a remote
-    lease holds (``leases``, :func:`board_leases`) is left out."""
-    with Index.open(board) as index:
-        filters = filters_of((), owner, worker, label, False, None)
-        rows = [r for r in index.rows(ready=True, sort="priority",
-                                      limit=None if leases else limit, **filters)
-                if not is_negative(r)]
-        if leases:
-            rows = unleased(rows, leases)[:limit]
-        pending = [r for r in index.rows(pending_external=True, sort="priority", **filters)
-                   if not is_negative(r)]
-        if leases:
-            pending = unleased(pending, leases)
-        errors = index.errors()
-    if pending:
-
-        cache: dict[str, Any] = {}
-        for row in pending:
-            deps = [d for d in row.get("depends_on") or [] if ":" in d]
-            if all(projects.external_status(board, d, cache).status == "done" for d in deps):
-                rows.append(row)
-        rows.sort(key=lambda r: (5 if r.get("priority") is None else r["priority"],
-                                 r.get("created") or "", r["id"]))
-        rows = rows[:limit] if limit is not None else rows
-    return rows, errors
+def ready_listing(board: Board, index: Index, owner: str | None, worker: str | None,
+                  label: tuple[str, ...], leases: dict[str, Any] | None,
+                  after: list[Any] | None = None, chunk: int = 1_000) -> paging.Listing:
+    """The ready tasks of ``board`` (from its open ``index``), most urgent first, from just
+    after the position ``after``: a task that depends on another board's task
+    (``ALIAS:ID``) is ready only once that task is done there; one a remote lease holds
+    (``leases``, :func:`board_leases`) is left out."""
+    filters = filters_of((), owner, worker, label, False, None)
+    ready = paging.task_rows(index, sort="priority", after=after, chunk=chunk, ready=True,
+                             leases=leases, **filters)
+    pending = index.rows(pending_external=True, sort="priority", **filters)
+    if leases:
+        pending = unleased(pending, leases)
+    if not pending:
+        return ready
+    cache: dict[str, Any] = {}
+    found = [row for row in pending
+             if all(projects.external_status(board, d, cache).status == "done"
+                    for d in row.get("depends_on") or [] if ":" in d)]
+    if not found:
+        return ready
+    rows = paging.task_rows(index, sort="priority", after=None, chunk=1_000, ready=True,
+                            leases=leases, **filters).rows
+    return paging.in_memory(sorted([*rows, *found], key=ready.key), "priority", after)
 
 
 def _across_projects(what: str, as_json: bool, **kw: Any) -> int:
     """``list``/``ready`` over this board and every registered one, each row naming its
-    board (``board``: this board's name, or the alias). A registered board that cannot be
-    read fails closed (exit 4 or 2, naming the alias); one that is this board or repeats an
-    earlier alias (:func:`ledgit.operations.projects.duplicate_of`) is left out with a warning."""
+    board (``board``: this board's name, or the alias); ``total``: how many matched on all
+    of them (no cursor: the rows of several boards have no one order). A registered board
+    that cannot be read fails closed (exit 4 or 2, naming the alias); one that is this board
+    or repeats an earlier alias (:func:`ledgit.operations.projects.duplicate_of`) is left
+    out with a warning."""
 
     here = find_board()
     boards = [(projects.board_name(here), here)]
@@ -153,16 +165,20 @@ def _across_projects(what: str, as_json: bool, **kw: Any) -> int:
     views: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
     now = time.time()
+    total = 0
     for name, board in boards:
-        if what == "ready":
-            rows, errs = ready_rows(board, kw["owner"], kw["worker"], kw["label"],
-                                    kw["limit"])
-        else:
-            with Index.open(board) as index:
+        with Index.open(board) as index:
+            if what == "ready":
+                listing = ready_listing(board, index, kw["owner"], kw["worker"], kw["label"],
+                                        None, chunk=paging.chunk_of(kw["limit"]))
+            else:
                 filters = filters_of(kw["status"], kw["owner"], kw["worker"], kw["label"],
                                      kw["include_all"], kw["outcome"])
-                rows = index.rows(sort=kw["sort"], limit=kw["limit"], **filters)
-                errs = index.errors()
+                listing = paging.task_rows(index, sort=kw["sort"], after=None,
+                                           chunk=paging.chunk_of(kw["limit"]), **filters)
+            rows, _more = paging.take(listing, kw["limit"])
+            errs = index.errors()
+        total += listing.total
         ttl = int(board.config.claim_ttl)
         for row in rows:
             views.append({"board": name, **row_view(row, now, ttl)})
@@ -170,8 +186,8 @@ def _across_projects(what: str, as_json: bool, **kw: Any) -> int:
             err(f"ledgit: warning: {name}: skipped {path}: {message}")
             errors.append({"board": name, "path": path, "message": message})
     if as_json:
-        out_json({"tasks": views, "count": len(views), "errors": errors,
-                  "boards": [name for name, _ in boards]})
+        out_json({"tasks": views, "count": len(views), "total": total, "next_cursor": None,
+                  "errors": errors, "boards": [name for name, _ in boards]})
         return OK
     width = max(len(name) for name, _ in boards)
     lines = [f"{v['board']:<{width}}  {row_line(v)}" for v in views]

@@ -32,7 +32,7 @@ def row_line(v: dict[str, Any]) -> str:
 
 def lease_text(view: Mapping[str, Any] | None, status: str) -> str:
     """``  {leased by bob until T}`` (or ``{completed by bob on the remote}``) for a live
-    remote lease in a row (:func:`ledgit.operations.leases.lease_view`); empty otherwise."""
+    remote lease in a row (:func:`ledgit.operations.leaserecord.lease_view`); empty otherwise."""
     if not view or not view.get("live"):
         return ""
     if view["state"] == "ended":
@@ -54,11 +54,13 @@ def warn_markers(task_id: Any, body: Any, path: Any) -> None:
 
 
 def print_rows(rows: list[dict[str, Any]], as_json: bool, board: Board,
-               errors: list[tuple[str, str]], leases: Mapping[str, Lease] | None = None
-               ) -> None:
+               errors: list[tuple[str, str]], leases: Mapping[str, Lease] | None = None,
+               *, total: int | None = None, next_cursor: str | None = None) -> None:
     """Print index ``rows`` of ``board``: one :func:`row_line` each, or JSON ``{tasks,
-    count, errors}`` (docs/cli.md); a warning on stderr for each (path, message) in
-    ``errors`` (files the index skipped) and for each body holding conflict markers.
+    count, total, next_cursor, errors}`` (docs/cli.md; ``total``: how many matched, default
+    the rows'; ``next_cursor``: continues after them, None at the end); a warning on stderr
+    for each (path, message) in ``errors`` (files the index skipped), for each body holding
+    conflict markers, and, in text, a line naming the cursor when more remain.
     ``leases``: the remote's leases by task (rows then carry ``lease``: docs/leases.md)."""
     ttl = int(board.config.claim_ttl)
     now = time.time()
@@ -71,6 +73,16 @@ def print_rows(rows: list[dict[str, Any]], as_json: bool, board: Board,
             else f"ledgit: warning: skipped: {message}")
     if as_json:
         out_json({"tasks": views, "count": len(views),
+                  "total": len(views) if total is None else total, "next_cursor": next_cursor,
                   "errors": [{"path": p, "message": m} for p, m in errors]})
         return
     out("".join(row_line(v) for v in views), nl=False)
+    more_line(len(views), total, next_cursor)
+
+
+def more_line(shown: int, total: int | None, next_cursor: str | None) -> None:
+    """In text, the stderr line that says a page stopped before the end: ``ledgit: 20 of
+    5,722 shown; the next page: --cursor CURSOR`` (nothing at the end)."""
+    if next_cursor is not None:
+        of = "" if total is None else f" of {total:,}"
+        err(f"ledgit: {shown:,}{of} shown; the next page: --cursor {next_cursor}")

@@ -44,6 +44,8 @@ ALLOW_UNKNOWN_DEPS = Param(FLAG, "--allow-unknown-deps",
 TRUSTED = Param(FLAG, "--trusted", help="Act as a trusted workflow (not the owner).")
 EVIDENCE = Param(VALUE, "--evidence", help="Verification evidence.")
 LIMIT = Param(VALUE, "--limit", int_range=(1, None), help="At most N tasks.")
+CURSOR = Param(VALUE, "--cursor", metavar="CURSOR",
+               help="Go on after the page whose JSON gave this next_cursor (same filters).")
 LABEL_FILTER = Param(MULTI, "--label", help="Only tasks with this label (repeatable).")
 OWNER_FILTER = Param(VALUE, "--owner", help="Only tasks with this owner.")
 WORKER_FILTER = Param(VALUE, "--worker", help="Only tasks with this worker.")
@@ -55,7 +57,7 @@ LIST_FILTERS = (  # list, search
     Param(FLAG, "--all", "include_all", help="Include archived tasks."),
     Param(VALUE, "--sort", choices=("asc", "desc"), default="desc", show_default=True,
           help="Order by last_modified."),
-    LIMIT,
+    LIMIT, CURSOR,
 )
 PROJECT = Param(VALUE, "--project", metavar="ALIAS",
                 help="Act on the registered board ALIAS (see: ledgit project list).")
@@ -119,7 +121,7 @@ def _specs() -> dict[tuple[str, ...], Spec]:
         _spec("ready", "reads:ready_cmd",
               "Tasks ready to claim: open, every dependency done, no drop/no_change "
               "outcome. Most urgent first (priority, then oldest).",
-              OWNER_FILTER, WORKER_FILTER, LABEL_FILTER, LIMIT, JSON, PROJECTS),
+              OWNER_FILTER, WORKER_FILTER, LABEL_FILTER, LIMIT, CURSOR, JSON, PROJECTS),
         _spec("claim", "lifecycle:claim_cmd",
               "Claim TASK (status in_progress, a lease renewed by heartbeat). Exit 6 if "
               "held.",
@@ -253,7 +255,9 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               "A compact handoff packet: goal, acceptance, status, next action, gate, "
               "locked items.",
               TASK, JSON),
-        _spec("history", "file_reads:history_cmd", "TASK's events, oldest first.", TASK, JSON),
+        _spec("history", "file_reads:history_cmd", "TASK's events, oldest first.", TASK,
+              Param(VALUE, "--limit", int_range=(1, None), help="At most N events."), CURSOR,
+              JSON),
         _spec("record", "audit:record_cmd",
               "Record a hand edit of TASK's file as an 'edit' event (refused, exit 2, when "
               "the file holds what ledgit will not keep: YAML comments, custom quoting or "
@@ -294,6 +298,7 @@ def _specs() -> dict[tuple[str, ...], Spec]:
               Param(FLAG, "--expired", help="Only leases that ran out."),
               Param(FLAG, "--mine", help="Only the leases this clone took; those no claim "
                                          "here guards name the command that ends them."),
+              Param(VALUE, "--limit", int_range=(1, None), help="At most N leases."), CURSOR,
               JSON),
         _spec("lease prune", "leases:lease_prune_cmd",
               "Delete the leases that ran out from the remote, each by compare-and-swap on "
