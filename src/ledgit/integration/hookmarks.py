@@ -1,0 +1,82 @@
+"""What one hook tells the next within one Git command (docs/git.md, "Every path that moves
+a ref"): two small files in the worktree's private dir (``<git dir>/ledgit``), each opened by
+the id of the git process that ran the hooks (``$PPID`` in the hook's shell block, given to
+ledgit as ``LEDGIT_GIT_PID``), so a note left by an earlier command is never taken for this
+one's.
+
+* :data:`CHECKED`: ``<pid>\\n`` then the raw diff records (``git diff-index --cached --raw -z
+  --no-abbrev``, git-diff(1) "Raw output format") of every path under a ``.ledgit/`` directory
+  that the ``pre-commit`` hook checked and passed. The ``reference-transaction`` block compares
+  it byte for byte with ``git diff-tree -r --raw -z`` of the commit's parent and the commit:
+  equal, the commit is what ``pre-commit`` checked and no ledgit process starts for it.
+* :data:`ORIG_HEAD_NOTE`: ``<pid> <oid>``, written by the ``reference-transaction`` block when
+  a command saves ``ORIG_HEAD`` (``reset``, ``merge``, ``pull``, the sequencer's ``--abort``)
+  before it moves the branch. The ref guard tells a ``reset --soft`` (its events still staged)
+  from an ``update-ref``, and a ``reset`` from a ``commit --amend``, by it.
+
+Written whole (a temp file and a rename) or not at all; a private dir that is missing or not
+writable means no note, and the ref guard then starts and checks as it would without one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+PID_ENV = "LEDGIT_GIT_PID"  # the git process that runs the hooks ($PPID of the hook script)
+CHECKED = "checked"  # what the pre-commit hook of that process checked and passed
+ORIG_HEAD_NOTE = "orig-head"  # the ORIG_HEAD that process saved
+PRIVATE = "ledgit"  # the worktree's private dir under its git dir (storage.locate)
+
+
+def is_board_path(path: bytes) -> bool:
+    """Whether a repository path lies under a ``.ledgit/`` directory: what the pathspecs
+    ``:(top,glob).ledgit/**`` and ``:(top,glob)**/.ledgit/**`` select (git.objects.BOARD_GLOBS)."""
+    return b"/.ledgit/" in b"/" + path
+
+
+def board_records(raw: bytes) -> bytes:
+    """The records of a ``--raw -z --no-renames`` diff (``:<modes> <oids> <status>\\0<path>\\0``
+    each) whose path lies under a ``.ledgit/`` directory, as Git wrote them, in its order."""
+    parts = raw.split(b"\0")
+    kept = [parts[i] + b"\0" + parts[i + 1] + b"\0" for i in range(0, len(parts) - 1, 2)
+            if parts[i].startswith(b":") and is_board_path(parts[i + 1])]
+    return b"".join(kept)
+
+
+def note_checked(git_dir: str, raw: bytes) -> None:
+    """Leave the :data:`CHECKED` note for the git process in ``LEDGIT_GIT_PID`` (nothing
+    without it, or without a board path in ``raw``): ``raw`` is the pre-commit hook's ``git
+    diff-index --cached --raw -z --no-renames --no-abbrev HEAD`` output."""
+    pid = os.environ.get(PID_ENV, "")
+    records = board_records(raw)
+    if pid.isdigit() and records:
+        _write(os.path.join(git_dir, PRIVATE, CHECKED), pid.encode() + b"\n" + records)
+
+
+def saved_orig_head(git_dir: str) -> str | None:
+    """The ``ORIG_HEAD`` the git process in ``LEDGIT_GIT_PID`` saved before moving a branch
+    (:data:`ORIG_HEAD_NOTE`), None when that process saved none (or ledgit runs by hand)."""
+    pid = os.environ.get(PID_ENV, "")
+    try:
+        with open(os.path.join(git_dir, PRIVATE, ORIG_HEAD_NOTE), encoding="ascii",
+                  errors="replace") as fh:
+            words = fh.readline().split()
+    except OSError:
+        return None
+    return words[1] if pid.isdigit() and len(words) == 2 and words[0] == pid else None
+
+
+def _write(path: str, data: bytes) -> None:
+    """``path`` whole through a temp file and a rename; nothing when the dir is missing or
+    not writable (a note is an optimisation, never a requirement)."""
+    if not os.path.isdir(os.path.dirname(path)):
+        return
+    tmp = f"{path}.{os.getpid()}"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
