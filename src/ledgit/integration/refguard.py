@@ -216,11 +216,11 @@ def _check_commit(cwd: str, git_dir: str, move: Move) -> Verdict | None:
         lost.findings.extend(step_losses(cwd, git_dir, step, old, new, redo))
         return Verdict(lost, True, "")
     where = _where(move)
-    line = (f"commit {new[:12]} on {where} was made without the pre-commit hook (git revert, "
-            f"revert -m, commit --no-verify...) and Git has already written it to the index "
-            f"and work tree, so it stands; {_named(lost)}; the way back: ledgit restore-events "
-            f"{old[:12]}, then commit; to undo a task change add an event: ledgit revert TASK "
-            f"EVENT, not git revert")
+    line = (f"{where} moved to commit {new[:12]}, which no pre-commit hook here checked (a "
+            f"clean git revert or revert -m, commit --no-verify, a fast-forward), and Git has "
+            f"already written it to the index and work tree, so it stands; {_named(lost)}; "
+            f"the way back: ledgit restore-events {old[:12]}, then commit; to undo a task "
+            f"change add an event: ledgit revert TASK EVENT, not git revert")
     return Verdict(lost, False, line)
 
 
