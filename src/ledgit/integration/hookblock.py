@@ -93,10 +93,10 @@ def _ref_hook_block(command: str | None, *, created: bool, chained: bool) -> str
       transaction commits, is its real old value;
     * a commit (the new value's first parent is the old one) made on ``HEAD``: nothing when
       it is a merge commit (its ``pre-merge-commit`` or ``pre-commit`` hook checked it), a
-      pick a rebase makes by itself (the rebase's end is checked), a commit whose board
-      changes are exactly those this git process's ``pre-commit`` hook checked and passed
-      (:mod:`ledgit.integration.hookmarks`), or one that changes no file under a ``.ledgit/``
-      (nor does the commit or patch a stopped step brings);
+      pick a rebase makes by itself (the rebase's end is checked), one that changes no file
+      under a ``.ledgit/`` (nor does the commit or patch a stopped step brings), or a commit
+      whose board changes are byte for byte those a ``pre-commit`` hook checked and passed
+      (:mod:`ledgit.integration.hookmarks`);
     * a branch moved to a commit that is not a child: nothing when no file under a
       ``.ledgit/`` differs between the two; ``HEAD`` alone moving (a checkout, a rebase's
       start) moves no branch.
@@ -173,15 +173,14 @@ def _ref_hook_block(command: str | None, *, created: bool, chained: bool) -> str
         '                read -r ledgit_k < "$ledgit_d/CHERRY_PICK_HEAD" || :',
         '                ledgit_same "$ledgit_old" "$ledgit_new" &&',
         '                    ledgit_same "$ledgit_k^" "$ledgit_k" || ledgit_run=1',
-        f'            elif [ -f "$ledgit_d/{PRIVATE}/{CHECKED}" ] &&',
-        f'                read -r ledgit_k < "$ledgit_d/{PRIVATE}/{CHECKED}" &&',
-        '                [ "$ledgit_k" = "$PPID" ] && { printf \'%s\\n\' "$PPID";',
-        '                git diff-tree -r -z --raw --no-renames --no-abbrev "$ledgit_old" \\',
-        f'                "$ledgit_new" -- {globs}; }} |',
+        '            elif ledgit_same "$ledgit_old" "$ledgit_new"; then',
+        "                :  # no file under a .ledgit/ changes",
+        f'            elif [ -f "$ledgit_d/{PRIVATE}/{CHECKED}" ] && git diff-tree -r -z --raw \\',
+        f'                --no-renames --no-abbrev "$ledgit_old" "$ledgit_new" -- {globs} |',
         f'                cmp -s - "$ledgit_d/{PRIVATE}/{CHECKED}" 2>/dev/null; then',
-        "                :  # what this git process's pre-commit hook checked and passed",
-        "            else  # a commit made without pre-commit (git revert, --no-verify...)",
-        '                ledgit_same "$ledgit_old" "$ledgit_new" || ledgit_run=1',
+        "                :  # the board changes a pre-commit hook checked and passed",
+        "            else  # made without pre-commit: git revert, --no-verify, a fast-forward",
+        "                ledgit_run=1",
         "            fi",
         '        elif [ "${ledgit_hb#?}" = 1 ]; then  # a branch moved, not to a child',
         '            ledgit_same "$ledgit_old" "$ledgit_new" || ledgit_run=1',
@@ -232,16 +231,14 @@ def hook_block(name: str, command: str | None = None, *, created: bool = False,
     guard = (f"[ -x {shlex.quote(exe)} ]" if os.path.isabs(exe)
              else f"command -v {shlex.quote(exe)} >/dev/null 2>&1")
     tail = " || exit $?" if name in ("pre-commit", "pre-merge-commit") else " || :"
-    # pre-commit notes what it passed, for this git process's reference-transaction hook
-    env = f'{PID_ENV}="$PPID" ' if name == "pre-commit" else ""
     lines = [
         BEGIN,
         "# Added by `ledgit install`; `ledgit uninstall` removes this block (githooks(5)).",
         *(skip := _CHECKOUT_SKIP if name == "post-checkout" else []),
         f"{'elif' if skip else 'if'} {guard}; then",
-        f'    {env}{cmd} hook {name} "$@" </dev/null{tail}',
+        f'    {cmd} hook {name} "$@" </dev/null{tail}',
         "elif command -v ledgit >/dev/null 2>&1; then",
-        f'    {env}ledgit hook {name} "$@" </dev/null{tail}',
+        f'    ledgit hook {name} "$@" </dev/null{tail}',
         "else",
         f'    echo "ledgit {name} hook: ledgit is not installed; skipped" >&2',
         "fi",

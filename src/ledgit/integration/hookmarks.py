@@ -1,18 +1,20 @@
 """What one hook tells the next within one Git command (docs/git.md, "Every path that moves
-a ref"): two small files in the worktree's private dir (``<git dir>/ledgit``), each opened by
-the id of the git process that ran the hooks (``$PPID`` in the hook's shell block, given to
-ledgit as ``LEDGIT_GIT_PID``), so a note left by an earlier command is never taken for this
-one's.
+a ref"): two small files in the worktree's private dir (``<git dir>/ledgit``).
 
-* :data:`CHECKED`: ``<pid>\\n`` then the raw diff records (``git diff-index --cached --raw -z
-  --no-abbrev``, git-diff(1) "Raw output format") of every path under a ``.ledgit/`` directory
-  that the ``pre-commit`` hook checked and passed. The ``reference-transaction`` block compares
-  it byte for byte with ``git diff-tree -r --raw -z`` of the commit's parent and the commit:
-  equal, the commit is what ``pre-commit`` checked and no ledgit process starts for it.
+* :data:`CHECKED`: the raw diff records (``git diff-index --cached --raw -z --no-abbrev``,
+  git-diff(1) "Raw output format") of every path under a ``.ledgit/`` directory that the
+  ``pre-commit`` hook checked and passed, written only when every task it checked had both
+  files staged. Those records name the old and the new blob of every file the check read, so
+  they decide its answer alone: a commit whose ``git diff-tree -r --raw -z`` against its
+  parent is the same bytes passes the same check. The ``reference-transaction`` block
+  compares the two (``cmp``) and starts no ledgit process when they are equal -- also for a
+  note left by an earlier commit that was abandoned: its answer is the same.
 * :data:`ORIG_HEAD_NOTE`: ``<pid> <oid>``, written by the ``reference-transaction`` block when
   a command saves ``ORIG_HEAD`` (``reset``, ``merge``, ``pull``, the sequencer's ``--abort``)
-  before it moves the branch. The ref guard tells a ``reset --soft`` (its events still staged)
-  from an ``update-ref``, and a ``reset`` from a ``commit --amend``, by it.
+  before it moves the branch, with the id of that git process (``$PPID`` in the hook's shell
+  block, given to ledgit as ``LEDGIT_GIT_PID``), so a note left by an earlier command is never
+  taken for this one's. The ref guard tells a ``reset --soft`` (its events still staged) from
+  an ``update-ref``, and a ``reset`` from a ``commit --amend``, by it.
 
 Written whole (a temp file and a rename) or not at all; a private dir that is missing or not
 writable means no note, and the ref guard then starts and checks as it would without one.
@@ -23,8 +25,8 @@ from __future__ import annotations
 import contextlib
 import os
 
-PID_ENV = "LEDGIT_GIT_PID"  # the git process that runs the hooks ($PPID of the hook script)
-CHECKED = "checked"  # what the pre-commit hook of that process checked and passed
+PID_ENV = "LEDGIT_GIT_PID"  # the git process that runs the hook ($PPID of the hook script)
+CHECKED = "checked"  # what a pre-commit hook checked and passed
 ORIG_HEAD_NOTE = "orig-head"  # the ORIG_HEAD that process saved
 PRIVATE = "ledgit"  # the worktree's private dir under its git dir (storage.locate)
 
@@ -45,13 +47,12 @@ def board_records(raw: bytes) -> bytes:
 
 
 def note_checked(git_dir: str, raw: bytes) -> None:
-    """Leave the :data:`CHECKED` note for the git process in ``LEDGIT_GIT_PID`` (nothing
-    without it, or without a board path in ``raw``): ``raw`` is the pre-commit hook's ``git
-    diff-index --cached --raw -z --no-renames --no-abbrev HEAD`` output."""
-    pid = os.environ.get(PID_ENV, "")
+    """Leave the :data:`CHECKED` note (nothing without a board path in ``raw``): ``raw`` is
+    the pre-commit hook's ``git diff-index --cached --raw -z --no-renames --no-abbrev HEAD``
+    output, and the caller has checked that every task it checked had both files staged."""
     records = board_records(raw)
-    if pid.isdigit() and records:
-        _write(os.path.join(git_dir, PRIVATE, CHECKED), pid.encode() + b"\n" + records)
+    if records:
+        _write(os.path.join(git_dir, PRIVATE, CHECKED), records)
 
 
 def saved_orig_head(git_dir: str) -> str | None:

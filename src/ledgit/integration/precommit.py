@@ -52,8 +52,9 @@ def check_in_hook(cwd: str, reader: gitindex.StagedReader) -> int | None:
     file's index entry (``:path``: not staged, so the same as at HEAD). Returns the exit
     code, or None where the reader cannot answer (an unborn branch): then :func:`pre_commit`
     does. The caller has checked that no merge, pick, revert or rebase is stopped. When the
-    staged board changes pass, the hook notes them for this commit's ``reference-transaction``
-    hook (:func:`ledgit.integration.hookmarks.note_checked`), which then starts no ledgit."""
+    staged board changes pass and no task is staged by half, the hook notes them for this
+    commit's ``reference-transaction`` hook (:func:`ledgit.integration.hookmarks.note_checked`),
+    which then starts no ledgit."""
     changes = reader.changes()
     if changes is None:
         return None
@@ -80,7 +81,7 @@ def check_in_hook(cwd: str, reader: gitindex.StagedReader) -> int | None:
             at_head[path] = None if head is None else blobs[head]
         problems += check_staged(prefix, staged, at_head.get, tasks, notes, cwd)
     code = report(problems, tasks, notes)
-    git_dir = git_dir_for(cwd) if code == OK else None
+    git_dir = git_dir_for(cwd) if code == OK and not halves else None
     if git_dir is not None:  # for this commit's reference-transaction hook: checked
         note_checked(git_dir, reader.raw)
     return code
