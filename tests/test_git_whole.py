@@ -289,3 +289,26 @@ def test_hooks_start_no_ledgit_where_nothing_is_to_check(template: tuple[Path, s
     # a commit made without pre-commit that touches a task is checked
     assert ran(f"{LEDGIT} update $T --label more --by dev && git add -A && "
                "git commit -q --no-verify -m task") == ["hook reference-transaction"]
+
+
+def test_the_guard_reads_the_real_old_value_where_git_gives_zeros(
+        template: tuple[Path, str], tmp_path: Path, git_env: Path) -> None:
+    """Item 8 in ledgit itself, as an older hook block (or a person) hands it the updates:
+    zeros for the old value of an existing branch mean its value now; for a branch that does
+    not exist, a creation."""
+    source, _ = template
+    repo = tmp_path / "repo"
+    shutil.copytree(source, repo, symlinks=True)
+    claim, zero = git("rev-parse", "claim", cwd=repo), "0" * 40
+
+    def hook(line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*shlex.split(LEDGIT), "hook", "reference-transaction",
+                               "prepared"], cwd=repo, input=line + "\n", text=True,
+                              capture_output=True, check=False)
+
+    refused = hook(f"{zero} {claim} refs/heads/other")
+    assert refused.returncode == 1
+    assert "loses an event of other" in refused.stderr and "update by main-dev" in \
+        refused.stderr
+    assert hook(f"{zero} {claim} refs/heads/brand-new").returncode == 0
+    assert hook(f"{zero} {git('rev-parse', 'other', cwd=repo)} refs/heads/other").stderr == ""

@@ -1,14 +1,15 @@
 """What one hook tells the next within one Git command (docs/git.md, "Every path that moves
 a ref"): two small files in the worktree's private dir (``<git dir>/ledgit``).
 
-* :data:`CHECKED`: the raw diff records (``git diff-index --cached --raw -z --no-abbrev``,
-  git-diff(1) "Raw output format") of every path under a ``.ledgit/`` directory that the
+* :data:`CHECKED`: the raw diff lines (``:<modes> <oids> <status>\t<path>``, git-diff(1) "Raw
+  output format", full object ids) of every path under a ``.ledgit/`` directory that the
   ``pre-commit`` hook checked and passed, written only when every task it checked had both
-  files staged. Those records name the old and the new blob of every file the check read, so
-  they decide its answer alone: a commit whose ``git diff-tree -r --raw -z`` against its
-  parent is the same bytes passes the same check. The ``reference-transaction`` block
-  compares the two (``cmp``) and starts no ledgit process when they are equal -- also for a
-  note left by an earlier commit that was abandoned: its answer is the same.
+  files staged and no path needs Git's quoting. Those lines name the old and the new blob of
+  every file the check read, so they decide its answer alone: a commit whose ``git diff-tree
+  -r --raw --no-abbrev`` against its parent prints the same lines passes the same check. The
+  ``reference-transaction`` block compares the two (shell builtins and that one git process)
+  and starts no ledgit process when they are equal -- also for a note left by an earlier
+  commit that was abandoned: its answer is the same.
 * :data:`ORIG_HEAD_NOTE`: ``<pid> <oid>``, written by the ``reference-transaction`` block when
   a command saves ``ORIG_HEAD`` (``reset``, ``merge``, ``pull``, the sequencer's ``--abort``)
   before it moves the branch, with the id of that git process (``$PPID`` in the hook's shell
@@ -37,22 +38,30 @@ def is_board_path(path: bytes) -> bool:
     return b"/.ledgit/" in b"/" + path
 
 
-def board_records(raw: bytes) -> bytes:
-    """The records of a ``--raw -z --no-renames`` diff (``:<modes> <oids> <status>\\0<path>\\0``
-    each) whose path lies under a ``.ledgit/`` directory, as Git wrote them, in its order."""
+def board_lines(raw: bytes) -> bytes | None:
+    """What ``git diff-tree -r --raw --no-renames --no-abbrev`` (without ``-z``) prints for
+    the records of a ``--raw -z --no-renames`` diff (``:<modes> <oids> <status>\0<path>\0``
+    each) whose path lies under a ``.ledgit/`` directory, in Git's order; None when such a
+    path holds a byte Git may quote (outside printable ASCII, a space, ``"`` or a backslash)."""
     parts = raw.split(b"\0")
-    kept = [parts[i] + b"\0" + parts[i + 1] + b"\0" for i in range(0, len(parts) - 1, 2)
-            if parts[i].startswith(b":") and is_board_path(parts[i + 1])]
-    return b"".join(kept)
+    lines = []
+    for i in range(0, len(parts) - 1, 2):
+        meta, path = parts[i], parts[i + 1]
+        if meta.startswith(b":") and is_board_path(path):
+            if not all(0x21 <= c <= 0x7E and c not in b'"\\' for c in path):
+                return None
+            lines.append(meta + b"\t" + path + b"\n")
+    return b"".join(lines)
 
 
 def note_checked(git_dir: str, raw: bytes) -> None:
-    """Leave the :data:`CHECKED` note (nothing without a board path in ``raw``): ``raw`` is
-    the pre-commit hook's ``git diff-index --cached --raw -z --no-renames --no-abbrev HEAD``
-    output, and the caller has checked that every task it checked had both files staged."""
-    records = board_records(raw)
-    if records:
-        _write(os.path.join(git_dir, PRIVATE, CHECKED), records)
+    """Leave the :data:`CHECKED` note (nothing without a board path in ``raw``, or with one
+    Git would quote): ``raw`` is the pre-commit hook's ``git diff-index --cached --raw -z
+    --no-renames --no-abbrev HEAD`` output, and the caller has checked that every task it
+    checked had both files staged."""
+    lines = board_lines(raw)
+    if lines:
+        _write(os.path.join(git_dir, PRIVATE, CHECKED), lines)
 
 
 def saved_orig_head(git_dir: str) -> str | None:

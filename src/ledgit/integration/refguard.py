@@ -56,7 +56,7 @@ from ledgit.git.refs import (
     symbolic_head,
 )
 from ledgit.integration.afterrewrite import lines_after_rewrite
-from ledgit.integration.hookmarks import saved_orig_head
+from ledgit.integration.hookmarks import PID_ENV, saved_orig_head
 from ledgit.integration.refsteps import rebasing, step_losses, stopped_step, tasks_in
 from ledgit.integration.taskcheck import Finding, check_growth, check_task, task_paths
 from ledgit.storage.locate import git_dir_for
@@ -242,7 +242,9 @@ def _check_move(cwd: str, git_dir: str | None, move: Move, parents: dict[str, li
         return Verdict(lost, True, "")  # a bare repository has no index to rewrite
     if index_locked(git_dir):
         return Verdict(lost, True, "")  # git commit -a / PATHS: the index is written after
-    saved = saved_orig_head(git_dir) == old  # reset, merge, pull, a sequencer's --abort
+    # ORIG_HEAD saved by this git process: a reset, merge, pull, a sequencer's --abort; None:
+    # not known (a hook block from before issue 36, or the hook run by hand)
+    saved = saved_orig_head(git_dir) == old if os.environ.get(PID_ENV, "").isdigit() else None
     if _index_moved(cwd, head[0], new):
         amend = move.named and not saved and parents.get(new) == parents.get(old)
         line = (f"{name} moved from {old[:12]} to {new[:12]} after Git had rewritten the "
@@ -250,7 +252,7 @@ def _check_move(cwd: str, git_dir: str | None, move: Move, parents: dict[str, li
                 f"{_named(lost)}; they are still in {old[:12]}: ledgit restore-events "
                 f"{old[:12]}, then commit, brings them back")
         return Verdict(lost, amend, line)  # commit --amend: made from the index as staged
-    if saved and head[1] in move.branches and _index_keeps(cwd, old, lost.losing):
+    if saved is not False and head[1] in move.branches and _index_keeps(cwd, old, lost.losing):
         return Verdict(Lost([], lost.notes, [], [], []), True, "")  # reset --soft: staged
     return Verdict(lost, True, "")
 
