@@ -25,7 +25,7 @@ from ledgit.core.historygrowth import lost_in_text
 from ledgit.core.historymerge import merge_histories
 from ledgit.core.record import parse_record, record_from_state
 from ledgit.core.render import render_record
-from ledgit.git import objects, repository
+from ledgit.git import gitindex, objects, repository
 from ledgit.integration.gate import board_prefixes
 from ledgit.integration.taskcheck import prefix_of, task_of, task_paths
 
@@ -136,8 +136,10 @@ def behind_head(cwd: Path) -> list[Behind]:
     """The tasks of every board whose staged or checked-out history lacks events of HEAD's:
     HEAD, index and work tree disagree on them, as after a ``reset`` or ``checkout`` Git
     left half-done, or an older board taken into the work tree (``git checkout REV --
-    .ledgit``). A task removed while HEAD has it archived is not one. Three git processes
-    (two ``diff-index``, one ``cat-file``); none on an unborn branch."""
+    .ledgit``). A task removed while HEAD has it archived is not one, nor an unmerged history
+    (doctor names those for ``ledgit resolve``). Four git processes (two ``diff-index``, two
+    ``cat-file``; an ``ls-files -u`` when a history is missing from the index); none on an
+    unborn branch."""
     head = repository.head_oid(cwd)
     top = repository.toplevel(cwd)
     if head is None or top is None:
@@ -147,6 +149,9 @@ def behind_head(cwd: Path) -> list[Behind]:
     hists = sorted(p for p in staged | changed if p.endswith(".jsonl") and _task_at(p))
     at_head = objects.blobs_at(cwd, head, hists + [_pair(h)[0] for h in hists])
     in_index = objects.blobs_at(cwd, None, hists)
+    if any(in_index[h] is None for h in hists if h in staged):  # deleted, or unmerged
+        unmerged = set(gitindex.conflicted_paths(cwd, ""))  # `ledgit resolve`'s, not ours
+        hists = [h for h in hists if h not in unmerged]
     found: list[Behind] = []
     for hist in hists:
         md = _pair(hist)[0]
