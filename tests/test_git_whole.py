@@ -57,7 +57,7 @@ CASES = {
     "checkout -B": Case("main", "", "git checkout -q -B main HEAD~1", "stands"),
     "switch -C": Case("main", "", "git switch -q -C main HEAD~1", "stands"),
     "checkout -B another": Case("other", "", "git checkout -q -B other HEAD~1", "stands"),
-    "merge --ff-only": Case("main", "", "git merge -q --ff-only lossy", "stands"),
+    "merge --ff-only": Case("main", "", "git merge -q --ff-only lossy2", "stands"),
     "am --abort": Case("main", "git format-patch -q -o ../p main..feature && "
                        "git format-patch -q --start-number 2 -o ../p main..clash && "
                        "{ git am -q -3 ../p/*.patch || :; }", "git am --abort", "stands"),
@@ -118,9 +118,9 @@ CASES = {
 def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """main: a claimed task and one more event (``label``); ``claim`` (a tag) one commit
     back; ``feature``: a heartbeat and code from ``claim``; ``clash``: code.txt that clashes
-    with feature's; ``lossy``: main plus a commit dropping the label event (hooks off);
-    ``merged``: main with feature merged in (the driver); ``other``: at main. The post-*
-    hooks are left out (they only warm the index)."""
+    with feature's; ``lossy``: main plus a commit dropping the label event (hooks off),
+    ``lossy2`` one commit more; ``merged``: main with feature merged in (the driver);
+    ``other``: at main. The post-* hooks are left out (they only warm the index)."""
     root = tmp_path_factory.mktemp("whole")
     with pytest.MonkeyPatch.context() as mp:
         _isolate(mp, root / "home")
@@ -146,6 +146,9 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         (repo / "lossy.txt").write_text("x\n")
         git("add", "-A", cwd=repo)
         git(*NO_HOOKS, "commit", "-q", "-m", "drops the label event", cwd=repo)
+        git("checkout", "-q", "-b", "lossy2", cwd=repo)
+        (repo / "lossy2.txt").write_text("y\n")
+        commit_all(repo, "one more commit")
         git("checkout", "-q", "-b", "merged", "main", cwd=repo)
         git("merge", "-q", "--no-edit", "feature", cwd=repo)
         git("checkout", "-q", "main", cwd=repo)
@@ -286,6 +289,10 @@ def test_hooks_start_no_ledgit_where_nothing_is_to_check(template: tuple[Path, s
     assert ran(f"{LEDGIT} update $T --label again --by dev && git add -A && "
                "git commit -q -m task") == ["hook pre-commit"]
     assert ran("git revert --no-edit HEAD~1", "git cherry-pick clash") == []
+    # a fast-forward by one commit (git pull's, the sync loop's): made and checked elsewhere
+    ran("git checkout -q -b ahead", f"{LEDGIT} update $T --label ahead --by dev",
+        "git add -A && git commit -q -m ahead", "git checkout -q topic")
+    assert ran("git merge -q --ff-only ahead") == []
     # a commit made without pre-commit that touches a task is checked
     assert ran(f"{LEDGIT} update $T --label more --by dev && git add -A && "
                "git commit -q --no-verify -m task") == ["hook reference-transaction"]

@@ -93,10 +93,11 @@ def _ref_hook_block(command: str | None, *, created: bool, chained: bool) -> str
       transaction commits, is its real old value;
     * a commit (the new value's first parent is the old one) made on ``HEAD``: nothing when
       it is a merge commit (its ``pre-merge-commit`` or ``pre-commit`` hook checked it), a
-      pick a rebase makes by itself (the rebase's end is checked), one that changes no file
-      under a ``.ledgit/`` (nor does the commit or patch a stopped step brings), or a commit
-      whose board changes are byte for byte those a ``pre-commit`` hook checked and passed
-      (:mod:`ledgit.integration.hookmarks`);
+      pick a rebase makes by itself (the rebase's end is checked), a fast-forward or reset to
+      a child (the git process saved ORIG_HEAD: the commit was made, and checked, elsewhere),
+      one that changes no file under a ``.ledgit/`` (nor does the commit or patch a stopped
+      step brings), or a commit whose board changes are byte for byte those a ``pre-commit``
+      hook checked and passed (:mod:`ledgit.integration.hookmarks`);
     * a branch moved to a commit that is not a child: nothing when no file under a
       ``.ledgit/`` differs between the two; ``HEAD`` alone moving (a checkout, a rebase's
       start) moves no branch.
@@ -173,6 +174,10 @@ def _ref_hook_block(command: str | None, *, created: bool, chained: bool) -> str
         '                read -r ledgit_k < "$ledgit_d/CHERRY_PICK_HEAD" || :',
         '                ledgit_same "$ledgit_old" "$ledgit_new" &&',
         '                    ledgit_same "$ledgit_k^" "$ledgit_k" || ledgit_run=1',
+        f'            elif [ -f "$ledgit_d/{PRIVATE}/{ORIG_HEAD_NOTE}" ] && read -r ledgit_k \\',
+        f'                ledgit_o < "$ledgit_d/{PRIVATE}/{ORIG_HEAD_NOTE}" &&',
+        '                [ "$ledgit_k $ledgit_o" = "$PPID $ledgit_old" ]; then',
+        "                :  # a fast-forward (merge, pull) or reset to a child: made elsewhere",
         "            else  # its board changes: none, or those a pre-commit hook passed?",
         "                ledgit_x=$(git diff-tree -r --raw --no-renames --no-abbrev \\",
         f'                    "$ledgit_old" "$ledgit_new" -- {globs} 2>/dev/null) || ledgit_x=?',

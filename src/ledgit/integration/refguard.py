@@ -19,7 +19,8 @@ how to bring them back (``ledgit restore-events OLD``, :mod:`ledgit.integration.
   the picked commit added to its parent's history, the history lines the patch adds). A step
   is refused: Git's own ``--abort`` puts everything back. A commit outside a step (a clean
   ``git revert``, ``revert -m 1``, ``commit --no-verify``) has no ``--abort`` and stands, with
-  the line;
+  the line. A fast-forward or reset to a child (the git process saved ``ORIG_HEAD``) made no
+  commit here: the commit was checked where it was made;
 * a **move** of a branch to a commit that is not a child of its old tip: every event of the
   old tip must be in the new tip. Refused where Git has not touched the index (``branch -f``,
   ``update-ref``, ``filter-branch``, ``commit --amend``, ``reset --soft``, a fetch or push into
@@ -202,8 +203,8 @@ def _check_commit(cwd: str, git_dir: str, move: Move) -> Verdict | None:
     rebase's own pick (the rebase's end is checked)."""
     old, new = move.old, move.new
     step = stopped_step(git_dir)
-    if step is None and rebasing(git_dir):
-        return None
+    if step is None and (rebasing(git_dir) or saved_orig_head(git_dir) == old):
+        return None  # a rebase's own pick; a fast-forward (merge, pull) or reset to a child
     what = step[0] if step is not None else "commit"
     way = {"rebase": "git rebase --continue", "cherry-pick": "git cherry-pick --continue",
            "revert": "git revert --continue", "am": "git am --continue"}.get(what, "")
@@ -217,7 +218,7 @@ def _check_commit(cwd: str, git_dir: str, move: Move) -> Verdict | None:
         return Verdict(lost, True, "")
     where = _where(move)
     line = (f"{where} moved to commit {new[:12]}, which no pre-commit hook here checked (a "
-            f"clean git revert or revert -m, commit --no-verify, a fast-forward), and Git has "
+            f"clean git revert or revert -m, commit --no-verify), and Git has "
             f"already written it to the index and work tree, so it stands; {_named(lost)}; "
             f"the way back: ledgit restore-events {old[:12]}, then commit; to undo a task "
             f"change add an event: ledgit revert TASK EVENT, not git revert")
