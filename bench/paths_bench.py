@@ -1,6 +1,8 @@
 """Issue 25's costs against a base commit, side by side in the same rounds: the pre-commit
-hook (5 staged tasks), ``ledgit verify --range`` over 50 commits, and a whole ``git commit``
-with every hook ``ledgit install`` puts in (pre-commit, and now reference-transaction).
+hook (5 staged tasks), ``ledgit verify --range`` over 50 commits, a whole ``git commit`` with
+every hook ``ledgit install`` puts in (pre-commit, and now reference-transaction), and (issue
+36) a ``git commit`` of a code file only, whose reference-transaction block must start no
+Python process.
 
 Usage::
 
@@ -104,8 +106,8 @@ def main() -> int:
     ap.add_argument("--tasks", type=int, default=500)
     ap.add_argument("--commits", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--only", default="hook,verify,commit",
-                    help="cases to time, comma-separated: hook, verify, commit")
+    ap.add_argument("--only", default="hook,verify,commit,code",
+                    help="cases to time, comma-separated: hook, verify, commit, code")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ledgit-paths-bench-"))
     try:
@@ -130,6 +132,7 @@ def main() -> int:
             "verify": (f"verify --range over {args.commits} commits",
                        lambda r: [PY, "-c", ENTRY, "verify", "--range", spec]),
             "commit": ("git commit (all hooks) + ref back", None),
+            "code": ("git commit -- code.txt (all hooks, no task) + ref back", None),
         }
         cases = dict(every[k] for k in args.only.split(",") if k)
         times: dict[tuple[str, str], list[float]] = {}
@@ -141,7 +144,12 @@ def main() -> int:
                     repo, env = repos[name], envs[name]
                     t0, c0 = time.perf_counter(), _cpu()
                     if argv is None:
-                        sh(["git", "commit", "-q", "-m", "timed"], repo, env)
+                        code = ["--", "code.txt"] if label.startswith("git commit --") else []
+                        if code:
+                            (repo / "code.txt").write_text(f"{rnd} {name}\n")
+                            sh(["git", "add", "code.txt"], repo, env)
+                            t0, c0 = time.perf_counter(), _cpu()
+                        sh(["git", "commit", "-q", "-m", "timed", *code], repo, env)
                         elapsed, cpu = time.perf_counter() - t0, _cpu() - c0
                         back = {**env, "LEDGIT_ALLOW_REWRITE": "1"}
                         sh(["git", "reset", "-q", "--soft", "HEAD~1"], repo, back)

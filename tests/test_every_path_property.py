@@ -3,9 +3,10 @@ rebases (conflicts settled by merging again, or by taking upstream's board), ``a
 cherry-picks, squash merges, amends, resets and forced pushes to a bare remote whose
 ``pre-receive`` is ledgit's. Each step of a sequence is lossy or lossless by construction:
 
-* a lossy step is refused by a hook (the ref does not move), or -- where it went through --
-  ``ledgit verify --ref-update`` names it and ``ledgit restore-events OLD`` brings every
-  event back;
+* a lossy step is refused by a hook (the ref does not move), or -- where it went through,
+  because Git had rewritten the index and work tree first (issue 36: ``reset --hard``,
+  ``--mixed``) -- the hook said so and named ``ledgit restore-events OLD``, ``ledgit verify
+  --ref-update`` names it, and that restore brings every event back;
 * a lossless step is never refused, and its result holds every event it must.
 
 The default run draws :data:`DEFAULT` sequences of each kind; the ``stress`` test draws
@@ -76,10 +77,13 @@ class Run:
     def __init__(self, root: Path, tid: str, rng: random.Random) -> None:
         self.repo, self.tid, self.rng = root / "repo", tid, rng
         self.outcomes: list[tuple[str, bool, str]] = []  # (step, lossy, outcome)
+        self.said = ""  # what Git and the hooks said on stderr during the current step
         self.claimed = git("rev-parse", ":/^claim", cwd=self.repo)  # before main's events
 
     def g(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return git_rc(self.repo, *args, env={"LEDGIT": LEDGIT, **(env or {})})
+        proc = git_rc(self.repo, *args, env={"LEDGIT": LEDGIT, **(env or {})})
+        self.said += proc.stderr
+        return proc
 
     def rev(self, name: str) -> str:
         return git_rc(self.repo, "rev-parse", "-q", "--verify", name).stdout.strip()
@@ -126,6 +130,7 @@ class Run:
     def step(self, name: str, lossy: bool) -> str:
         """Run step ``name``; 'refused', 'ok', or 'lost' (went through losing events)."""
         self.g("checkout", "-q", "main")
+        self.said = ""
         before = {ref: self.rev(ref) for ref in ("main", "feature")}
         result = getattr(self, "_" + name.replace("-", "_"))(lossy, before)
         self.outcomes.append((name, lossy, result))
@@ -271,9 +276,11 @@ def _sequences(tmp_path: Path, count: int, seed: int, *,
 
 
 def _detect_and_restore(run: Run, name: str) -> str:
-    """A lossy step that went through: the gate names it, and restore-events brings every
-    event back from the reflog."""
+    """A lossy step that went through: the hook named the restore, the gate names the loss,
+    and restore-events brings every event back from the reflog."""
     old = git("rev-parse", "main@{1}", cwd=run.repo)
+    if f"ledgit restore-events {old[:12]}" not in run.said:
+        return f"unnamed {name}"
     r = ledgit(run.repo, "verify", "--ref-update", old, "main", code=None)
     if r.code != 1:
         return f"undetected {name}"

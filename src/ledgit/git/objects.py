@@ -252,7 +252,9 @@ def resolve_commit(cwd: Path, rev: str) -> str:
 # --- growth: what the hooks and the gate compare (DESIGN §8, "A history only grows") ----------
 # git CLI only (argv lists): one process per question, whatever the repository's layout.
 
-BOARD_GLOBS = (":(glob).ledgit/**", ":(glob)**/.ledgit/**")  # every board's files
+# every board's files, from the work tree top wherever Git runs (filter-branch runs hooks in
+# .git-rewrite/t)
+BOARD_GLOBS = (":(top,glob).ledgit/**", ":(top,glob)**/.ledgit/**")
 
 
 def staged_board_paths(cwd: Path) -> list[str]:
@@ -269,6 +271,16 @@ def index_diff_paths(cwd: Path, rev: str) -> list[str]:
     out = run_git(["diff-index", "--cached", "--name-only", "-z", "--no-renames",
                    "--end-of-options", rev, "--",
                    *BOARD_GLOBS], work_root(cwd), env=env).stdout
+    return sorted({os.fsdecode(p) for p in out.split(b"\0") if p}, key=os.fsencode)
+
+
+def worktree_diff_paths(cwd: Path, rev: str) -> list[str]:
+    """Paths under any ``.ledgit/`` whose file in the work tree differs from commit ``rev``
+    (or is gone), sorted (git-diff-index(1) without ``--cached``; untracked files are not
+    listed)."""
+    env = {**no_git_env(), "GIT_INDEX_FILE": str(index_path(cwd))}
+    out = run_git(["diff-index", "--name-only", "-z", "--no-renames", "--end-of-options", rev,
+                   "--", *BOARD_GLOBS], work_root(cwd), env=env).stdout
     return sorted({os.fsdecode(p) for p in out.split(b"\0") if p}, key=os.fsencode)
 
 

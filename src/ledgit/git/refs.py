@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ledgit.git.objects import BOARD_GLOBS, batch_contents
-from ledgit.git.repository import no_git_env, run_git
+from ledgit.git.repository import run_git
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -40,19 +40,81 @@ def merge_base(cwd: str | Path, a: str, b: str) -> str | None:
     return out if proc.returncode == 0 and out else None
 
 
-def first_parents(cwd: str | Path, commits: list[str]) -> dict[str, str | None]:
-    """commit -> its first parent (None for a root commit or a missing object), one
-    ``git rev-list --no-walk --parents``; a commit Git cannot read is left out."""
+def parents_of(cwd: str | Path, commits: Sequence[str]) -> dict[str, list[str]]:
+    """commit -> its parents in order (empty for a root commit), one ``git rev-list
+    --no-walk --parents``; a commit Git cannot read is left out."""
     if not commits:
         return {}
     proc = run_git(["rev-list", "--no-walk=unsorted", "--parents", "--stdin"], cwd,
-                   input="\n".join(commits).encode() + b"\n", check=False)
-    found: dict[str, str | None] = {}
+                   input="\n".join(dict.fromkeys(commits)).encode() + b"\n", check=False)
+    found: dict[str, list[str]] = {}
     for line in proc.stdout.decode("ascii", "replace").splitlines():
         ids = line.split()
         if ids:
-            found[ids[0]] = ids[1] if len(ids) > 1 else None
+            found[ids[0]] = ids[1:]
     return found
+
+
+def first_parents(cwd: str | Path, commits: list[str]) -> dict[str, str | None]:
+    """commit -> its first parent (None for a root commit), as :func:`parents_of`."""
+    return {c: (ps[0] if ps else None) for c, ps in parents_of(cwd, commits).items()}
+
+
+def ref_values(cwd: str | Path, refs: Sequence[str]) -> dict[str, str | None]:
+    """ref (``HEAD``, ``refs/heads/x``) -> the commit it names now, None when it names none
+    (an unborn branch, a ref that does not exist yet); one ``git cat-file --batch-check``.
+    In a ``reference-transaction`` hook this is the value before the transaction commits:
+    the ref's real old value where Git hands the hook zeros (githooks(5))."""
+    wanted = list(dict.fromkeys(refs))
+    if not wanted:
+        return {}
+    out = run_git(["cat-file", "--batch-check"], cwd,
+                  input="".join(f"{r}^{{commit}}\n" for r in wanted).encode(),
+                  check=False).stdout.decode("ascii", "replace").splitlines()
+    found: dict[str, str | None] = {}
+    for ref, line in zip(wanted, out, strict=False):  # a short answer: None
+        words = line.split()
+        found[ref] = words[0] if len(words) == 3 and words[1] == "commit" else None
+    return found
+
+
+def paths_between(cwd: str | Path, old: str, new: str) -> set[str]:
+    """Every path (not only a board's) whose entry differs between commits ``old`` and
+    ``new`` (``git diff-tree -r --no-renames``)."""
+    out = run_git(["diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new],
+                  cwd).stdout
+    return {os.fsdecode(p) for p in out.split(b"\0") if p}
+
+
+def index_differs_from(cwd: str | Path, commit: str) -> set[str]:
+    """Every path whose entry in the index of the work tree ``cwd`` is in differs from commit
+    ``commit``'s (``git diff-index --cached``: entries only, no file is read). The work tree's
+    own index, not a ``GIT_INDEX_FILE`` the hook inherited (``filter-branch`` runs
+    ``update-ref`` with its temporary index)."""
+    out = run_git(["diff-index", "--cached", "-z", "--name-only", "--no-renames", commit],
+                  cwd).stdout
+    return {os.fsdecode(p) for p in out.split(b"\0") if p}
+
+
+def index_locked(git_dir: str | Path) -> bool:
+    """Whether a Git command holds the lock of the worktree's index (``index.lock`` in its
+    git dir): ``git commit -a`` and ``git commit PATHS`` hold it until their ref has moved,
+    and write the index only after (gitrepository-layout(5))."""
+    return os.path.exists(os.path.join(str(git_dir), "index.lock"))
+
+
+def sequencer_action(git_dir: str | Path) -> str | None:
+    """"revert" or "cherry-pick" while ``git revert``/``cherry-pick`` of several commits runs
+    (the first command of ``sequencer/todo``), None when none does."""
+    try:
+        with open(os.path.join(str(git_dir), "sequencer", "todo"), encoding="utf-8",
+                  errors="replace") as fh:
+            first = fh.readline().split(maxsplit=1)
+    except OSError:
+        return None
+    if not first:
+        return None
+    return "revert" if first[0] == "revert" else "cherry-pick"
 
 
 def symbolic_head(cwd: str | Path) -> str | None:
@@ -147,15 +209,11 @@ def board_diff(cwd: str | Path, old: str, new: str) -> list[str]:
 
 def blobs(cwd: str | Path, names: Sequence[str]) -> dict[str, bytes | None]:
     """name -> blob content (None: no blob there) for ``REV:path`` names, and ``:path`` for
-    the index (the one ``GIT_INDEX_FILE`` names, relative to ``cwd`` as Git resolves it in a
-    hook); one ``git cat-file --batch`` in ``cwd``."""
-    env = no_git_env()
-    index = os.environ.get("GIT_INDEX_FILE")
-    if index and any(n.startswith(":") for n in names):
-        env["GIT_INDEX_FILE"] = os.path.join(str(cwd), index)
+    the index of the work tree ``cwd`` is in (not a ``GIT_INDEX_FILE`` the hook inherited);
+    one ``git cat-file --batch`` in ``cwd``."""
     wanted = list(dict.fromkeys(names))
     if not wanted:
         return {}
-    out = run_git(["cat-file", "--batch"], cwd, env=env,
+    out = run_git(["cat-file", "--batch"], cwd,
                   input="\n".join(wanted).encode() + b"\n").stdout
     return batch_contents(out, wanted)

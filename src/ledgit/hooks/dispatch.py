@@ -12,9 +12,11 @@
   interrupted refresh consistent) and always exit 0 (:mod:`ledgit.hooks.refresh`). ``index``
   is the same refresh under the name the pre-commit framework's ``ledgit-index`` hook uses.
 * ``reference-transaction`` (state ``prepared``, the ref updates on stdin): the ref guard
-  (:mod:`ledgit.integration.refguard`): a step of a stopped rebase, ``am``, cherry-pick or
-  revert, and a branch moved to a commit that is not a child of its old tip, must keep every
-  event; exit 1 aborts the transaction, so the ref does not move. Other states exit 0 at once.
+  (:mod:`ledgit.integration.refguard`): a commit made on HEAD without ``pre-commit`` (a step
+  of a rebase, ``am``, cherry-pick or revert included) and a branch moved to a commit that is
+  not a child of its old tip must keep every event; exit 1 aborts the transaction, so the ref
+  does not move -- only where that leaves Git whole; elsewhere one line names the events and
+  ``ledgit restore-events OLD``. Other states exit 0 at once.
 
 No hook fires for ``reset --hard``, ``stash`` or ``cherry-pick``: every read checks the index's
 freshness by itself, so these hooks only warm it.

@@ -30,6 +30,7 @@ from ledgit.integration.hookblock import (
 )
 from ledgit.integration.install import attributes_file, install, preflight, work_tree_top
 from ledgit.integration.links import links_at
+from ledgit.integration.restore import behind_head
 from ledgit.operations.leases import doctor_lines
 from ledgit.storage.board import Board
 from ledgit.storage.boardcheck import verify_board
@@ -109,7 +110,19 @@ def worktree_gaps(wt: Path, board_rel: str, *, fix: bool = False) -> list[Gap]:
     if conflicted:
         gaps.append(Gap(wt, f"{len(conflicted)} task file(s) or histories unmerged: "
                             + ", ".join(conflicted[:3]), "ledgit resolve"))
-    return gaps
+    return gaps + head_gaps(wt)
+
+
+def head_gaps(wt: Path) -> list[Gap]:
+    """HEAD, index and work tree disagree on a task: its history there lacks events HEAD's
+    holds (:func:`ledgit.integration.restore.behind_head`), as a ``reset`` or ``checkout``
+    that Git left half-done leaves it (issue 36)."""
+    return [Gap(wt, f"{b.task}: {b.where} lack {b.events} event(s) of HEAD's history (a "
+                    f"reset or checkout left half-done, or older files taken into the work "
+                    f"tree); HEAD, index and work tree disagree",
+                f"git checkout HEAD -- {' '.join(b.files)} (HEAD's files back), or to keep "
+                f"the changes: ledgit restore-events HEAD, then git add {' '.join(b.files)}")
+            for b in behind_head(wt)]
 
 
 def link_gaps(wt: Path, board_root: Path) -> list[Gap]:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from ledgit.core.errors import USAGE, LedgitError
 from ledgit.git import repository
+from ledgit.git.objects import BOARD_GLOBS
+from ledgit.integration.hookmarks import CHECKED, ORIG_HEAD_NOTE, PID_ENV, PRIVATE
 from ledgit.storage.ownership import adopt_path, make_dirs
 
 # the hooks the pre-commit framework can run for ledgit (its stages, .pre-commit-hooks.yaml)
@@ -80,66 +82,124 @@ def ledgit_command() -> str:
 
 
 def _ref_hook_block(command: str | None, *, created: bool, chained: bool) -> str:
-    """:func:`hook_block` for ``reference-transaction``: Git gives the ref updates on stdin
-    and runs the hook three times per transaction; only ``prepared`` can abort it
-    (githooks(5)), and only HEAD and branches are guarded, so the others (``ORIG_HEAD``,
-    ``REBASE_HEAD``, ``AUTO_MERGE``... of every rebase step) cost one ``cat``. The updates
-    are read once and given again as stdin to what follows the block (the hook's own script,
-    or the chained one). A plain commit -- every guarded ref moves to a child of its old
-    value, no rebase, ``am``, cherry-pick or revert stopped -- is the pre-commit hook's: the
-    block tells it with ``git rev-parse`` alone (~3 git processes, not a Python one). So is a
-    pick a rebase makes by itself (``CHERRY_PICK_HEAD`` while a rebase runs, no
-    ``REBASE_HEAD``): the rebase's end moves the branch, and that move is checked (every event
-    of the old tip kept), so a ``git pull --rebase`` starts ledgit once for the guard."""
+    """:func:`hook_block` for ``reference-transaction`` (docs/git.md, "Every path that moves a
+    ref"): Git gives the ref updates on stdin and runs the hook three times per transaction;
+    only ``prepared`` can abort it (githooks(5)). The updates are read once and given again
+    as stdin to what follows the block. The block decides in the shell, with a few git
+    processes and no Python one, where ledgit has nothing to check:
+
+    * only ``HEAD`` and branches are guarded; a creation, a deletion and a ref that does not
+      move are nothing. Where Git names no old value (zeros: ``branch -f``, ``update-ref``
+      without OLD, ``checkout -B``, ``switch -C``) the ref's value now, before the
+      transaction commits, is its real old value;
+    * a commit (the new value's first parent is the old one) made on ``HEAD``: nothing when
+      it is a merge commit (its ``pre-merge-commit`` or ``pre-commit`` hook checked it), a
+      pick a rebase makes by itself (the rebase's end is checked), a fast-forward or reset to
+      a child (the git process saved ORIG_HEAD: the commit was made, and checked, elsewhere),
+      one that changes no file under a ``.ledgit/`` (nor does the commit or patch a stopped
+      step brings), or a commit whose board changes are byte for byte those a ``pre-commit``
+      hook checked and passed (:mod:`ledgit.integration.hookmarks`);
+    * a branch moved to a commit that is not a child: nothing when no file under a
+      ``.ledgit/`` differs between the two; ``HEAD`` alone moving (a checkout, a rebase's
+      start) moves no branch.
+
+    A plain commit costs ~3 git processes, a ``git pull --rebase`` starts ledgit once, for its
+    end. It also notes which git process saved ``ORIG_HEAD`` (:mod:`hookmarks`)."""
     cmd = command or ledgit_command()
     words = shlex.split(cmd)
     exe = words[0] if words else "ledgit"
     guard = (f"[ -x {shlex.quote(exe)} ]" if os.path.isabs(exe)
              else f"command -v {shlex.quote(exe)} >/dev/null 2>&1")
     feed = "printf '%s\\n' \"$ledgit_refs\" |"
+    pid = f'{PID_ENV}="$PPID"'
+    globs = " ".join(f"'{g}'" for g in BOARD_GLOBS)
     lines = [
         BEGIN,
         "# Added by `ledgit install`; `ledgit uninstall` removes this block (githooks(5)).",
         "ledgit_refs=",
         'while IFS= read -r ledgit_l; do ledgit_refs="$ledgit_refs$ledgit_l',
         '"; done',
-        "# only a prepared transaction can be refused, and only HEAD or a branch matters",
-        'case "${1:-}:$ledgit_refs" in prepared:*" HEAD"*|prepared:*" refs/heads/"*)',
-        "    # a move to a child of the old value (one git process tells it) with no step",
-        "    # stopped is a plain commit (the pre-commit hook's) or a pick a rebase makes by",
-        "    # itself (the rebase's end is checked: its branch keeps every event): ledgit is",
-        "    # not started. A stopped step: REBASE_HEAD in a rebase, a cherry-pick's",
-        "    # CHERRY_PICK_HEAD, REVERT_HEAD, git am's rebase-apply/applying.",
-        "    # HEAD alone moved to another commit (a checkout; the start of a rebase) moves",
-        "    # no branch: nothing for the guard either.",
-        '    ledgit_pair=$(printf %s "$ledgit_refs" | { p=; b=; while read -r o n r; do',
-        "        case $r in HEAD) ;; refs/heads/*) b=1 ;; *) continue ;; esac",
+        "# exit 0: no file under a .ledgit/ differs between commits $1 and $2",
+        f'ledgit_same() {{ git diff-tree --quiet -r "$1" "$2" -- {globs} 2>/dev/null; }}',
+        'case "${1:-}:$ledgit_refs" in',
+        'committed:*" ORIG_HEAD"*)',
+        "    # which git process saved ORIG_HEAD (a reset, merge, pull) and to what",
+        "    ledgit_o=",
+        "    while read -r ledgit_a ledgit_b ledgit_r; do",
+        '        [ "$ledgit_r" != ORIG_HEAD ] || ledgit_o=$ledgit_b',
+        "    done <<LEDGIT_REFS",
+        "$ledgit_refs",
+        "LEDGIT_REFS",
+        "    ledgit_d=$(git rev-parse --git-dir 2>/dev/null) || ledgit_d=/nonexistent",
+        f'    [ ! -d "$ledgit_d/{PRIVATE}" ] ||',
+        """        { printf '%s %s\\n' "$PPID" "$ledgit_o" \\""",
+        f'            > "$ledgit_d/{PRIVATE}/{ORIG_HEAD_NOTE}"; }} 2>/dev/null || :',
+        "    ;;",
+        'prepared:*" HEAD"*|prepared:*" refs/heads/"*)',
+        '    # "old new HB" of the moving HEAD (H) and branches (B), "many", or nothing',
+        '    ledgit_pair=$(printf %s "$ledgit_refs" | { p=; h=0; b=0; while read -r o n r; do',
+        "        case $r in HEAD|refs/heads/*) ;; *) continue ;; esac",
+        "        case $n in *[!0]*) ;; *) continue ;; esac",
+        "        case $o in *[!0]*) ;; *)",
+        '            o=$(git rev-parse -q --verify "$r^{commit}" 2>/dev/null) || continue ;; esac',
+        '        [ "$o" != "$n" ] || continue',
+        "        case $r in HEAD) h=1 ;; *) b=1 ;; esac",
         '        [ -n "$p" ] || p="$o $n"',
         '        [ "$p" = "$o $n" ] || { echo many; exit 0; }',
-        '    done; echo "$p${b:+ branch}"; })',
-        '    ledgit_new=${ledgit_pair#* }; ledgit_br=${ledgit_new#* }',
-        '    ledgit_new=${ledgit_new%% *}',
-        '    ledgit_gd=$(git rev-parse --git-dir "$ledgit_new^1" 2>/dev/null) || ledgit_gd=',
-        '    ledgit_d=${ledgit_gd%%\n*}; ledgit_step=',
-        '    if [ -d "$ledgit_d/rebase-merge" ] || [ -d "$ledgit_d/rebase-apply" ]; then',
-        '        [ -e "$ledgit_d/REBASE_HEAD" ] && ledgit_step=1',
-        '    elif [ -e "$ledgit_d/CHERRY_PICK_HEAD" ]; then ledgit_step=1',
-        "    fi",
-        "    for ledgit_f in REVERT_HEAD rebase-apply/applying; do",
-        '        [ -e "$ledgit_d/$ledgit_f" ] && ledgit_step=1',
-        "    done",
-        '    if [ -n "$ledgit_gd" ] && [ "${ledgit_gd#*\n}" = "${ledgit_pair%% *}" ]; then',
-        '        [ -n "$ledgit_step" ] || ledgit_pair=',
-        '    elif [ "$ledgit_br" = "$ledgit_new" ] && [ "$ledgit_pair" != many ]; then',
-        "        ledgit_pair=  # HEAD alone moved, to a commit that is not a child",
-        "    fi",
-        '    if [ -z "$ledgit_pair" ]; then',
-        "        :  # nothing for the guard: a plain commit, a rebase's own pick, a checkout",
+        '    done; [ -z "$p" ] || echo "$p $h$b"; })',
+        "    ledgit_run=",
+        "    case $ledgit_pair in many) ledgit_run=1 ;; ?*)",
+        '        ledgit_old=${ledgit_pair%% *}; ledgit_new=${ledgit_pair#* }',
+        '        ledgit_hb=${ledgit_new#* }; ledgit_new=${ledgit_new%% *}',
+        "        # the git dir, then the new commit's parents, one a line",
+        '        ledgit_gd=$(git rev-parse --git-dir "$ledgit_new^@" 2>/dev/null) || ledgit_gd=',
+        '        ledgit_d=${ledgit_gd%%"',
+        '"*}; ledgit_ps=${ledgit_gd#"$ledgit_d"}; ledgit_ps=${ledgit_ps#"',
+        '"}; ledgit_p1=${ledgit_ps%%"',
+        '"*}',
+        '        if [ -n "$ledgit_ps" ] && [ "$ledgit_p1" = "$ledgit_old" ]; then',
+        '            if [ "$ledgit_p1" != "$ledgit_ps" ] || [ "${ledgit_hb%?}" = 0 ]; then',
+        "                :  # a merge commit (its own hook checked it), or no commit made here",
+        '            elif [ -d "$ledgit_d/rebase-merge" ] || [ -d "$ledgit_d/rebase-apply" ]; then',
+        '                if [ -e "$ledgit_d/rebase-apply/applying" ]; then',
+        "                    # git am: what it commits, and what its patch brings",
+        '                    ledgit_same "$ledgit_old" "$ledgit_new" && ! grep -q \\',
+        """                        '^diff --git .*\\.ledgit/' "$ledgit_d/rebase-apply/patch" \\""",
+        "                        2>/dev/null || ledgit_run=1",
+        '                elif [ -e "$ledgit_d/REBASE_HEAD" ]; then  # a stopped step, continued',
+        '                    read -r ledgit_k < "$ledgit_d/REBASE_HEAD" || :',
+        '                    ledgit_same "$ledgit_old" "$ledgit_new" &&',
+        '                        ledgit_same "$ledgit_k^" "$ledgit_k" || ledgit_run=1',
+        "                fi  # else a rebase's own pick: its end is checked",
+        '            elif [ -e "$ledgit_d/CHERRY_PICK_HEAD" ]; then',
+        '                read -r ledgit_k < "$ledgit_d/CHERRY_PICK_HEAD" || :',
+        '                ledgit_same "$ledgit_old" "$ledgit_new" &&',
+        '                    ledgit_same "$ledgit_k^" "$ledgit_k" || ledgit_run=1',
+        f'            elif [ -f "$ledgit_d/{PRIVATE}/{ORIG_HEAD_NOTE}" ] && read -r ledgit_k \\',
+        f'                ledgit_o < "$ledgit_d/{PRIVATE}/{ORIG_HEAD_NOTE}" &&',
+        '                [ "$ledgit_k $ledgit_o" = "$PPID $ledgit_old" ]; then',
+        "                :  # a fast-forward (merge, pull) or reset to a child: made elsewhere",
+        "            else  # its board changes: none, or those a pre-commit hook passed?",
+        "                ledgit_x=$(git diff-tree -r --raw --no-renames --no-abbrev \\",
+        f'                    "$ledgit_old" "$ledgit_new" -- {globs} 2>/dev/null) || ledgit_x=?',
+        "                ledgit_n=",
+        f'                [ -z "$ledgit_x" ] || [ ! -f "$ledgit_d/{PRIVATE}/{CHECKED}" ] ||',
+        '                    while IFS= read -r ledgit_l; do ledgit_n="$ledgit_n$ledgit_l',
+        f'"; done < "$ledgit_d/{PRIVATE}/{CHECKED}"',
+        '                [ -z "$ledgit_x" ] || [ "$ledgit_x',
+        '" = "$ledgit_n" ] || ledgit_run=1  # else: git revert, --no-verify, a fast-forward',
+        "            fi",
+        '        elif [ "${ledgit_hb#?}" = 1 ]; then  # a branch moved, not to a child',
+        '            ledgit_same "$ledgit_old" "$ledgit_new" || ledgit_run=1',
+        "        fi ;;",
+        "    esac",
+        '    if [ -z "$ledgit_run" ]; then',
+        "        :  # nothing for the guard",
         f"    elif {guard}; then",
-        f'        {feed} {cmd} hook {REF_HOOK} "$@" || exit $?',
+        f'        {feed} {pid} {cmd} hook {REF_HOOK} "$@" || exit $?',
         "    elif command -v ledgit >/dev/null 2>&1; then",
-        f'        {feed} ledgit hook {REF_HOOK} "$@" || exit $?',
-        "    fi",
+        f'        {feed} {pid} ledgit hook {REF_HOOK} "$@" || exit $?',
+        "    fi ;;",
         "esac",
         "exec 0<<LEDGIT_REFS",
         "$ledgit_refs",

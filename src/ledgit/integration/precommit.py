@@ -23,6 +23,7 @@ from ledgit.core.errors import CHECK_FAILED, OK, USAGE, LedgitError
 from ledgit.git import gitindex, objects, repository
 from ledgit.git.refs import merge_base, squashed_tip
 from ledgit.integration.configcheck import check_config, config_path
+from ledgit.integration.hookmarks import note_checked
 from ledgit.integration.links import LINK_RULE, link_message, links_in_raw, staged_links
 from ledgit.integration.taskcheck import (
     TASK_SUFFIX,
@@ -34,7 +35,7 @@ from ledgit.integration.taskcheck import (
     task_of,
     task_paths,
 )
-from ledgit.storage.locate import LEDGIT_DIR, TASKS_DIR, find_root
+from ledgit.storage.locate import LEDGIT_DIR, TASKS_DIR, find_root, git_dir_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -52,7 +53,10 @@ def check_in_hook(cwd: str, reader: gitindex.StagedReader) -> int | None:
     --batch``: the staged ones, HEAD's side of them, and for a task staged by half the other
     file's index entry (``:path``: not staged, so the same as at HEAD). Returns the exit
     code, or None where the reader cannot answer (an unborn branch): then :func:`pre_commit`
-    does. The caller has checked that no merge, pick, revert or rebase is stopped."""
+    does. The caller has checked that no merge, pick, revert or rebase is stopped. When the
+    staged board changes pass and no task is staged by half, the hook notes them for this
+    commit's ``reference-transaction`` hook (:func:`ledgit.integration.hookmarks.note_checked`),
+    which then starts no ledgit."""
     changes = reader.changes()
     if changes is None:
         return None
@@ -79,7 +83,11 @@ def check_in_hook(cwd: str, reader: gitindex.StagedReader) -> int | None:
             at_head[path] = None if head is None else blobs[head]
         problems += check_staged(prefix, staged, at_head.get, tasks, notes, cwd,
                                  reader.listed)
-    return report(problems, tasks, notes)
+    code = report(problems, tasks, notes)
+    git_dir = git_dir_for(cwd) if code == OK and not halves else None
+    if git_dir is not None:  # for this commit's reference-transaction hook: checked
+        note_checked(git_dir, reader.raw)
+    return code
 
 
 def _halves(prefix: str, staged: Mapping[str, object]) -> list[str]:

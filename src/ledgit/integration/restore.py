@@ -9,12 +9,15 @@ joining their heads (:func:`ledgit.core.historymerge.merge_histories`, as the me
 does), and the task file rewritten from the merged head. A task whose files are gone comes back
 as ``REV`` had it. A task file holding an unrecorded hand edit is left alone (record it first).
 Nothing is staged: the lines say what to ``git add``.
+
+:func:`behind_head` is the opposite question, for ``ledgit doctor``: the tasks whose index or
+work tree lacks events HEAD holds.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ledgit.core.errors import CHECK_FAILED, NOT_FOUND, OK, LedgitError
 from ledgit.core.history import HistoryError, heads, parse_events, replay
@@ -22,9 +25,9 @@ from ledgit.core.historygrowth import lost_in_text
 from ledgit.core.historymerge import merge_histories
 from ledgit.core.record import parse_record, record_from_state
 from ledgit.core.render import render_record
-from ledgit.git import objects, repository
+from ledgit.git import gitindex, objects, repository
 from ledgit.integration.gate import board_prefixes
-from ledgit.integration.taskcheck import task_of, task_paths
+from ledgit.integration.taskcheck import prefix_of, task_of, task_paths
 from ledgit.storage.ownership import adopt_path, make_dirs
 
 if TYPE_CHECKING:
@@ -117,6 +120,77 @@ def _restore_one(top: Path, task: str, md: str, hist: str, their_md: bytes | Non
     _write(top / md, render_record(record).encode("utf-8"))
     joined = f"; merge event {res.event['id'][:12]} joins the heads" if res.event else ""
     return f"{task}: restored {len(lost)} event(s) of {commit[:12]}{joined}", [md, hist]
+
+
+class Behind(NamedTuple):
+    """A task whose history in the index or the work tree lacks events HEAD's holds
+    (:func:`behind_head`): its id, its two files, where (``"the index"``, ``"the work
+    tree"``, or both) and how many events."""
+
+    task: str
+    files: tuple[str, str]
+    where: str
+    events: int
+
+
+def behind_head(cwd: Path) -> list[Behind]:
+    """The tasks of every board whose staged or checked-out history lacks events of HEAD's:
+    HEAD, index and work tree disagree on them, as after a ``reset`` or ``checkout`` Git
+    left half-done, or an older board taken into the work tree (``git checkout REV --
+    .ledgit``). A task removed while HEAD has it archived is not one, nor an unmerged history
+    (doctor names those for ``ledgit resolve``). Four git processes (two ``diff-index``, two
+    ``cat-file``; an ``ls-files -u`` when a history is missing from the index); none on an
+    unborn branch."""
+    head = repository.head_oid(cwd)
+    top = repository.toplevel(cwd)
+    if head is None or top is None:
+        return []
+    staged = set(objects.index_diff_paths(cwd, head))
+    changed = set(objects.worktree_diff_paths(cwd, head))
+    hists = sorted(p for p in staged | changed if p.endswith(".jsonl") and _task_at(p))
+    at_head = objects.blobs_at(cwd, head, hists + [_pair(h)[0] for h in hists])
+    in_index = objects.blobs_at(cwd, None, hists)
+    if any(in_index[h] is None for h in hists if h in staged):  # deleted, or unmerged
+        unmerged = set(gitindex.conflicted_paths(cwd, ""))  # `ledgit resolve`'s, not ours
+        hists = [h for h in hists if h not in unmerged]
+    found: list[Behind] = []
+    for hist in hists:
+        md = _pair(hist)[0]
+        if at_head[hist] is None or _archived(at_head[md], md):
+            continue
+        here = ([("the index", in_index[hist])] if hist in staged else []) + (
+            [("the work tree", _read(top / hist))] if hist in changed else [])
+        lost = {name: len(lost_in_text(at_head[hist], text)) for name, text in here}
+        where = [name for name, n in lost.items() if n]
+        if where:
+            found.append(Behind(_task_at(hist) or hist, (md, hist), " and ".join(where),
+                                max(lost.values())))
+    return found
+
+
+def _task_at(path: str) -> str | None:
+    prefix = prefix_of(path)
+    return None if prefix is None else task_of(path, prefix)
+
+
+def _pair(hist: str) -> tuple[str, str]:
+    prefix = prefix_of(hist) or ""
+    return task_paths(prefix, task_of(hist, prefix) or "")
+
+
+def _archived(record: bytes | None, path: str) -> bool:
+    try:
+        return record is not None and parse_record(record, path).fields.get("status") == \
+            "archived"
+    except LedgitError:
+        return False
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -41,13 +41,13 @@ from ledgit.operations.leaserecord import (
     stamp,
 )
 from ledgit.storage.actor import actor_name
+from ledgit.storage.board import Board
 from ledgit.storage.cloneid import clone_id
 from ledgit.storage.ownership import adopt_fd, make_dirs
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
-    from ledgit.storage.board import Board
 
 CACHE_WINDOW = 10.0  # seconds: list/ready reuse a fetch of the leases this recent
 ATTEMPTS = 5  # CAS rounds before giving up with exit 5 (the ref kept changing)
@@ -595,3 +595,17 @@ def held_leases_note(board: Board, task_ids: Iterable[str],
             f"no claim guards it here: {end_command(x)} ends it (ledgit claim {x.task} "
             f"--by {shlex.quote(x.by)} takes the claim again)"
             for x in unguarded(board, found, time.time(), claims=claims)]
+
+
+def held_leases_after_move(top: str, tasks: Iterable[tuple[str, str]]) -> list[str]:
+    """:func:`held_leases_note` for ``tasks`` (``(board prefix, task id)`` pairs) of the
+    boards of the work tree at ``top`` whose events left a branch (the ref guard's note
+    after a rewrite that stands, issue 36 item 2), board by board; the claims as the work
+    tree holds them."""
+    by_board: dict[str, list[str]] = {}
+    for prefix, task in tasks:
+        by_board.setdefault(prefix, []).append(task)
+    lines: list[str] = []
+    for prefix, ids in sorted(by_board.items()):
+        lines += held_leases_note(Board(os.path.join(top, prefix)), ids)
+    return lines
