@@ -145,3 +145,27 @@ def test_release_of_a_task_whose_file_is_not_here_over_git_daemon(tmp_path: Path
         assert (got["id"], got["written"], got["meta"]) == (task, False,
                                                              {"lease": "released"})
         assert lease_refs(remote) == {}
+
+
+def test_a_rewrite_that_drops_a_claim_says_the_lease_is_still_held(tmp_path: Path) -> None:
+    """The ref guard's note after a deliberate rewrite (``LEDGIT_ALLOW_REWRITE=1 git reset
+    --hard``) that drops alice's claim names the lease she still holds on the remote and the
+    release that ends it; with the lease ended, the same rewrite says nothing of leases."""
+    remote, _, (task,) = make_remote(tmp_path, tasks=1)
+    a = clone(remote, tmp_path / "a")
+    lg(a, "install")
+    lg(a, "claim", task, "--by", "alice")
+    git("commit", "-qam", "claim", cwd=a)
+    said = subprocess.run(["git", "reset", "-q", "--hard", "HEAD~1"], cwd=a,
+                          capture_output=True, text=True,
+                          env={**ledgit_env(), "LEDGIT_ALLOW_REWRITE": "1"})
+    assert said.returncode == 0, said.stderr
+    assert f"{task}: alice's lease on origin is still held" in said.stderr
+    assert f"ledgit release {task} --by alice ends it" in said.stderr
+    lg(a, "release", task, "--by", "alice")
+    assert lease_refs(remote) == {}
+    git("reset", "-q", "--hard", "ORIG_HEAD", cwd=a)  # the claim's commit again (a child)
+    again = subprocess.run(["git", "reset", "-q", "--hard", "HEAD~1"], cwd=a,
+                           capture_output=True, text=True,
+                           env={**ledgit_env(), "LEDGIT_ALLOW_REWRITE": "1"})
+    assert again.returncode == 0 and "lease" not in again.stderr, again.stderr
