@@ -183,7 +183,7 @@ class Loop:
             for step, cwd in zip(SYNC_STEPS, (self.a, self.b, self.a), strict=True):
                 ru0 = resource.getrusage(resource.RUSAGE_SELF)
                 t0 = time.perf_counter()
-                sync(cwd, SyncOptions(message=f"sync {r}"))
+                sync(Board(cwd), SyncOptions(message=f"sync {r}"))
                 self._record(step, timed, t0, ru0, resource.getrusage(resource.RUSAGE_SELF))
         else:
             for step, cwd, commands in self._commands(r):

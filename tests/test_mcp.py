@@ -186,7 +186,8 @@ def test_the_tool_listing_is_small_and_typed(env: Path) -> None:
     tools = anyio.run(run)
     assert len(tools) <= 12
     assert {t["name"] for t in tools} == {"list", "search", "get", "handoff", "create",
-                                          "claim", "update", "complete", "item", "writeback"}
+                                          "claim", "update", "complete", "item", "writeback",
+                                          "sync"}
     for tool in tools:
         assert tool["inputSchema"]["type"] == "object"
         assert "root" in tool["inputSchema"]["properties"], tool["name"]

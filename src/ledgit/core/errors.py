@@ -13,7 +13,7 @@ STALE = 3  # stale revision (--expect)
 NOT_FOUND = 4  # not found / ambiguous
 BUSY = 5  # lock timeout
 CLAIM = 6  # claim held or lost
-REMOTE = 69  # EX_UNAVAILABLE (sysexits.h): the lease remote is unreachable or refuses leases
+REMOTE = 69  # EX_UNAVAILABLE (sysexits.h): a remote (leases, sync) is unreachable or refuses leases
 IO_ERROR = 74  # EX_IOERR (sysexits.h): no space, quota or an I/O error; the write was undone
 INTERNAL = 70  # EX_SOFTWARE (sysexits.h): a bug, never a verdict of ledgit
 INTERRUPTED = 130  # 128 + SIGINT: Ctrl-C
@@ -28,7 +28,7 @@ EXIT_CODES: dict[int, str] = {
     NOT_FOUND: "not found / ambiguous",
     BUSY: "busy",
     CLAIM: "claim held or lost",
-    REMOTE: "the lease remote is unreachable or refuses leases",
+    REMOTE: "a remote is unreachable (sync, leases) or refuses leases",
     INTERNAL: "internal error (a bug)",
     IO_ERROR: "the disk failed a write (no space, quota, I/O; undone)",
     INTERRUPTED: "interrupted (Ctrl-C)",

@@ -52,7 +52,7 @@ from ledgit.integration.syncmerge import (
     integrate,
 )
 from ledgit.integration.taskcheck import LEDGIT_DIR, Finding, task_of, task_paths
-from ledgit.storage.board import Board, find_board
+from ledgit.storage.board import Board
 from ledgit.storage.index import Index
 from ledgit.storage.locate import git_location
 from ledgit.storage.locks import FileLock
@@ -115,13 +115,12 @@ class _Plan:
     ways: tuple[str, str]
 
 
-def sync(cwd: Path, options: SyncOptions) -> SyncReport:
-    """Run the loop for the board found from ``cwd`` (module docstring). Returns what was
-    done; raises LedgitError: exit 1 (a check refused the board's changes or the result, a
-    conflict Git stopped on, the remote refused the push), 2 (detached HEAD, no remote,
-    no identity, signed commits), 5 (another sync holds the worktree; ``tries`` races
-    lost), 69 (the remote cannot be reached)."""
-    board = find_board(cwd)
+def sync(board: Board, options: SyncOptions) -> SyncReport:
+    """Run the loop for ``board`` (module docstring). Returns what was done; raises
+    LedgitError: exit 1 (a check refused the board's changes or the result, a conflict Git
+    stopped on, the remote refused the push), 2 (detached HEAD, no remote, no identity,
+    signed commits), 5 (another sync holds the worktree; ``tries`` races lost), 69 (the
+    remote cannot be reached)."""
     found = git_location(board.root_str)
     if found is None:
         raise LedgitError(f"{board.root}: the board is not in a Git work tree: nothing to "

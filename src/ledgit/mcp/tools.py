@@ -1,9 +1,10 @@
 """The tools of ``ledgit mcp`` (DESIGN §11; :func:`build_tools`), registered with a compact
 listing (:func:`compact_schema`) and strict arguments (:func:`strict_arguments`).
 
-Ten tools cover the agent loop (docs/mcp.md): ``list``, ``search``, ``get``, ``handoff``,
+Eleven tools cover the agent loop (docs/mcp.md): ``list``, ``search``, ``get``, ``handoff``,
 ``create``, ``claim`` (claim / heartbeat / release), ``update``, ``complete``, ``item`` (add /
-accept) and ``writeback``. Each is thin: it finds the board (:mod:`ledgit.mcp.boards`), calls
+accept), ``writeback`` and ``sync`` (the board shared through Git: ledgit sync). Each is
+thin: it finds the board (:mod:`ledgit.mcp.boards`), calls
 the same operations and the same board write path (per-task locks, write-ahead history) as the
 CLI, and returns a typed result or a tool error (:mod:`ledgit.mcp.results`).
 
@@ -26,6 +27,8 @@ from pydantic import ConfigDict, Field
 from ledgit.core.errors import NOT_FOUND, USAGE, LedgitError
 from ledgit.core.readout import build_readout, handoff_of, now_timestamp
 from ledgit.core.schema import OUTCOME_KINDS, STATUSES
+from ledgit.integration.sync import SyncOptions
+from ledgit.integration.sync import sync as run_sync
 from ledgit.mcp.args import CheckedTool
 from ledgit.mcp.boards import Boards
 from ledgit.mcp.pages import body_piece, rows_page
@@ -419,6 +422,28 @@ def build_tools(boards: Boards, budget: int = MAX_ANSWER_BYTES) -> list[Tool]:
                 artifacts=list(artifacts or ()), gate=gate, trusted=trusted))
         return call(task, root, {"evidence": evidence, "artifacts": artifacts, "gate": gate,
                                  "set": list((set or {}).values()), "by": by}, run)
+
+    syncing = ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                              idempotent_hint=True, open_world_hint=True)
+
+    @tool(syncing)
+    async def sync(remote: str | None = None, branch: str | None = None,
+                   how: Literal["rebase", "merge"] | None = None, message: str | None = None,
+                   push: bool = True, root: Root = None) -> Annotated[CallToolResult, Readout]:
+        """ledgit sync: commit the board, fetch, merge tasks, check, push with a lease.
+        branch: also bring it in (a branch per agent: main)."""
+        def run(board: Board) -> Readout:
+            try:
+                report = run_sync(board, SyncOptions(remote=remote, branch=branch, how=how,
+                                                     message=message, push=push))
+            except LedgitError as exc:  # one line per problem on the CLI; one line here
+                raise LedgitError("; ".join(exc.message.splitlines()), exc.code) from None
+            # the shape of sync --json (docs/cli.md), advertised as an object only: the
+            # listing's token budget (docs/mcp.md)
+            return report.as_json()
+        # fetch and push wait on the network: never on the server's event loop
+        return await anyio.to_thread.run_sync(functools.partial(
+            call, None, root, {"remote": remote, "branch": branch, "message": message}, run))
 
     return tools
 

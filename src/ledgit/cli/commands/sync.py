@@ -9,6 +9,7 @@ from ledgit.cli.commands.output import err, out, out_json
 from ledgit.core.errors import OK, USAGE, LedgitError
 from ledgit.git.branches import MERGE, REBASE
 from ledgit.integration.sync import SyncOptions, SyncReport, sync
+from ledgit.storage.board import find_board
 
 
 def sync_cmd(remote: str | None, branch: str | None, rebase: bool, merge: bool,
@@ -21,7 +22,7 @@ def sync_cmd(remote: str | None, branch: str | None, rebase: bool, merge: bool,
     options = SyncOptions(remote=remote, branch=branch,
                           how=REBASE if rebase else MERGE if merge else None,
                           message=message, push=not no_push, tries=tries)
-    report = sync(Path.cwd(), options)
+    report = sync(find_board(Path.cwd()), options)
     if as_json:
         out_json(report.as_json())
     else:
