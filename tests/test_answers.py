@@ -20,7 +20,7 @@ import anyio
 import pytest
 from shareddata import BEADS_ISSUES
 
-pytest.importorskip("mcp", reason="the MCP SDK (pip install 'ledgit[mcp]')")
+pytest.importorskip("mcp", reason="the MCP SDK (pip install -e '.[mcp]')")
 
 from mcp import Client  # noqa: E402
 from test_mcp import in_process  # noqa: E402
@@ -36,7 +36,7 @@ from ledgit.storage.boardinit import init_board  # noqa: E402
 from ledgit.storage.writepath import create_task  # noqa: E402
 
 BUDGET = 65_536
-TASKS = 5_722  # the full snapshot's size (shared/data/README.md), made from the trimmed one
+TASKS = 5_722  # the full Beads snapshot's size (tests/data/beads/README.md)
 
 
 def expanded(path: Path, n: int = TASKS) -> tuple[list[str], int]:

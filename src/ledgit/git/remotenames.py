@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from contextlib import suppress
 
 from ledgit.git.leases import remote_names
@@ -54,11 +55,13 @@ def config_stamp(git_dir: str) -> list[int] | None:
     return stamp
 
 
-def known_remotes(cwd: str, git_dir: str, cache_file: str | None) -> list[str]:
+def known_remotes(cwd: str, git_dir: str, cache_file: str | None,
+                  adopt: Callable[[str], None] | None = None) -> list[str]:
     """:func:`ledgit.git.leases.remote_names` of the repository at ``cwd`` (per-worktree
     Git directory ``git_dir``), asked of Git only when its config files changed since the
     answer kept in memory or in ``cache_file`` (JSON ``{"stamp", "names"}``; written
-    best-effort: a directory that cannot be written only means asking Git next time)."""
+    best-effort: a directory that cannot be written only means asking Git next time;
+    ``adopt(path)`` is called on the file written: root hands it to the owner)."""
     stamp = config_stamp(git_dir)
     if stamp is None:
         return remote_names(cwd)
@@ -78,6 +81,8 @@ def known_remotes(cwd: str, git_dir: str, cache_file: str | None) -> list[str]:
         with suppress(OSError):
             with open(temp, "w", encoding="utf-8") as fh:
                 json.dump({"stamp": stamp, "names": names}, fh)
+            if adopt is not None:
+                adopt(temp)
             os.replace(temp, cache_file)
         with suppress(OSError):
             os.unlink(temp)

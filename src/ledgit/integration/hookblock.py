@@ -222,16 +222,20 @@ _TASK_FILES = "':(glob)**/.ledgit/tasks/*.md'"
 
 
 def _few_changed(old: str, new: str) -> str:
-    """A shell test: at most ``$LEDGIT_WARM_THRESHOLD`` (default :data:`WARM_THRESHOLD`)
-    task files differ between the commits ``old`` and ``new`` (shell words; a failing
-    ``git diff`` counts as few)."""
-    return (f'[ "$(git diff --name-only --no-renames {old} {new} -- {_TASK_FILES} '
+    """A shell test: this worktree has an index to keep (``$ledgit_d``: its git dir) and at
+    most ``$LEDGIT_WARM_THRESHOLD`` (default :data:`WARM_THRESHOLD`) task files differ
+    between the commits ``old`` and ``new`` (shell words; a failing ``git diff`` counts as
+    few). A worktree with no index yet gets it built by the hook."""
+    return ('{ [ -f "$ledgit_d/ledgit/index.sqlite3" ] || '
+            'ls "$ledgit_d"/ledgit/boards/*/index.sqlite3 >/dev/null 2>&1; } && '
+            f'[ "$(git diff --name-only --no-renames {old} {new} -- {_TASK_FILES} '
             f'2>/dev/null | head -n "$((${{LEDGIT_WARM_THRESHOLD:-{WARM_THRESHOLD}}} + 1))" '
             f'| wc -l)" -le "${{LEDGIT_WARM_THRESHOLD:-{WARM_THRESHOLD}}}" ]')
 
 
+_GIT_DIR = 'ledgit_d=$(git rev-parse --git-dir 2>/dev/null) || ledgit_d=/nonexistent'
 _CHECKOUT_SKIP = [
-    'ledgit_d=$(git rev-parse --git-dir 2>/dev/null) || ledgit_d=/nonexistent',
+    _GIT_DIR,
     'if [ "${1:-}" = "${2:-}" ] && case "${1:-}" in *[!0]*) true ;; *) false ;; esac; then',
     "    :  # the checkout moved nothing",
     'elif [ -d "$ledgit_d/rebase-merge" ] || [ -d "$ledgit_d/rebase-apply" ]; then',
@@ -242,6 +246,7 @@ _CHECKOUT_SKIP = [
 ]
 # post-merge and post-rewrite: what the merge, pull or rebase brought (ORIG_HEAD..HEAD)
 _MOVE_SKIP = [
+    _GIT_DIR,
     "if " + _few_changed("ORIG_HEAD", "HEAD") + "; then",
     "    :  # a few task files changed: the next read re-reads them itself",
 ]

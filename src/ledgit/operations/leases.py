@@ -43,7 +43,7 @@ from ledgit.operations.leaserecord import (
 from ledgit.storage.actor import actor_name
 from ledgit.storage.board import Board
 from ledgit.storage.cloneid import clone_id
-from ledgit.storage.ownership import adopt_fd, make_dirs
+from ledgit.storage.ownership import adopt_fd, adopt_path, make_dirs
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -77,7 +77,7 @@ def site_of(board: Board) -> Site | None:
     remote = setting
     if not remote:  # `git remote` once per change of the config (no remote, one remote)
         names = known_remotes(board.root_str, board.git_dir_str,
-                              os.path.join(board.private_str, REMOTES_FILE))
+                              os.path.join(board.private_str, REMOTES_FILE), adopt_path)
         if len(names) == 1:
             remote = names[0]
         elif names:
