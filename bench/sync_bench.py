@@ -40,20 +40,19 @@ import json
 import os
 import resource
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tests"))
 import run as bench  # noqa: E402 - bench/run.py: the board builder shared with the main bench
+from leaseutil import git_daemon  # noqa: E402 - tests/leaseutil.py: git daemon on 127.0.0.1
 
 from ledgit.core.readout import now_timestamp  # noqa: E402
 from ledgit.integration.sync import SyncOptions, sync  # noqa: E402
@@ -76,35 +75,6 @@ def git(args: list[str], cwd: Path, env: dict[str, str], *, check: bool = True
         raise RuntimeError(f"git {' '.join(args)} in {cwd}: exit {proc.returncode}: "
                            f"{proc.stderr.strip()[-500:]}")
     return proc
-
-
-@contextmanager
-def git_daemon(base: Path) -> Iterator[str]:
-    """``git daemon`` serving ``base`` on 127.0.0.1 with push enabled; its URL prefix. The
-    process group is killed at the end (git daemon runs git-daemon as a child)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--listen=127.0.0.1",
-                             f"--port={port}", f"--base-path={base}", "--export-all",
-                             "--enable=receive-pack", str(base)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("git daemon did not start") from None
-                time.sleep(0.05)
-        yield f"git://127.0.0.1:{port}/"
-    finally:
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
 
 class Loop:
