@@ -291,7 +291,7 @@ def test_usage_errors_are_one_line_and_change_nothing(tmp_path: Path) -> None:
     _remote, seed, _ids = make_remote(tmp_path, tasks=1)
     git("remote", "remove", "origin", cwd=seed)
     out = sync(seed, check=2)
-    assert "no remote 'origin'" in str(out["stderr"]) and "Traceback" not in str(out["stderr"])
+    assert "no remote to share" in str(out["stderr"]) and "Traceback" not in str(out["stderr"])
     git("checkout", "-q", "--detach", cwd=seed)
     assert "detached" in str(sync(seed, check=2)["stderr"])
     assert "exclude" in str(sync(seed, "--rebase", "--merge", check=2)["stderr"])
@@ -336,3 +336,46 @@ def test_one_sync_starts_no_process_per_file(tmp_path: Path) -> None:
     assert counts["daemon"] == []
     assert counts["local"] == ["push"]
     assert sorted(counts["cli"]) == ["fetch", "push"]
+
+
+def test_a_branch_per_agent_is_never_rewritten_once_pushed(tmp_path: Path) -> None:
+    """A plain sync of an agent's branch with no upstream pushes it under its name and makes
+    it track that (as git push -u); a later ``--branch main`` then merges main in (the
+    pushed commits stay ancestors) and pushes there. A ``--branch`` the remote lacks is
+    exit 4, nothing fetched in."""
+    remote, _seed, ids = make_remote(tmp_path, tasks=2)
+    main = clone(remote, tmp_path / "main")
+    git("worktree", "add", "-q", "-b", "agent-b", str(tmp_path / "wb"), cwd=main)
+    wb = tmp_path / "wb"
+    lg(wb, "note", ids[1], "b's first", "--by", "agent-b")
+    first = sync(wb)
+    assert first["pushed"]["branch"] == "agent-b"  # type: ignore[index]
+    assert git("config", "branch.agent-b.merge", cwd=wb) == "refs/heads/agent-b"
+    pushed = git("rev-parse", "agent-b", cwd=remote)
+    lg(main, "note", ids[0], "main moves", "--by", "lead")
+    sync(main)
+    lg(wb, "note", ids[1], "b's second", "--by", "agent-b")
+    typo = sync(wb, "--branch", "mian", check=4)
+    assert "no such branch" in str(typo["stderr"]) and "mian" in str(typo["stderr"])
+    second = sync(wb, "--branch", "main")
+    assert [i["how"] for i in second["integrations"]] == ["merged"]  # type: ignore[union-attr]
+    tip = git("rev-parse", "agent-b", cwd=remote)
+    assert tip == git("rev-parse", "HEAD", cwd=wb)
+    assert git("merge-base", "--is-ancestor", pushed, tip, cwd=remote) == ""
+    assert "main moves" in notes_of(wb, ids[0])
+
+
+def test_no_remote_and_a_missing_remote_are_named(tmp_path: Path) -> None:
+    """A repository with no remote says how to add one (exit 2); a remote whose directory
+    is gone is exit 69 naming it, and a board change committed before is said to be kept."""
+    remote, seed, ids = make_remote(tmp_path, tasks=1)
+    a = clone(remote, tmp_path / "A")
+    git("remote", "set-url", "origin", str(tmp_path / "nowhere.git"), cwd=a)
+    lg(a, "note", ids[0], "kept", "--by", "agent-a")
+    gone = sync(a, check=69)
+    assert "nowhere.git: no such directory" in str(gone["stderr"])
+    assert "committed here as" in str(gone["stderr"])
+    assert "kept" in git("show", f"HEAD:.ledgit/history/{ids[0]}.jsonl", cwd=a)
+    git("remote", "remove", "origin", cwd=seed)
+    none = sync(seed, check=2)
+    assert "no remote to share the board through" in str(none["stderr"])

@@ -42,7 +42,7 @@ def test_an_agent_syncs_over_mcp_and_meets_the_other_clones_edits(tmp_path: Path
             assert [n["text"] for n in readout["notes"]] == ["from B"]
             git("remote", "remove", "origin", cwd=a)
             error = await fail(client, "sync", {})
-            assert error["code"] == 2 and "no remote 'origin'" in error["message"]
+            assert error["code"] == 2 and "no remote to share" in error["message"]
 
     anyio.run(agent_a)
     assert git("rev-parse", "main", cwd=remote) == git("rev-parse", "HEAD", cwd=b)

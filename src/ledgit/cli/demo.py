@@ -198,6 +198,7 @@ def _scenario(d: Demo) -> int:
     d.say(f"     {a}  claims export, records a decision on it; labels crash needs-export")
     d.say(f"     {b}  claims export too, labels it reliability, sets its next action; "
           "does docs")
+    d.say("              (no shared remote in this demo: with one, a lease refuses that claim)")
     d.say(f"     {c}  claims crash, notes a fact; export: P0, label ci, another next action")
     for agent in AGENTS:
         d.git(d.wt(agent), "add", "-A")

@@ -118,6 +118,14 @@ def upstream(repo: pygit2.Repository, branch: str) -> Upstream | None:
     return Upstream(remote, merge.removeprefix("refs/heads/"))
 
 
+def set_upstream(repo: pygit2.Repository, branch: str, remote: str, name: str) -> None:
+    """Make ``branch`` (``refs/heads/X``) track ``remote``'s ``name`` (``branch.X.remote``,
+    ``branch.X.merge`` in the repository's config, as ``git push -u`` does)."""
+    short = branch.removeprefix("refs/heads/")
+    repo.config[f"branch.{short}.remote"] = remote
+    repo.config[f"branch.{short}.merge"] = f"refs/heads/{name}"
+
+
 def pull_mode(repo: pygit2.Repository, branch: str) -> str | None:
     """How ``git pull`` would integrate ``branch``: :data:`REBASE` or :data:`MERGE` from
     ``branch.NAME.rebase``, else ``pull.rebase`` (git-config(1): true, merges and

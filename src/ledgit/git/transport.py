@@ -65,6 +65,12 @@ def is_local_url(url: str) -> bool:
     return url.startswith(("/", "./", "../")) or not _SCP_LIKE.match(url)
 
 
+def _local_path(url: str, cwd: Path) -> str:
+    """The directory a local remote URL names (``file://`` stripped; relative to ``cwd``)."""
+    path = url.removeprefix("file://")
+    return path if os.path.isabs(path) else os.path.join(str(cwd), path)
+
+
 def transports(repo: pygit2.Repository, remote: str) -> tuple[str, str]:
     """(fetch, push): :data:`LIBRARY` or :data:`CLI` for ``remote`` of ``repo``, by the
     module's rule. Raises LedgitError (exit 2) for an unknown setting or remote."""
@@ -108,6 +114,9 @@ def _remote(repo: pygit2.Repository, name: str) -> pygit2.Remote:
     try:
         return repo.remotes[name]
     except (KeyError, ValueError, pygit2.GitError):
+        if not list(repo.remotes.names()):
+            raise LedgitError("this repository has no remote to share the board through: "
+                              "add one (git remote add origin URL)", USAGE) from None
         raise LedgitError(f"no remote {name!r} in this repository (git remote -v; give "
                           f"--remote NAME)", USAGE) from None
 
@@ -127,6 +136,9 @@ def fetch_branch(repo: pygit2.Repository, cwd: Path, remote: str, branches: Sequ
     remote has now (hex), None where the remote has no such branch (its tracking ref is
     removed). Raises LedgitError exit 69 when the remote cannot be reached."""
     specs = [f"+refs/heads/{b}:{tracking_ref(remote, b)}" for b in branches]
+    url = _remote(repo, remote).url or ""
+    if is_local_url(url) and not os.path.exists(_local_path(url, cwd)):
+        raise LedgitError(f"git fetch {remote}: {url}: no such directory", REMOTE)
     if way == LIBRARY:
         for attempt in range(FETCH_TRIES):
             try:

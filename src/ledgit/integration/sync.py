@@ -37,7 +37,7 @@ from typing import Any
 
 import pygit2
 
-from ledgit.core.errors import BUSY, CHECK_FAILED, REMOTE, USAGE, LedgitError
+from ledgit.core.errors import BUSY, CHECK_FAILED, NOT_FOUND, REMOTE, USAGE, LedgitError
 from ledgit.core.record import parse_record
 from ledgit.git import branches, transport, treemerge
 from ledgit.git.branches import MERGE, REBASE, Upstream
@@ -142,7 +142,14 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
                               "push)", USAGE)
         report.committed = _commit_board(repo, board, top, plan.branch, options.message)
         before = start or branches.ref_target(repo, plan.branch)
-        _loop(repo, board, top, plan, options, report)
+        try:
+            _loop(repo, board, top, plan, options, report)
+        except LedgitError as exc:
+            if report.committed is None:
+                raise
+            kept = report.committed["commit"][:12]
+            raise LedgitError(f"{exc.message}\nledgit sync: the board's changes are committed "
+                              f"here as {kept}; nothing of them is lost", exc.code) from None
         report.head = branches.ref_target(repo, plan.branch)
         report.changed_tasks = _refresh(repo, board, top, before, report.head)
     return report
@@ -235,7 +242,13 @@ def _loop(repo: pygit2.Repository, board: Board, top: str, plan: _Plan,
     names = list(dict.fromkeys(b for b, _ in plan.sources))
     for attempt in range(1, max(1, options.tries) + 1):
         tips = transport.fetch_branch(repo, Path(top), plan.remote, names, fetch_way)
+        own = plan.sources[0][0]
         for source, how in plan.sources:
+            if source != own and tips[source] is None:
+                raise LedgitError(f"--branch {source}: {plan.remote} has no such branch "
+                                  f"(git ls-remote --heads {plan.remote})", NOT_FOUND)
+            if source != own and tips.get(own) is not None:
+                how = MERGE  # the agent's branch is on the remote: never rewrite it
             done = _integrate_one(repo, board, top, plan, source, tips[source], how)
             if done is not None:
                 report.integrations.append(done)
@@ -249,6 +262,11 @@ def _loop(repo: pygit2.Repository, board: Board, top: str, plan: _Plan,
                                         expect, push_way)
         if outcome.ok:
             report.pushed = {"branch": plan.push_to, "old": expect, "new": head}
+            if branches.upstream(repo, plan.branch) is None:
+                # as git push -u: the branch now tracks what it was pushed to, so that its
+                # next syncs (--branch main too) know its commits are published
+                branches.set_upstream(repo, plan.branch, plan.remote, plan.push_to)
+                report.notes.append(f"{report.branch} now tracks {plan.remote}/{plan.push_to}")
             return
         if not outcome.reached:
             raise LedgitError(f"git push {plan.remote}: {outcome.detail}", REMOTE)
