@@ -16,6 +16,7 @@ from ledgit.core.errors import BUSY, USAGE, LedgitError
 
 REBASE = "rebase"
 MERGE = "merge"
+TREE_CACHE_LIMIT = 64 * 1024 * 1024  # bytes: a tree up to this size stays parsed in memory
 
 
 class Upstream(NamedTuple):
@@ -32,6 +33,10 @@ def open_repository(top: str, scratch: str) -> pygit2.Repository:
     ledgit's own for that). Raises LedgitError (exit 2) when libgit2 cannot open it
     (reftable refs, a partial clone, SHA-256 objects), naming the plain-Git loop."""
     follow_config_env(scratch)
+    # A board's tasks/ and history/ trees are large (~600 KB at 10,000 tasks) and a sync
+    # reads them many times: libgit2 caches no tree over 4 KB by default (git_libgit2_opts
+    # GIT_OPT_SET_CACHE_OBJECT_LIMIT), so each lookup inflated them again (bench/sync_bench.py)
+    pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
     try:
         return pygit2.Repository(top)
     except pygit2.GitError as err:

@@ -77,21 +77,55 @@ def blob_at(repo: pygit2.Repository, tree: str | None, path: str) -> bytes | Non
     return obj.data if isinstance(obj, pygit2.Blob) else None
 
 
+Entry = tuple[pygit2.Oid, int]  # a blob's id and file mode, as a tree entry holds them
+
+
+def tree_with(repo: pygit2.Repository, base: str | None,
+              changes: dict[str, Entry | None]) -> str:
+    """The tree ``base`` (hex; None: the empty tree) with each path of ``changes`` set to its
+    entry (None: removed), written and returned (hex). Only the trees on the changed paths
+    are rebuilt (a TreeBuilder each), as ``git commit`` writes only the trees a change
+    touches: at 10,000 tasks a whole index written as trees cost ~0.5 s."""
+    top: dict[str, Entry | None] = {}
+    below: dict[str, dict[str, Entry | None]] = {}
+    for path, entry in changes.items():
+        head, sep, rest = path.partition("/")
+        if sep:
+            below.setdefault(head, {})[rest] = entry
+        else:
+            top[head] = entry
+    tree = tree_of(repo, base) if base is not None else None
+    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+    for name, entry in top.items():
+        if entry is None:
+            if builder.get(name) is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, entry[0], entry[1])
+    for name, more in below.items():
+        sub = None
+        if tree is not None and name in tree and isinstance(tree[name], pygit2.Tree):
+            sub = str(tree[name].id)
+        new = tree_with(repo, sub, more)
+        if len(tree_of(repo, new)) == 0:
+            if builder.get(name) is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, new, pygit2.enums.FileMode.TREE)
+    return str(builder.write())
+
+
 def commit_staged(repo: pygit2.Repository, index: pygit2.Index, parent: str | None,
                   paths: Iterable[str], message: str,
                   who: tuple[pygit2.Signature, pygit2.Signature]) -> str:
     """A commit on ``parent`` (None: a root commit) whose tree is the parent's with each of
     ``paths`` as ``index`` holds it (absent there: removed); the rest of ``index`` (what
-    else is staged) is left out. Returns its id (hex); no ref moves."""
-    tree = pygit2.Index()
-    if parent is not None:
-        tree.read_tree(commit_of(repo, parent).tree)
-    for path in paths:
-        if path in index:
-            tree.add(index[path])
-        elif path in tree:
-            tree.remove(path)
-    oid = tree.write_tree(repo)
+    else is staged) is left out; ``who``: (author, committer). Returns its id (hex); no ref
+    moves."""
+    base = None if parent is None else str(commit_of(repo, parent).tree_id)
+    changes: dict[str, Entry | None] = {
+        p: (index[p].id, index[p].mode) if p in index else None for p in paths}
+    oid = tree_with(repo, base, changes)
     return str(repo.create_commit(None, who[0], who[1], message, oid,
                                   [] if parent is None else [parent]))
 
@@ -109,7 +143,9 @@ def merge_trees(repo: pygit2.Repository, base: str | None, ours: str, theirs: st
     if base is None:
         raise LedgitError("refusing to merge unrelated histories (no common ancestor)", USAGE)
     merged = repo.merge_trees(base, ours, theirs)
-    both = changed_paths(repo, base, ours) & changed_paths(repo, base, theirs)
+    ours_changed = changed_paths(repo, base, ours)
+    theirs_changed = changed_paths(repo, base, theirs)
+    both = ours_changed & theirs_changed
     resolved: list[str] = []
     conflicted: set[str] = set()
     for path in sorted(both):
@@ -132,7 +168,12 @@ def merge_trees(repo: pygit2.Repository, base: str | None, ours: str, theirs: st
                 conflicted.add(path)
     if conflicted:
         return TreeMerge(None, sorted(conflicted), resolved)
-    return TreeMerge(str(merged.write_tree(repo)), [], resolved)
+    # the result differs from ours only where either side changed something (a rename
+    # included: both its paths are changed): those entries, on ours' tree
+    changes: dict[str, Entry | None] = {
+        p: (merged[p].id, merged[p].mode) if p in merged else None
+        for p in ours_changed | theirs_changed}
+    return TreeMerge(tree_with(repo, ours, changes), [], resolved)
 
 
 def _put(repo: pygit2.Repository, index: pygit2.Index, path: str, data: bytes,

@@ -48,10 +48,10 @@ def _note_path(board: Board) -> str:
 def _write_note(board: Board, note: dict[str, Any]) -> None:
     path = _note_path(board)
     tmp = f"{path}.tmp-{os.getpid()}"
+    # written and renamed, not fsynced: the note must survive the sync's own death (SIGKILL),
+    # as Git's own checkout state does; a power cut may lose it like the files Git writes
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(note, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
