@@ -251,6 +251,27 @@ def test_a_killed_sync_is_finished_by_the_next(template: Template, served: tuple
     kill_and_rerun(template, served, f"{way}-{point}-{how}", way, point, at, how, again=False)
 
 
+@pytest.mark.parametrize("point", ["worktree-partial", "worktree-written"])
+def test_writes_made_after_a_killed_sync_are_kept_by_the_next(
+        template: Template, served: tuple[Path, str], point: str) -> None:
+    """The agent goes on after its sync was killed while writing the work tree: a note on
+    every task, the task the move was merging among them (its files still as the old tip
+    had them, or already as the new one has them). The next sync keeps those writes --
+    merged with the upstream's, or kept where they went on top of it -- and finishes with
+    no person."""
+    root, _url = served
+    where = root / f"writes-{point}"
+    try:
+        remote, a = copy_case(template, where, None)
+        assert run_killer(a, point).returncode == -9
+        for path in sorted((a / ".ledgit" / "tasks").glob("*.md")):
+            ledgit(a, "note", path.stem, "written after the kill", "--by", "agent-a")
+        out = rerun_finishes(remote, a, template.acked | events_in(a), again=False)
+        assert [n for n in out["notes"] if "keeping the writes made since" in n], out["notes"]
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
 @pytest.mark.stress
 @pytest.mark.parametrize(("way", "point", "at", "how"), FULL)
 def test_a_killed_sync_is_finished_by_the_next_at_every_point(
