@@ -62,6 +62,7 @@ from fleetsync import GOAL_LINE, MARKER_RE, Syncing  # noqa: E402
 from stresskit import LEDGIT, isolated_env, read_events, run  # noqa: E402
 
 ENDED = ("done", "dropped", "archived")
+GNU_TIME = "/usr/bin/time"
 
 
 # --------------------------------------------------------------------------- bookkeeping
@@ -88,6 +89,7 @@ class Agent:
     held: dict[str, float] = field(default_factory=dict)  # task -> when the claim was acked
     serial: int = 0
     failures: list[str] = field(default_factory=list)
+    loop_cpu: float | None = None  # CPU seconds of the sync loop under way (None: not in one)
 
     def token(self) -> str:
         self.serial += 1
@@ -117,13 +119,29 @@ class Fleet(Syncing):
         self.person: dict[str, int] = {}  # why a pull needed a person -> count
         self.hot: list[str] = []  # tasks every agent appends to / edits
         self.leases = False
+        self.serial = 0  # names the CPU figures' files
 
     # ------------------------------------------------------------------ commands
 
     def cmd(self, agent: Agent, op: str, args: list[str], *, git: bool = False,
             timeout: float = 300) -> Any:
+        """Run ``git ARGS`` or ``ledgit ARGS`` in the agent's work tree, timed as ``op``. In
+        a sync loop, GNU time (``/usr/bin/time``, where there is one) also counts its CPU
+        seconds and those of every process it waited for (hooks, merge drivers, ``git
+        push``'s receive-pack): the loop's cost, which the load of a busy machine stretches
+        less than its wall time."""
         argv = ["git", *args] if git else [*LEDGIT, *args]
+        measure = agent.loop_cpu is not None and os.access(GNU_TIME, os.X_OK)
+        if measure:
+            with self.lock:
+                self.serial += 1
+                out = self.tmp / f"cpu-{self.serial}"
+            argv = [GNU_TIME, "-f", "%U %S", "-o", str(out), *argv]
         res = run(argv, agent.path, agent.env, timeout=timeout)
+        if measure and agent.loop_cpu is not None:
+            user, system = out.read_text(encoding="utf-8").split()[-2:]
+            agent.loop_cpu += float(user) + float(system)
+            out.unlink()
         with self.lock:
             self.timings.setdefault(op, []).append(res.seconds)
         if not git and ("Traceback (most recent call last)" in res.err or res.code == 70):

@@ -7,7 +7,8 @@ many push attempts as the Git loop: ``--retries`` + 1).
 Either way a stop on a conflict is settled as a person would (counted, with why) and the
 agent goes on: for ``ledgit sync``, by running it again, which finishes Git's stopped rebase
 or merge. The whole of one round's loop -- from the commit to the push that landed, or to
-giving up -- is timed as ``loop``: the figure that compares ``ledgit sync`` with plain Git's
+giving up -- is timed as ``loop`` (wall seconds; ``loop cpu``: CPU seconds of every process
+it ran, where GNU time is there): the figure that compares ``ledgit sync`` with plain Git's
 commit + pull + push (docs/reliability.md, "Fleet figures").
 
 A mixin of :class:`fleet.Fleet`: it uses the fleet's ``cmd``, ``count``, ``write``, ``lock``,
@@ -40,17 +41,23 @@ class Syncing:
     timings: dict[str, list[float]]
 
     def loop(self, agent: Agent, message: str, *, final: bool = False) -> None:
-        """One round's sync by the agent's way (``agent.sync``), timed as ``loop`` (not a
-        last one: the rounds are what is compared)."""
+        """One round's sync by the agent's way (``agent.sync``), timed as ``loop``, its CPU
+        seconds as ``loop cpu`` (not a last one: the rounds are what is compared)."""
         started = time.perf_counter()
-        if agent.sync == "ledgit":
-            self.sync_ledgit(agent, final=final)
-        else:
-            self.commit(agent, message)
-            self.push(agent, final=final)
+        agent.loop_cpu = None if final else 0.0
+        try:
+            if agent.sync == "ledgit":
+                self.sync_ledgit(agent, final=final)
+            else:
+                self.commit(agent, message)
+                self.push(agent, final=final)
+        finally:
+            cpu, agent.loop_cpu = agent.loop_cpu, None
         if not final:
             with self.lock:
                 self.timings.setdefault("loop", []).append(time.perf_counter() - started)
+                if cpu:
+                    self.timings.setdefault("loop cpu", []).append(cpu)
 
     def catch_up(self, agent: Agent) -> None:
         """The last pull of a run: every agent sees the remote's tip."""
