@@ -120,6 +120,7 @@ class Fleet(Syncing):
         self.hot: list[str] = []  # tasks every agent appends to / edits
         self.leases = False
         self.serial = 0  # names the CPU figures' files
+        self.run_again: list[str] = []
 
     # ------------------------------------------------------------------ commands
 
@@ -537,6 +538,7 @@ class Fleet(Syncing):
             "load": os.getloadavg(),
             "p50_p95_seconds": timings,
             "failures": failures[:5],
+            "syncs_run_again": self.run_again[:5],
         }
 
 

@@ -37,6 +37,7 @@ class Syncing:
     baseline: bool
     retries: int
     person: dict[str, int]
+    run_again: list[str]  # what a sync run again had said
     lock: Any
     timings: dict[str, list[float]]
 
@@ -91,6 +92,8 @@ class Syncing:
             if res.code in (5, 69):
                 # another sync of a worktree sibling holds a shared ref: again, as with Git
                 self.count(f"sync exit {res.code}, run again")
+                with self.lock:
+                    self.run_again.append(f"{agent.name}: exit {res.code}: {res.err[-300:]}")
                 time.sleep(0.05)
                 continue
             agent.failures.append(f"{agent.name}: sync failed\n{res.describe()}")
