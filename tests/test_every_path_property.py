@@ -39,6 +39,7 @@ NO_DRIVER = ("-c", "merge.ledgit.driver=false")
 EDITOR = ("-c", "core.editor=true")
 DEFAULT = 3  # sequences of each kind in the default run
 FULL = 300  # of each kind for the acceptance figure (stress)
+SYNC_FULL = 100  # of each kind with a ledgit sync among the steps, for issue 32's (stress)
 SEARCH_LEVELS = (ConfigLevel.GLOBAL, ConfigLevel.XDG, ConfigLevel.SYSTEM)
 STEPS = ("rebase", "am", "cherry-pick", "squash", "amend", "reset", "push", "sync")
 
@@ -375,4 +376,16 @@ def test_random_git_sequences_full_count(tmp_path: Path, git_env: Path) -> None:
     seed = int(os.environ.get("LEDGIT_PATHS_SEED", "") or 2025)  # shards: other seeds
     tally = _sequences(tmp_path, count, seed=seed, progress=True)
     print(f"\nissue 25 acceptance: {count} lossy and {count} lossless sequences; "
+          f"step outcomes: {dict(tally)}")
+
+
+@pytest.mark.stress
+def test_random_sequences_through_ledgit_sync_full_count(tmp_path: Path, git_env: Path) -> None:
+    """Issue 32's figure: every sequence has a ``ledgit sync`` among its steps, the lossy
+    one half the time (in the count above, a sync is one step in eight)."""
+    factor = float(os.environ.get("LEDGIT_EXAMPLES_FACTOR", "") or 1)
+    count = max(1, round(SYNC_FULL * factor))
+    seed = int(os.environ.get("LEDGIT_PATHS_SEED", "") or 2032)
+    tally = _sequences(tmp_path, count, seed=seed, progress=True, with_sync=True)
+    print(f"\nissue 32: {count} lossy and {count} lossless sequences through ledgit sync; "
           f"step outcomes: {dict(tally)}")
