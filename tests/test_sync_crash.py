@@ -272,6 +272,31 @@ def test_writes_made_after_a_killed_sync_are_kept_by_the_next(
         shutil.rmtree(where, ignore_errors=True)
 
 
+def test_a_persons_edit_after_a_killed_sync_is_named_and_nothing_written(
+        template: Template, served: tuple[Path, str]) -> None:
+    """After a kill mid-checkout, a person edits ``code.py`` (a file the move was writing)
+    and the agent adds a note: the next sync names the files and writes none of them (exit
+    1, the way on in one line), the branch where it was."""
+    root, _url = served
+    where = root / "persons-edit"
+    try:
+        _remote, a = copy_case(template, where, None)
+        assert run_killer(a, "worktree-partial").returncode == -9
+        head = git("rev-parse", "HEAD", cwd=a)
+        (a / "code.py").write_text("a person's own edit\n", encoding="utf-8")
+        for path in sorted((a / ".ledgit" / "tasks").glob("*.md")):
+            ledgit(a, "note", path.stem, "written after the kill", "--by", "agent-a")
+        files = {p: p.read_bytes() for p in (a / ".ledgit").rglob("*") if p.is_file()}
+        proc = run_killer(a, None)
+        assert proc.returncode == 1 and "code.py" in proc.stderr, proc.stderr
+        assert "remove" in proc.stderr and "Traceback" not in proc.stderr
+        assert {p: p.read_bytes() for p in files} == files
+        assert (a / "code.py").read_text(encoding="utf-8") == "a person's own edit\n"
+        assert git("rev-parse", "HEAD", cwd=a) == head
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
 @pytest.mark.stress
 @pytest.mark.parametrize(("way", "point", "at", "how"), FULL)
 def test_a_killed_sync_is_finished_by_the_next_at_every_point(

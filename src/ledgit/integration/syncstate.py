@@ -37,7 +37,7 @@ from ledgit.git.remotes import last_error
 from ledgit.git.repository import no_git_env, run_git
 from ledgit.git.workupdate import checkout_paths
 from ledgit.integration.install import ATTRIBUTE_LINES, driver_command
-from ledgit.integration.syncmerge import resolve_board_file
+from ledgit.integration.syncmerge import owns, resolve_board_file
 from ledgit.integration.taskcheck import prefix_of, task_of, task_paths
 from ledgit.storage.board import Board
 
@@ -108,7 +108,9 @@ def _finish_move(repo: pygit2.Repository, board: Board, notes: list[str]) -> str
     now = branches.ref_target(repo, branch)
     if now == old:
         changed = _changed_since(repo, old, new, paths)
-        kept = _keep_writes_since(repo, board, old, new, changed)
+        # a person's file in the way: nothing is written, all is named
+        kept = [] if not all(map(owns, changed)) else \
+            _keep_writes_since(repo, board, old, new, changed)
         left = [p for p in changed if p not in kept]
         if left:
             raise LedgitError(f"a sync killed while it wrote the work tree left "
