@@ -1,4 +1,5 @@
-"""A fleet of agents on one board (issue 24 item 6): what a fleet sees, with ledgit and without.
+"""A fleet of agents on one board (issues 24 and 32, item 6): what a fleet sees, with ledgit and
+without.
 
 N agents (default 8) work against one bare remote on this machine, each in its own clone
 (``--layout clones``), or all in worktrees of one clone (``worktrees``), or both (``mixed``:
@@ -16,19 +17,24 @@ every third agent a worktree of the previous agent's clone). Every round, all ag
   (``ledgit record``), or -- rarely -- rewrites the same existing body line as others do
   (the one edit that may still need a person);
 - commits, then syncs (``git pull --rebase``, or ``--no-rebase``: ``--sync rebase|merge|mixed``,
-  mixed = alternating agents) and pushes, retrying a rejected push up to ``--retries`` times.
+  mixed = alternating agents) and pushes, retrying a rejected push up to ``--retries`` times;
+  or runs ``ledgit sync`` (``--sync ledgit``), which does all of that in one process with as
+  many push attempts (stress/fleetsync.py).
 
 ``--baseline`` runs the same script with no ledgit: plain task files edited in place, Git's own
 line merge, and a conflict settled the way a hurried agent does (take upstream's copy of the
 file and go on). The report (JSON) holds: acknowledged writes lost (and which kind), tasks
 ended by two agents, tasks held by two agents at once (overlapping acknowledged claims: from
 the claim's exit 0 to its end or to the refusal that told the agent it lost), pulls that needed
-a person and why, push retries and syncs that gave up, and p50/p95 wall seconds per operation.
+a person and why, push retries and syncs that gave up, and p50/p95 wall seconds per operation
+-- ``loop`` is one round's whole sync: commit + pull + push with their retries, or the
+``ledgit sync`` that did the same.
 
 Run by hand for the figures (docs/reliability.md)::
 
-    python stress/fleet.py --agents 8 --rounds 25 --layout clones --sync mixed
-    python stress/fleet.py --agents 8 --rounds 25 --layout clones --sync mixed --baseline
+    python stress/fleet.py --agents 8 --rounds 25 --layout mixed --sync ledgit
+    python stress/fleet.py --agents 8 --rounds 25 --layout mixed --sync mixed
+    python stress/fleet.py --agents 8 --rounds 25 --layout mixed --sync rebase --baseline
 
 stress/test_fleet.py runs a short form in CI. Uses the real ``ledgit`` console script
 (:mod:`stresskit`), and its remote leases when the board has them (``ledgit lease list``).
@@ -52,11 +58,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from fleetsync import GOAL_LINE, MARKER_RE, Syncing  # noqa: E402
 from stresskit import LEDGIT, isolated_env, read_events, run  # noqa: E402
 
-MARKER_RE = re.compile(r"^(<{7}|={7}|>{7}|\|{7})( .*)?$")
 ENDED = ("done", "dropped", "archived")
-GOAL_LINE = "The goal line that several agents rewrite."
+GNU_TIME = "/usr/bin/time"
 
 
 # --------------------------------------------------------------------------- bookkeeping
@@ -78,19 +84,21 @@ class Agent:
     name: str
     path: Path
     env: dict[str, str]
-    sync: str  # "rebase" | "merge"
+    sync: str  # "rebase" | "merge" | "ledgit"
     rng: Any
     held: dict[str, float] = field(default_factory=dict)  # task -> when the claim was acked
     serial: int = 0
     failures: list[str] = field(default_factory=list)
+    loop_cpu: float | None = None  # CPU seconds of the sync loop under way (None: not in one)
 
     def token(self) -> str:
         self.serial += 1
         return f"w-{self.name}-{self.serial}"
 
 
-class Fleet:
-    """The shared state of one run: the remote, the agents, and every figure."""
+class Fleet(Syncing):
+    """The shared state of one run: the remote, the agents, and every figure; how the
+    agents sync is :class:`fleetsync.Syncing`'s."""
 
     def __init__(self, tmp: Path, *, agents: int, rounds: int, tasks: int, layout: str,
                  sync: str, baseline: bool, retries: int, seed: int) -> None:
@@ -111,13 +119,30 @@ class Fleet:
         self.person: dict[str, int] = {}  # why a pull needed a person -> count
         self.hot: list[str] = []  # tasks every agent appends to / edits
         self.leases = False
+        self.serial = 0  # names the CPU figures' files
+        self.run_again: list[str] = []
 
     # ------------------------------------------------------------------ commands
 
     def cmd(self, agent: Agent, op: str, args: list[str], *, git: bool = False,
             timeout: float = 300) -> Any:
+        """Run ``git ARGS`` or ``ledgit ARGS`` in the agent's work tree, timed as ``op``. In
+        a sync loop, GNU time (``/usr/bin/time``, where there is one) also counts its CPU
+        seconds and those of every process it waited for (hooks, merge drivers, ``git
+        push``'s receive-pack): the loop's cost, which the load of a busy machine stretches
+        less than its wall time."""
         argv = ["git", *args] if git else [*LEDGIT, *args]
+        measure = agent.loop_cpu is not None and os.access(GNU_TIME, os.X_OK)
+        if measure:
+            with self.lock:
+                self.serial += 1
+                out = self.tmp / f"cpu-{self.serial}"
+            argv = [GNU_TIME, "-f", "%U %S", "-o", str(out), *argv]
         res = run(argv, agent.path, agent.env, timeout=timeout)
+        if measure and agent.loop_cpu is not None:
+            user, system = out.read_text(encoding="utf-8").split()[-2:]
+            agent.loop_cpu += float(user) + float(system)
+            out.unlink()
         with self.lock:
             self.timings.setdefault(op, []).append(res.seconds)
         if not git and ("Traceback (most recent call last)" in res.err or res.code == 70):
@@ -181,6 +206,8 @@ class Fleet:
                 run([*LEDGIT, "install"], path, aenv)
             sync = self.sync_mode if self.sync_mode != "mixed" else (
                 "rebase" if i % 2 == 0 else "merge")
+            if sync == "ledgit" and self.baseline:
+                sync = "rebase"  # plain Git's loop that ledgit sync replaces
             self.agents.append(Agent(name, path, aenv, sync, random.Random(
                 f"{self.seed}:{name}")))
         if not self.baseline:
@@ -410,143 +437,6 @@ class Fleet:
         elif roll < 0.49:
             self.hand_edit(agent, same_line=True)
 
-    # ------------------------------------------------------------------ git
-
-    def commit(self, agent: Agent, message: str) -> None:
-        what = "tasks" if self.baseline else ".ledgit"
-        self.cmd(agent, "git add", ["add", "-A", what], git=True)
-        if self.cmd(agent, "git diff", ["diff", "--cached", "--quiet"], git=True).code == 0:
-            return
-        res = self.cmd(agent, "commit", ["commit", "-q", "-m", message], git=True)
-        if res.code != 0:
-            agent.failures.append(f"{agent.name}: commit refused\n{res.describe()}")
-
-    def pull(self, agent: Agent) -> bool:
-        """``git pull --rebase`` or ``--no-rebase``; a stop settled as a person would
-        (counted, with why). False when it could not be settled."""
-        how = "--rebase" if agent.sync == "rebase" else "--no-rebase"
-        for attempt in range(8):
-            res = self.cmd(agent, f"pull {how}", ["pull", "-q", how, "--no-edit", "origin",
-                                                  "main"], git=True)
-            if res.code == 0:
-                return True
-            if not self.unmerged(agent):
-                # A worktree sibling holds the shared ref lock, or a stale state: again.
-                self.abort(agent)
-                time.sleep(0.05 * (attempt + 1))
-                continue
-            return self.settle(agent, res)
-        agent.failures.append(f"{agent.name}: pull failed\n{res.describe()}")
-        return False
-
-    def unmerged(self, agent: Agent) -> list[str]:
-        res = self.cmd(agent, "git diff", ["diff", "--name-only", "--diff-filter=U"],
-                       git=True)
-        return res.out.split()
-
-    def abort(self, agent: Agent) -> None:
-        git_dir = Path(self.cmd(agent, "git rev-parse", ["rev-parse", "--git-dir"],
-                                git=True).out.strip())
-        git_dir = git_dir if git_dir.is_absolute() else agent.path / git_dir
-        if (git_dir / "rebase-merge").exists() or (git_dir / "rebase-apply").exists():
-            self.cmd(agent, "git rebase", ["rebase", "--abort"], git=True)
-        elif (git_dir / "MERGE_HEAD").exists():
-            self.cmd(agent, "git merge", ["merge", "--abort"], git=True)
-
-    def settle(self, agent: Agent, first: Any) -> bool:
-        """A pull stopped on conflicts: a person looks (counted by why) and settles it."""
-        self.count("pulls that needed a person")
-        rebase = agent.sync == "rebase"
-        for _ in range(50):
-            paths = self.unmerged(agent)
-            if not paths:
-                break
-            for rel in paths:
-                why = self.why(agent, rel)
-                with self.lock:
-                    self.person[why] = self.person.get(why, 0) + 1
-                if not self.fix(agent, rel, why, rebase):
-                    agent.failures.append(f"{agent.name}: {rel} ({why}) could not be "
-                                          f"settled\n{first.describe()}")
-                    self.abort(agent)
-                    return False
-            if rebase:
-                res = self.cmd(agent, "git rebase", ["-c", "core.editor=true", "rebase",
-                                                     "--continue"], git=True)
-                if res.code == 0:
-                    return True
-            else:
-                res = self.cmd(agent, "commit", ["commit", "-q", "--no-edit"], git=True)
-                return res.code == 0 or self._fail(agent, res)
-        return True
-
-    def _fail(self, agent: Agent, res: Any) -> bool:
-        agent.failures.append(f"{agent.name}: could not conclude\n{res.describe()}")
-        return False
-
-    def why(self, agent: Agent, rel: str) -> str:
-        path = agent.path / rel
-        if not path.exists():
-            return "a file deleted on one side"
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if rel.endswith(".jsonl"):
-            return "a history"
-        head, _, body = text.partition("\n---\n")
-        if self.baseline:
-            return ("the same body lines" if not any(MARKER_RE.match(ln)
-                                                    for ln in head.splitlines())
-                    else "the task's fields (front matter)")
-        head = text[4:].partition("\n---\n")[0] if text.startswith("---\n") else head
-        if any(MARKER_RE.match(ln) for ln in head.splitlines()):
-            return "the task's fields (front matter)"
-        if any(MARKER_RE.match(ln) for ln in body.splitlines()):
-            # Inside the markers: the goal line (rewritten by several agents) or only lines
-            # appended at the end (which must never stop a pull).
-            inside, conflicted = False, []
-            for ln in body.splitlines():
-                if MARKER_RE.match(ln):
-                    inside = not ln.startswith(">" * 7)
-                elif inside:
-                    conflicted.append(ln)
-            return ("the same body lines" if any(GOAL_LINE in ln for ln in conflicted)
-                    else "body lines (appends)")
-        return "other"
-
-    def fix(self, agent: Agent, rel: str, why: str, rebase: bool) -> bool:
-        if self.baseline:
-            # The hurried agent: upstream's copy of the file, and on ("ours" in a rebase).
-            side = "--ours" if rebase else "--theirs"
-            if self.cmd(agent, "git checkout", ["checkout", side, "--", rel],
-                        git=True).code != 0:
-                self.cmd(agent, "git rm", ["rm", "-q", "--", rel], git=True)
-                return True
-            return self.cmd(agent, "git add", ["add", "--", rel], git=True).code == 0
-        m = re.fullmatch(r"\.ledgit/tasks/(.+)\.md", rel)
-        if not m or why not in ("the same body lines", "body lines (appends)"):
-            return False
-        # Keep both sides' lines, drop the markers, record the edit.
-        path = agent.path / rel
-        text = path.read_text(encoding="utf-8")
-        lines = [ln for ln in text.split("\n") if not MARKER_RE.match(ln)]
-        path.write_text("\n".join(lines), encoding="utf-8")
-        if self.write(agent, "record", ["record", m.group(1)])[0] != 0:
-            return False
-        self.cmd(agent, "git add", ["add", rel, f".ledgit/history/{m.group(1)}.jsonl"],
-                 git=True)
-        return True
-
-    def push(self, agent: Agent, final: bool = False) -> None:
-        retries = 1000 if final else self.retries
-        for attempt in range(retries + 1):
-            if not self.pull(agent):
-                return
-            res = self.cmd(agent, "push", ["push", "-q", "origin", "HEAD:main"], git=True)
-            if res.code == 0:
-                return
-            if attempt < retries:
-                self.count("push retries")
-        self.count("syncs that gave up")
-
     # ------------------------------------------------------------------ the run
 
     def round(self, round_no: int) -> None:
@@ -556,8 +446,7 @@ class Fleet:
             try:
                 barrier.wait(timeout=900)
                 self.work(agent, round_no)
-                self.commit(agent, f"{agent.name}: round {round_no}")
-                self.push(agent)
+                self.loop(agent, f"{agent.name}: round {round_no}")
             except Exception as exc:  # noqa: BLE001 - reported in the figures
                 agent.failures.append(f"{agent.name}: r{round_no}: {type(exc).__name__}: "
                                       f"{exc}")
@@ -574,10 +463,9 @@ class Fleet:
         for r in range(self.rounds):
             self.round(r)
         for agent in self.agents:  # the last push, then everyone pulls
-            self.commit(agent, f"{agent.name}: final")
-            self.push(agent, final=True)
+            self.loop(agent, f"{agent.name}: final", final=True)
         for agent in self.agents:
-            self.pull(agent)
+            self.catch_up(agent)
         for agent in self.agents:  # release what is still held, for the intervals
             for task in list(agent.held):
                 self.hold_ends(agent, task)
@@ -650,6 +538,7 @@ class Fleet:
             "load": os.getloadavg(),
             "p50_p95_seconds": timings,
             "failures": failures[:5],
+            "syncs_run_again": self.run_again[:5],
         }
 
 
@@ -676,7 +565,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=25)
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--layout", choices=("clones", "worktrees", "mixed"), default="clones")
-    parser.add_argument("--sync", choices=("rebase", "merge", "mixed"), default="mixed")
+    parser.add_argument("--sync", choices=("rebase", "merge", "mixed", "ledgit"),
+                        default="mixed", help="ledgit: ledgit sync (with --baseline: plain "
+                        "Git's commit + pull --rebase + push)")
     parser.add_argument("--retries", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--baseline", action="store_true", help="the same script, no ledgit")

@@ -1,17 +1,20 @@
-"""The fleet simulation (issue 24 item 6, stress/fleet.py): the short form in CI, the full form
-with ``pytest -m stress`` (8 agents x 25 rounds; or run ``python stress/fleet.py`` by hand for
-the figures, docs/reliability.md).
+"""The fleet simulation (issue 24 item 6, issue 32 item 6, stress/fleet.py): the short form in
+CI, the full form with ``pytest -m stress`` (8 agents x 25 rounds; or run ``python
+stress/fleet.py`` by hand for the figures, docs/reliability.md).
 
-What must hold with ledgit: no acknowledged write lost, no task left unreadable, the remote
-verifies, and a pull needs a person only for edits of the same body lines (appends never).
-With remote leases (issue 24 item 1) also: no task ended by two agents, none held by two at
-once. The baseline (the same script, plain Git) only has to run and report.
+What must hold with ledgit, whether the agents sync through Git's own loop (``git pull``, the
+hooks and the merge driver) or with ``ledgit sync``: no acknowledged write lost, no task left
+unreadable, the remote verifies, and a pull needs a person only for edits of the same body
+lines (appends never). With remote leases (issue 24 item 1) also: no task ended by two
+agents, none held by two at once. The baseline (the same script, plain Git) only has to run
+and report.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from fleet import run_fleet
 from stresskit import Figures, Scale
@@ -25,6 +28,25 @@ def test_fleet_with_ledgit(scale: Scale, tmp_path: Path, figures: Figures) -> No
                        seed=scale.seed)
     print(f"\nfleet: {json.dumps(report)}")
     figures.update({k: v for k, v in report.items() if k != "p50_p95_seconds"})
+    holds(report)
+
+
+def test_fleet_with_ledgit_sync(scale: Scale, tmp_path: Path, figures: Figures) -> None:
+    """Every agent syncs with ``ledgit sync`` (worktrees of one clone among them): the same
+    guarantees, with no Git commit, pull or push of the agents' own."""
+    report = run_fleet(tmp_path, agents=scale.pick(3, 8), rounds=scale.pick(2, 25),
+                       tasks=scale.pick(20, 200), layout="mixed", sync="ledgit",
+                       seed=scale.seed)
+    print(f"\nfleet with ledgit sync: {json.dumps(report)}")
+    figures.update({k: v for k, v in report.items() if k != "p50_p95_seconds"})
+    holds(report)
+    timed = report["p50_p95_seconds"]
+    assert timed["sync"]["n"] >= timed["loop"]["n"] > 0
+    assert not {"commit", "pull --rebase", "pull --no-rebase", "push"} & set(timed)
+
+
+def holds(report: dict[str, Any]) -> None:
+    """What must hold with ledgit (module docstring)."""
     assert report["failures"] == []
     assert report["acknowledged_writes"] > 0
     assert report["acknowledged_writes_lost"] == 0, report["lost_by_kind"]

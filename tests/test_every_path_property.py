@@ -1,12 +1,17 @@
 """Acceptance of issue 25 over random sequences of real Git commands, with ``ledgit install``:
 rebases (conflicts settled by merging again, or by taking upstream's board), ``am -3``,
 cherry-picks, squash merges, amends, resets and forced pushes to a bare remote whose
-``pre-receive`` is ledgit's. Each step of a sequence is lossy or lossless by construction:
+``pre-receive`` is ledgit's -- and ``ledgit sync`` (issue 32), which commits, integrates what
+another clone pushed meanwhile and pushes. Each step of a sequence is lossy or lossless by
+construction:
 
 * a lossy step is refused by a hook (the ref does not move), or -- where it went through,
   because Git had rewritten the index and work tree first (issue 36: ``reset --hard``,
   ``--mixed``) -- the hook said so and named ``ledgit restore-events OLD``, ``ledgit verify
-  --ref-update`` names it, and that restore brings every event back;
+  --ref-update`` names it, and that restore brings every event back; a lossy ``ledgit sync``
+  (a commit, or a work tree, holding the task as an older commit had it) is refused by its
+  own checks or the remote's ``pre-receive``, or its merge brings every event back to the
+  remote: it never pushes a loss;
 * a lossless step is never refused, and its result holds every event it must.
 
 The default run draws :data:`DEFAULT` sequences of each kind; the ``stress`` test draws
@@ -23,9 +28,11 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pygit2
 import pytest
-from gitflow import LEDGIT, commit_all, create, event_ids, git_rc, ledgit, new_repo
+from gitflow import LEDGIT, Result, commit_all, create, event_ids, git_rc, ledgit, new_repo
 from gitutil import git
+from pygit2.enums import ConfigLevel
 
 pytest_plugins = ["gitutil"]
 
@@ -34,7 +41,9 @@ NO_DRIVER = ("-c", "merge.ledgit.driver=false")
 EDITOR = ("-c", "core.editor=true")
 DEFAULT = 3  # sequences of each kind in the default run
 FULL = 300  # of each kind for the acceptance figure (stress)
-STEPS = ("rebase", "am", "cherry-pick", "squash", "amend", "reset", "push")
+SYNC_FULL = 100  # of each kind with a ledgit sync among the steps, for issue 32's (stress)
+SEARCH_LEVELS = (ConfigLevel.GLOBAL, ConfigLevel.XDG, ConfigLevel.SYSTEM)
+STEPS = ("rebase", "am", "cherry-pick", "squash", "amend", "reset", "push", "sync")
 
 
 def _events(repo: Path, rev: str, tid: str) -> set[str]:
@@ -68,6 +77,9 @@ def _template(root: Path) -> tuple[Path, str]:
     for name in ("post-checkout", "post-merge", "post-rewrite"):  # the index only: not tested
         (repo / ".git" / "hooks" / name).unlink()
     assert git_rc(repo, "push", "-q", "origin", "main", env={"LEDGIT": LEDGIT}).returncode == 0
+    other = root / "other"  # another agent's clone, which moves the server for ledgit sync
+    git("clone", "-q", str(server), str(other), cwd=root)
+    git("remote", "set-url", "origin", "../server.git", cwd=other)  # a copy finds its own
     return repo, tid
 
 
@@ -76,6 +88,7 @@ class Run:
 
     def __init__(self, root: Path, tid: str, rng: random.Random) -> None:
         self.repo, self.tid, self.rng = root / "repo", tid, rng
+        self.server, self.other = root / "server.git", root / "other"
         self.outcomes: list[tuple[str, bool, str]] = []  # (step, lossy, outcome)
         self.said = ""  # what Git and the hooks said on stderr during the current step
         self.claimed = git("rev-parse", ":/^claim", cwd=self.repo)  # before main's events
@@ -246,9 +259,69 @@ class Run:
             else "lost"
 
 
-def _sequences(tmp_path: Path, count: int, seed: int, *,
-               progress: bool = False) -> Counter[tuple[bool, str]]:
-    """``count`` lossy and ``count`` lossless random sequences; the outcome of each step."""
+    def _sync(self, lossy: bool, before: dict[str, str]) -> str:
+        """``ledgit sync`` on main after the other clone moved the server (an event of the
+        task, or only code) or not. Lossless: a new event here, committed or not. Lossy: the
+        task as the claim's commit had it (its later events gone), committed with
+        ``--no-verify`` or left in the work tree. 'ok' (lossless) or 'restored' (lossy) when
+        the server holds every event of its old tip, of main and of the work tree;
+        'refused' when a check refused (the commit, the merge, or the remote's pre-receive)."""
+        moved = self.rng.choice(["none", "task", "code"])
+        if moved != "none":
+            self.move_server(moved == "task")
+        must = _events(self.server, "main", self.tid) | _events(self.repo, "main", self.tid)
+        task, hist = f".ledgit/tasks/{self.tid}.md", f".ledgit/history/{self.tid}.jsonl"
+        if lossy:
+            self.g("checkout", self.claimed, "--", task, hist)
+            if self.rng.random() < 0.5:
+                self.g("commit", "-q", "--no-verify", "-m", "the task as it was")
+        else:
+            ledgit(self.repo, "update", self.tid, "--next-action",
+                   f"s{self.rng.randrange(10**9)}", "--by", "agent-s")
+            must |= set(event_ids((self.repo / hist).read_text()))
+            if self.rng.random() < 0.5:
+                commit_all(self.repo, "an event to sync")
+        how = ["--merge"] if self.rng.random() < 0.3 else []
+        proc = sync(self.repo, *how)
+        if proc.code == 0:
+            assert self.rev("main") == git("rev-parse", "main", cwd=self.server)
+            if not must <= _events(self.server, "main", self.tid):
+                return "lost"
+            return "restored" if lossy else "ok"
+        refused = proc.code == 1 and ": growth: " in proc.err
+        # back to main before the step, then up to the server's tip (the other's events)
+        self.g("reset", "-q", "--hard", before["main"], env={"LEDGIT_ALLOW_REWRITE": "1"})
+        assert sync(self.repo).code == 0
+        return "refused" if refused else f"failed: {proc.err[-400:]}"
+
+    def move_server(self, task: bool) -> None:
+        """The other clone pushes with ``ledgit sync``: an event of the task and code, or
+        code only."""
+        if task:
+            ledgit(self.other, "update", self.tid, "--label", f"o{self.rng.randrange(10**9)}",
+                   "--by", "agent-o")
+        (self.other / "other.txt").write_text(f"{self.rng.random()}\n")
+        git("add", "other.txt", cwd=self.other)
+        proc = sync(self.other)
+        assert proc.code == 0, proc.text
+
+
+def sync(cwd: Path, *args: str) -> Result:
+    """``ledgit sync ARGS`` in ``cwd``, in this process (:func:`gitflow.ledgit`), with the
+    server's pre-receive finding ledgit; libgit2's config search path put back after."""
+    saved = {level: pygit2.settings.search_path[level] for level in SEARCH_LEVELS}
+    try:
+        return ledgit(cwd, "sync", *args, env={"LEDGIT": LEDGIT}, code=None)
+    finally:
+        for level, path in saved.items():
+            pygit2.settings.search_path[level] = path
+
+
+def _sequences(tmp_path: Path, count: int, seed: int, *, progress: bool = False,
+               with_sync: bool = False) -> Counter[tuple[bool, str]]:
+    """``count`` lossy and ``count`` lossless random sequences; the outcome of each step
+    (``with_sync``: each sequence has a ``ledgit sync`` among its steps, and its lossy step
+    is that sync half the time)."""
     template, tid = _template(tmp_path / "template")
     tally: Counter[tuple[bool, str]] = Counter()
     rng = random.Random(seed)
@@ -259,11 +332,18 @@ def _sequences(tmp_path: Path, count: int, seed: int, *,
         run = Run(root, tid, random.Random(rng.randrange(1 << 30)))
         names = [rng.choice(STEPS) for _ in range(rng.randint(1, 3))]
         lossy_at = rng.randrange(len(names)) if lossy_run else -1
+        if with_sync and "sync" not in names:
+            at = rng.randrange(len(names) + 1)
+            names.insert(at, "sync")
+            if lossy_run and rng.random() < 0.5:
+                lossy_at = at
+            elif lossy_at >= at:
+                lossy_at += 1
         for i, name in enumerate(names):
             result = run.step(name, i == lossy_at)
-            if i == lossy_at and result == "lost":
-                result = _detect_and_restore(run, name)
-            tally[(i == lossy_at, result)] += 1
+            if i == lossy_at and result == "lost" and name != "sync":
+                result = _detect_and_restore(run, name)  # ledgit sync never pushes a loss
+            tally[(i == lossy_at, result if name != "sync" else f"{result} (sync)")] += 1
             assert result in ("refused", "ok", "restored"), (n, names, i, run.outcomes)
             if i == lossy_at:
                 assert result in ("refused", "restored"), (n, names, i, run.outcomes)
@@ -291,7 +371,8 @@ def _detect_and_restore(run: Run, name: str) -> str:
 
 
 def test_random_git_sequences_lose_nothing_silently(tmp_path: Path, git_env: Path) -> None:
-    tally = _sequences(tmp_path, DEFAULT, seed=25)
+    """The default run: each sequence has a ``ledgit sync`` among its steps (issue 32)."""
+    tally = _sequences(tmp_path, DEFAULT, seed=25, with_sync=True)
     print(f"\nstep outcomes (lossy, outcome): {dict(tally)}")
     assert sum(n for (lossy, _), n in tally.items() if lossy) == DEFAULT
 
@@ -303,4 +384,16 @@ def test_random_git_sequences_full_count(tmp_path: Path, git_env: Path) -> None:
     seed = int(os.environ.get("LEDGIT_PATHS_SEED", "") or 2025)  # shards: other seeds
     tally = _sequences(tmp_path, count, seed=seed, progress=True)
     print(f"\nissue 25 acceptance: {count} lossy and {count} lossless sequences; "
+          f"step outcomes: {dict(tally)}")
+
+
+@pytest.mark.stress
+def test_random_sequences_through_ledgit_sync_full_count(tmp_path: Path, git_env: Path) -> None:
+    """Issue 32's figure: every sequence has a ``ledgit sync`` among its steps, the lossy
+    one half the time (in the count above, a sync is one step in eight)."""
+    factor = float(os.environ.get("LEDGIT_EXAMPLES_FACTOR", "") or 1)
+    count = max(1, round(SYNC_FULL * factor))
+    seed = int(os.environ.get("LEDGIT_PATHS_SEED", "") or 2032)
+    tally = _sequences(tmp_path, count, seed=seed, progress=True, with_sync=True)
+    print(f"\nissue 32: {count} lossy and {count} lossless sequences through ledgit sync; "
           f"step outcomes: {dict(tally)}")

@@ -212,8 +212,10 @@ def _commit_board(repo: pygit2.Repository, board: Board, top: str, branch: str,
         who = branches.signature(repo, "author"), branches.signature(repo)
         text = message or _message(tasks, len(paths))
         commit = treemerge.commit_staged(repo, index, parent, paths, text, who)
-        branches.move_ref(repo, branch, parent, commit, f"ledgit sync: {text.splitlines()[0]}")
+        # the index first: a sync killed between the two leaves the board staged (as after
+        # git add), not a branch ahead of an index that would commit the events away
         index.write()
+        branches.move_ref(repo, branch, parent, commit, f"ledgit sync: {text.splitlines()[0]}")
     return {"commit": commit, "tasks": tasks, "paths": len(paths)}
 
 

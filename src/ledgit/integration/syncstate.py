@@ -8,7 +8,10 @@ merge in process.
   (``<private dir>/sync-move.json``: the branch, old and new tip, the paths) is written first
   and removed last, so a sync killed in between is finished by the next one
   (:func:`finish_interrupted`): the files still at the old or the new tip are brought to the
-  new one and the branch moved; a file someone changed since is named and left alone.
+  new one and the branch moved. A task an agent's ledgit write changed since keeps that
+  write: its files are merged with the new tip's by ledgit's policy (or kept, when the write
+  went on top of the new tip's); any other file someone changed since is named and left
+  alone.
 * :func:`let_git_integrate`: ``git rebase`` or ``git merge`` run with ledgit's merge driver
   given for that one command (``-c``, as ``ledgit forge update`` runs it), for a conflict
   ledgit leaves to Git or a person. Where Git stops, the sync stops with exit 1 naming the
@@ -27,15 +30,19 @@ from typing import Any
 import pygit2
 
 from ledgit.core.errors import CHECK_FAILED, USAGE, LedgitError
+from ledgit.core.history import HistoryError, parse_events
 from ledgit.git import branches, treemerge
 from ledgit.git.forge import driver_settings, unmerged_paths
 from ledgit.git.remotes import last_error
 from ledgit.git.repository import no_git_env, run_git
 from ledgit.git.workupdate import checkout_paths
 from ledgit.integration.driverconfig import ATTRIBUTE_LINES, driver_command
+from ledgit.integration.syncmerge import owns, resolve_board_file
+from ledgit.integration.taskcheck import prefix_of, task_of, task_paths
 from ledgit.storage.board import Board
 
 NOTE = "sync-move.json"
+TASK_LOCK_WAIT = 30.0  # seconds the finish of a killed move waits for a write in flight
 _REBASING = (pygit2.enums.RepositoryState.REBASE, pygit2.enums.RepositoryState.REBASE_MERGE,
              pygit2.enums.RepositoryState.REBASE_INTERACTIVE,
              pygit2.enums.RepositoryState.APPLY_MAILBOX_OR_REBASE)
@@ -101,39 +108,108 @@ def _finish_move(repo: pygit2.Repository, board: Board, notes: list[str]) -> str
     now = branches.ref_target(repo, branch)
     if now == old:
         changed = _changed_since(repo, old, new, paths)
-        if changed:
+        # a person's file in the way: nothing is written, all is named
+        kept = [] if not all(map(owns, changed)) else \
+            _keep_writes_since(repo, board, old, new, changed)
+        left = [p for p in changed if p not in kept]
+        if left:
             raise LedgitError(f"a sync killed while it wrote the work tree left "
-                              f"{', '.join(changed)} changed since; check them, then remove "
+                              f"{', '.join(left)} changed since; check them, then remove "
                               f"{_note_path(board)} and run ledgit sync again", CHECK_FAILED)
-        force = pygit2.enums.CheckoutStrategy.FORCE
-        repo.checkout_tree(  # type: ignore[no-untyped-call]
-            treemerge.commit_of(repo, new).tree, paths=paths, strategy=force)
+        rest = [p for p in paths if p not in kept]
+        if rest:  # (no paths at all would check out the whole tree)
+            force = pygit2.enums.CheckoutStrategy.FORCE
+            repo.checkout_tree(  # type: ignore[no-untyped-call]
+                treemerge.commit_of(repo, new).tree, paths=rest, strategy=force)
         branches.move_ref(repo, branch, old, new, note.get("message") or "ledgit sync")
         notes.append(f"finished the work-tree move of an interrupted sync "
-                     f"({(old or 'unborn')[:12]}..{new[:12]})")
+                     f"({(old or 'unborn')[:12]}..{new[:12]})"
+                     + (f", keeping the writes made since in {len(kept) // 2} task(s)"
+                        if kept else ""))
     os.unlink(_note_path(board))
     return old if now == old else None
+
+
+def _trees(repo: pygit2.Repository, old: str | None, new: str) -> tuple[str | None, str]:
+    return (None if old is None else str(treemerge.commit_of(repo, old).tree_id),
+            str(treemerge.commit_of(repo, new).tree_id))
+
+
+def _work_file(repo: pygit2.Repository, path: str) -> bytes | None:
+    """The work tree's ``path`` (None: absent). Raises OSError when it cannot be read."""
+    try:
+        with open(os.path.join(repo.workdir, path), "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
 
 
 def _changed_since(repo: pygit2.Repository, old: str | None, new: str,
                    paths: Sequence[str]) -> list[str]:
     """The ``paths`` whose work-tree file is neither as commit ``old`` nor as ``new`` has it."""
-    trees = [None if old is None else str(treemerge.commit_of(repo, old).tree_id),
-             str(treemerge.commit_of(repo, new).tree_id)]
-    top = repo.workdir
+    trees = _trees(repo, old, new)
     found = []
     for path in paths:
         try:
-            with open(os.path.join(top, path), "rb") as fh:
-                data: bytes | None = fh.read()
-        except FileNotFoundError:
-            data = None
+            data = _work_file(repo, path)
         except OSError:
             found.append(path)
             continue
         if all(treemerge.blob_at(repo, t, path) != data for t in trees):
             found.append(path)
     return found
+
+
+def _keep_writes_since(repo: pygit2.Repository, board: Board, old: str | None, new: str,
+                       changed: Sequence[str]) -> list[str]:
+    """The task files and histories among ``changed`` -- rewritten since the killed sync's
+    move began, by a ledgit write that went on -- brought to hold commit ``new``'s version
+    too, in the work tree, under each task's lock: a history holding every event of
+    ``new``'s was written on top of it and is kept as it is, with its task file; otherwise
+    both files are merged with ``new``'s by ledgit's policy (base: ``old``'s), as the sync
+    would have merged them. Returns the paths kept (both files of each task); a task whose
+    files do not merge cleanly is left out."""
+    trees = _trees(repo, old, new)
+    tasks = {(prefix, task) for prefix in {prefix_of(p) for p in changed} if prefix is not None
+             for task in (task_of(p, prefix) for p in changed) if task is not None}
+    kept: list[str] = []
+    for prefix, task in sorted(tasks):
+        pair = task_paths(prefix, task)
+        with board.lock(task, TASK_LOCK_WAIT):
+            try:
+                ours = [_work_file(repo, p) for p in pair]
+            except OSError:
+                continue
+            base, theirs = ([treemerge.blob_at(repo, t, p) for p in pair] for t in trees)
+            if not _holds_events(ours[1], theirs[1], task):
+                md = resolve_board_file(pair[0], base[0], ours[0], theirs[0])
+                hist = resolve_board_file(pair[1], base[1], ours[1], theirs[1])
+                if md is None or hist is None:
+                    continue
+                _write(os.path.join(repo.workdir, pair[1]), hist)  # the history first
+                _write(os.path.join(repo.workdir, pair[0]), md)
+        kept += pair
+    return kept
+
+
+def _holds_events(data: bytes | None, other: bytes | None, task: str) -> bool:
+    """History ``data`` holds every event of history ``other`` (both present, readable)."""
+    if data is None or other is None:
+        return False
+    try:
+        have = {e["id"] for e in parse_events(data, task)}
+        return all(e["id"] in have for e in parse_events(other, task))
+    except HistoryError:
+        return False
+
+
+def _write(path: str, data: bytes) -> None:
+    """Write ``path`` whole through a temp file and a rename (no half-written task file)."""
+    tmp = os.path.join(os.path.dirname(path),
+                       f".{os.path.basename(path)}.tmp-sync-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
 
 
 def _finish_git(repo: pygit2.Repository, top: str, notes: list[str]) -> None:
