@@ -130,12 +130,16 @@ def test_import_a_board_made_by_the_real_cli(yylo: Yylo, lg: CliRun) -> None:
     assert board.read(deploy).fields["depends_on"] == [ci, tests]
     assert board.read(deploy).body == "Deploy to production\n"
     events = parse_events(board.read_history_text(ci) or "", ci)
-    assert [e["op"] for e in events] == ["create", "import", "import", "import"]
-    assert [e["meta"].get("source_op") for e in events] == [None, "update", "update", "mark"]
-    assert all(e["actor"] == "yylo:cli" for e in events)
+    # the import root (a genesis by ledgit, docs/merge.md "One task added twice"), then the
+    # source's own events as import events, each naming the op it was in the source
+    assert [e["op"] for e in events] == ["create", "import", "import", "import", "import"]
+    assert events[0]["actor"] == "ledgit" and "meta" not in events[0]
+    assert [e["meta"].get("source_op") for e in events[1:]] == ["create", "update", "update",
+                                                                 "mark"]
+    assert all(e["actor"] == "yylo:cli" for e in events[1:])
     dep_events = parse_events(board.read_history_text(deploy) or "", deploy)
-    assert [e["meta"].get("source_op") for e in dep_events] == [None, "reconcile", "mark"]
-    assert dep_events[1]["actor"] == "yylo:external-edit"
+    assert [e["meta"].get("source_op") for e in dep_events[1:]] == ["create", "reconcile", "mark"]
+    assert dep_events[2]["actor"] == "yylo:external-edit"
 
     # an edit YYLO never recorded: one more import event on top of the ledger's
     path.write_text(path.read_text().replace("deployed", "deployed to prod"))
