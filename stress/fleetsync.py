@@ -104,16 +104,20 @@ class Syncing:
         """``ledgit sync`` stopped in Git's rebase or merge: a person settles each conflicted
         file (counted by why) and adds it; the next ``ledgit sync`` finishes the rest."""
         self.count("pulls that needed a person")
-        for rel in self.unmerged(agent):
-            why = self.why(agent, rel)
-            with self.lock:
-                self.person[why] = self.person.get(why, 0) + 1
-            if not self.fix(agent, rel, why, True):
-                agent.failures.append(f"{agent.name}: {rel} ({why}) could not be settled\n"
-                                      f"{first.describe()}")
-                self.abort(agent)
-                return False
-        return True
+        return all(self.settle_file(agent, rel, first, True) for rel in self.unmerged(agent))
+
+    def settle_file(self, agent: Agent, rel: str, first: Any, rebase: bool) -> bool:
+        """A person settles one conflicted file (counted by why) and adds it; when that cannot
+        be done the failure is recorded and Git's stopped operation aborted."""
+        why = self.why(agent, rel)
+        with self.lock:
+            self.person[why] = self.person.get(why, 0) + 1
+        if self.fix(agent, rel, why, rebase):
+            return True
+        agent.failures.append(f"{agent.name}: {rel} ({why}) could not be settled\n"
+                              f"{first.describe()}")
+        self.abort(agent)
+        return False
 
     # ------------------------------------------------------------------ the Git loop
 
@@ -166,15 +170,8 @@ class Syncing:
             paths = self.unmerged(agent)
             if not paths:
                 break
-            for rel in paths:
-                why = self.why(agent, rel)
-                with self.lock:
-                    self.person[why] = self.person.get(why, 0) + 1
-                if not self.fix(agent, rel, why, rebase):
-                    agent.failures.append(f"{agent.name}: {rel} ({why}) could not be "
-                                          f"settled\n{first.describe()}")
-                    self.abort(agent)
-                    return False
+            if not all(self.settle_file(agent, rel, first, rebase) for rel in paths):
+                return False
             if rebase:
                 res = self.cmd(agent, "git rebase", ["-c", "core.editor=true", "rebase",
                                                      "--continue"], git=True)
