@@ -1,7 +1,8 @@
 """Fixtures of the reliability suite (issue 7) and the figures it reports.
 
-Every test takes ``scale``: it runs once as ``[small]`` (the default run, CI) and once as
-``[full]`` (marked ``stress``: ``pytest -m stress``). ``LEDGIT_STRESS_FACTOR`` multiplies the
+Every test takes ``scale``: it runs once as ``[small]`` (marked ``reliability``: ``pytest -m
+reliability``, which CI runs after the default run) and once as ``[full]`` (marked ``stress``:
+``pytest -m stress``). ``LEDGIT_STRESS_FACTOR`` multiplies the
 sizes, ``LEDGIT_STRESS_SEED`` repeats a run. Figures (runs, kills, cases, events, merges,
 conflicts, seconds) are printed in a "ledgit stress figures" section at the end, and written
 as JSON lines to ``$LEDGIT_STRESS_REPORT`` when that is set.
@@ -22,7 +23,8 @@ from stresskit import Figures, Scale, git, isolated_env, ledgit, make_scale
 os.environ.setdefault("LEDGIT_WATCH", "0")
 
 
-@pytest.fixture(params=["small", pytest.param("full", marks=pytest.mark.stress)])
+@pytest.fixture(params=[pytest.param("small", marks=pytest.mark.reliability),
+                        pytest.param("full", marks=pytest.mark.stress)])
 def scale(request: pytest.FixtureRequest) -> Scale:
     return make_scale(str(request.param))
 

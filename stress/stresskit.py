@@ -42,7 +42,8 @@ LOCK_MARKERS = ("database is locked", "database table is locked", "is busy", "lo
 
 @dataclass(frozen=True)
 class Scale:
-    """How big a run is: ``small`` (the default suite) or ``full`` (``pytest -m stress``).
+    """How big a run is: ``small`` (``pytest -m reliability``, CI) or ``full`` (``pytest -m
+    stress``).
 
     ``LEDGIT_STRESS_FACTOR`` (a float) multiplies every size; ``LEDGIT_STRESS_SEED`` fixes
     the random seed (printed with the figures, so a failing run can be repeated).

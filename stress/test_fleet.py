@@ -1,6 +1,6 @@
 """The fleet simulation (issue 24 item 6, issue 32 item 6, stress/fleet.py): the short form in
-CI, the full form with ``pytest -m stress`` (8 agents x 25 rounds; or run ``python
-stress/fleet.py`` by hand for the figures, docs/reliability.md).
+CI (``pytest -m reliability``), the full form with ``pytest -m stress`` (8 agents x 25 rounds;
+or run ``python stress/fleet.py`` by hand for the figures, docs/reliability.md).
 
 What must hold with ledgit, whether the agents sync through Git's own loop (``git pull``, the
 hooks and the merge driver) or with ``ledgit sync``: no acknowledged write lost, no task left

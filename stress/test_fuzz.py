@@ -2,8 +2,8 @@
 
 Hypothesis drives each target with arbitrary bytes and with valid seeds damaged the way a
 hostile or broken tool would (tags, anchors, controls, BOM/CRLF, duplicated or swapped lines,
-JSON values of the wrong type, patches that are not RFC 6902, deep nesting). Small run: a few
-hundred cases each; full run (``-m stress``): at least 10,000 each.
+JSON values of the wrong type, patches that are not RFC 6902, deep nesting). Small run (``-m
+reliability``): a few hundred cases each; full run (``-m stress``): at least 10,000 each.
 
 The laws: no exception other than LedgitError (one line) from ``parse_record``; ``verify``
 returns problems and never raises; the driver exits 0 or 1, never prints a traceback, leaves

@@ -370,6 +370,7 @@ def _detect_and_restore(run: Run, name: str) -> str:
         else f"not restored {name}"
 
 
+@pytest.mark.reliability
 def test_random_git_sequences_lose_nothing_silently(tmp_path: Path, git_env: Path) -> None:
     """The default run: each sequence has a ``ledgit sync`` among its steps (issue 32)."""
     tally = _sequences(tmp_path, DEFAULT, seed=25, with_sync=True)
