@@ -95,6 +95,17 @@ def test_a_mistyped_subcommand_gets_a_suggestion(capsys: pytest.CaptureFixture[s
     assert code == 2 and "Did you mean 'add'?" in err
 
 
+@pytest.mark.parametrize(("topic", "hint"), [(["snyc"], "did you mean 'sync'?"),
+                                             (["item", "ad"], "did you mean 'item add'?"),
+                                             (["qqqqzz"], None)])
+def test_help_on_a_mistyped_command_gets_a_suggestion(capsys: pytest.CaptureFixture[str],
+                                                      topic: list[str], hint: str | None) -> None:
+    code, out, err = run(capsys, "help", *topic)
+    assert code == 2 and not out and len(err.splitlines()) == 1
+    assert f"no command '{' '.join(topic)}'" in err
+    assert (hint in err) if hint else "did you mean" not in err
+
+
 def test_every_command_ends_its_help_with_an_example() -> None:
     missing = []
     for name, command in every_command():

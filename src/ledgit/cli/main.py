@@ -293,7 +293,11 @@ def help_cmd(ctx: click.Context, topic: tuple[str, ...]) -> int:
         sub = (command.get_command(parent, word) if isinstance(command, click.Group)
                else None)
         if sub is None:
-            raise click.UsageError(f"no command {' '.join([*words, word])!r}; "
+            known = (command.list_commands(parent) if isinstance(command, click.Group) else [])
+            close = difflib.get_close_matches(word, known, n=3, cutoff=0.6)
+            hint = (f"did you mean {' or '.join(repr(' '.join([*words, c])) for c in close)}? "
+                    if close else "")
+            raise click.UsageError(f"no command {' '.join([*words, word])!r}; {hint}"
                                    f"the commands: ledgit --help", ctx)
         words.append(word)
         if isinstance(command, LazyGroup):
