@@ -20,10 +20,8 @@ from __future__ import annotations
 import contextlib
 import difflib
 import importlib
-import json
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -33,10 +31,7 @@ from ledgit.cli.argspec import ARG, FLAG, MULTI, Param, Spec
 from ledgit.cli.clitypes import WholeNumber, range_words
 from ledgit.cli.commands.running import guarded, run_spec
 from ledgit.cli.commands.table import BY, GROUPS, JSON, SPECS
-from ledgit.cli.helpdoc import cli_reference, json_sections
-from ledgit.cli.mcpconfig import CLIENTS, client_config
-from ledgit.core.errors import EXIT_CODES, OK, USAGE, LedgitError
-from ledgit.operations.extrahint import install_hint
+from ledgit.core.errors import EXIT_CODES, OK, USAGE
 
 # Subcommand name -> "module:attribute" of a click.Command. One line per command; other
 # modules add theirs here (e.g. "merge-driver": "ledgit.hooks.mergedriver:command").
@@ -85,8 +80,8 @@ COMMANDS: dict[str, str] = {
     "merge-driver": "ledgit.cli.gitcli:merge_driver_cmd",
     "forge": "ledgit.cli.main:forge_group",
     "sync": "ledgit.cli.main:sync_cmd",
-    "help": "ledgit.cli.main:help_cmd",
-    "mcp": "ledgit.cli.main:mcp_cmd",
+    "help": "ledgit.cli.helpcmd:help_cmd",
+    "mcp": "ledgit.cli.mcpcli:mcp_cmd",
 }
 
 # ``ledgit --help`` lists the commands in these sections, in this order (issue 18); a command
@@ -204,7 +199,7 @@ class LazyGroup(click.Group):
         command = getattr(importlib.import_module(module_name), attr)
         if not isinstance(command, click.Command):
             raise TypeError(f"{spec} is not a click command")
-        _add_examples(command, cmd_name)
+        add_examples(command, cmd_name)
         return command
 
     def resolve_command(self, ctx: click.Context,
@@ -247,14 +242,14 @@ def summary(command: click.Command) -> str:
     return text if end < 0 else text[:end + 1]
 
 
-def _add_examples(command: click.Command, path: str) -> None:
+def add_examples(command: click.Command, path: str) -> None:
     """Give ``command`` (and a group's subcommands) its :data:`EXAMPLES` line as epilog."""
     example = EXAMPLES.get(path)
     if example and not command.epilog:
         command.epilog = f"Example:\n\n\b\n  {example}"
     if isinstance(command, click.Group):
         for name, sub in command.commands.items():
-            _add_examples(sub, f"{path} {name}")
+            add_examples(sub, f"{path} {name}")
 
 
 MAIN_HELP = ("ledgit: task state for coding agents, kept in the Git repository.\n\n"
@@ -276,46 +271,6 @@ def cli() -> None:
 
 cli.epilog = ("More: ledgit help COMMAND (each ends with an example); the JSON shapes of "
               "--json: ledgit help json. Plumbing, run by Git: " + ", ".join(PLUMBING) + ".")
-
-
-@click.command("help")
-@click.argument("topic", nargs=-1)
-@click.pass_context
-def help_cmd(ctx: click.Context, topic: tuple[str, ...]) -> int:
-    """Help on ledgit, a command (ledgit help item add), or json: every --json shape."""
-    if list(topic) == ["json"]:
-        click.echo(json_shapes(), nl=False)
-        return OK
-    parent = ctx.parent or ctx
-    command: click.Command = cli
-    words: list[str] = []
-    for word in topic:
-        sub = (command.get_command(parent, word) if isinstance(command, click.Group)
-               else None)
-        if sub is None:
-            known = (command.list_commands(parent) if isinstance(command, click.Group) else [])
-            close = difflib.get_close_matches(word, known, n=3, cutoff=0.6)
-            hint = (f"did you mean {' or '.join(repr(' '.join([*words, c])) for c in close)}? "
-                    if close else "")
-            raise click.UsageError(f"no command {' '.join([*words, word])!r}; {hint}"
-                                   f"the commands: ledgit --help", ctx)
-        words.append(word)
-        if isinstance(command, LazyGroup):
-            _add_examples(sub, " ".join(words))
-        command = sub
-    name = " ".join(["ledgit", *words])
-    with click.Context(command, info_name=name) as sub_ctx:
-        click.echo(command.get_help(sub_ctx))
-    return OK
-
-
-def json_shapes() -> str:
-    """The JSON shapes of every ``--json``: the paragraphs and code blocks of the command
-    reference (docs/cli.md, shipped in the package as ``ledgit/data/cli.md``) that state
-    one, under their command's heading."""
-    # (the reference is read by `ledgit help json` only)
-
-    return json_sections(cli_reference())
 
 
 # --------------------------------------------------------------------------- running
@@ -398,7 +353,7 @@ def click_command(spec: Spec) -> click.Command:
     for param in reversed(spec.params):
         callback = click_param(param)(callback)
     command = click.command(spec.name[-1], help=spec.help)(callback)
-    _add_examples(command, " ".join(spec.name))
+    add_examples(command, " ".join(spec.name))
     return command
 
 
@@ -460,57 +415,3 @@ sync_cmd = _command("sync")
 
 __all__ = ["COMMANDS", "LazyGroup", "by_option", "cli", "click_command", "click_param",
            "json_option", "run"]
-
-
-@click.command("mcp")
-@click.option("--http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="HTTP address; another than 127.0.0.1 needs a bearer token.")
-@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True,
-              help="HTTP port.")
-@click.option("--token", default=None, envvar="LEDGIT_MCP_TOKEN",
-              help="Bearer token required on every HTTP request (or $LEDGIT_MCP_TOKEN).")
-@click.option("--allow-root", "allow_roots", multiple=True, metavar="PATH",
-              help="Also serve boards under PATH to a tool's root (repeatable; default: the "
-                   "start board, its registered projects, boards under the start directory).")
-@click.option("--root", "start", type=click.Path(exists=True, file_okay=False,
-                                                 path_type=Path),
-              default=None, metavar="DIR",
-              help="Start in DIR: its board is the default one (default: the working "
-                   "directory; LEDGIT_ROOT still pins it).")
-@click.option("--max-answer-bytes", type=click.IntRange(8_192, None), default=65_536,
-              show_default=True, metavar="N",
-              help="The most bytes of JSON in one answer; lists page and bodies come in "
-                   "pieces to fit.")
-@click.option("--print-config", "print_config", is_flag=True,
-              help="Print the JSON that registers this server with an MCP client (the "
-                   "absolute command of this installation, the board root) and exit.")
-@click.option("--client", type=click.Choice(CLIENTS), default=None,
-              help="With --print-config: the client's shape (default generic: mcpServers).")
-def mcp_cmd(http: bool, host: str, port: int, token: str | None,
-            allow_roots: tuple[str, ...] = (), start: Path | None = None,
-            max_answer_bytes: int = 65_536, print_config: bool = False,
-            client: str | None = None) -> int:
-    """Serve the board to agents over the Model Context Protocol (docs/mcp.md): stdio by
-    default. Needs the extra: pip install -e '.[mcp]' in a checkout of ledgit."""
-    if client is not None and not print_config:
-        raise LedgitError("--client needs --print-config", USAGE)
-    if print_config:
-        if http or allow_roots:
-            raise LedgitError("--print-config prints the stdio server's entry: give it "
-                              "without --http and --allow-root", USAGE)
-        click.echo(json.dumps(client_config(client or "generic", start), indent=2))
-        return OK
-    # $LEDGIT_MCP_TOKEN exported for an HTTP server must not stop a stdio one: only a
-    # --token given on the command line is refused without --http.
-    given = click.get_current_context().get_parameter_source("token")
-    if not http and (host != "127.0.0.1" or (token and given is not
-                                             click.core.ParameterSource.ENVIRONMENT)):
-        raise LedgitError("--host and --token need --http", USAGE)
-    try:
-        from ledgit.mcp.server import serve  # optional: the [mcp] extra
-    except ImportError as exc:
-        raise LedgitError(f"ledgit mcp needs the MCP SDK: {install_hint('mcp')} ({exc})",
-                          USAGE) from None
-    return serve(http=http, host=host, port=port, token=token, allow_roots=allow_roots,
-                 start=start, max_answer_bytes=max_answer_bytes)
