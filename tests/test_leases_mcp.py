@@ -8,7 +8,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from leaseutil import clone, lease_record, lg, make_remote
+from gitutil import git
+from leaseutil import clone, lease_record, lease_refs, lg, make_remote
 
 pytest.importorskip("mcp", reason="the MCP SDK (pip install -e '.[mcp]')")
 
@@ -53,3 +54,31 @@ def test_mcp_claim_and_heartbeat_hold_the_remote_lease(tmp_path: Path,
 
     anyio.run(run)
     assert json.loads(lease_record(remote, task).splitlines()[-1])["by"] == "bob"
+
+
+def test_mcp_release_of_a_task_whose_file_is_not_here_ends_the_lease(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As ``ledgit release`` (issue 36 item 2): on a branch without the task, the claimant's
+    release through the claim tool still ends its own lease; another actor's is 'no task'."""
+    for name in ("LEDGIT_ACTOR", "LEDGIT_ROOT"):
+        monkeypatch.delenv(name, raising=False)
+    remote, _, (task,) = make_remote(tmp_path)
+    a = clone(remote, tmp_path / "a")
+    lg(a, "claim", task, "--by", "alice")
+    git("checkout", "-q", "--orphan", "elsewhere", cwd=a)  # a branch without the task
+    git("rm", "-rqf", ".", cwd=a)
+    lg(a, "init")
+
+    async def run() -> None:
+        async with in_process(a, "legacy") as client:
+            error = await fail(client, "claim", {"task": task, "by": "bob",
+                                                 "action": "release"})
+            assert error["code"] == 4
+            got = await call(client, "claim", {"task": task, "by": "alice",
+                                               "action": "release"})
+            assert (got["id"], got["op"], got["written"], got["meta"]) == (
+                task, "release", False, {"lease": "released"})
+            assert "status" not in got and "revision" not in got  # no task file here
+
+    anyio.run(run)
+    assert lease_refs(remote) == {}

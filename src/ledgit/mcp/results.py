@@ -68,11 +68,13 @@ class Created(TypedDict):
 
 class Written(TypedDict):
     # ``written`` false: nothing changed; ``meta``: op details (``item``, ``took_over_from``);
-    # ``held_by``: {by, since, until}, only when someone else holds a live claim on the task
+    # ``held_by``: {by, since, until}, only when someone else holds a live claim on the task;
+    # ``status`` and ``revision`` absent: a release/heartbeat of the actor's lease on a task
+    # whose file is not here (``meta.lease``: released or renewed)
     id: str
     op: str
-    status: str
-    revision: str
+    status: NotRequired[str]
+    revision: NotRequired[str]
     actor: str
     written: bool
     meta: dict[str, Any]

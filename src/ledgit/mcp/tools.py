@@ -47,6 +47,7 @@ from ledgit.mcp.results import (
 from ledgit.operations import claims, notes, paging, stateitems, transitions
 from ledgit.operations.arguments import resolve_ids, resolve_or_keep, split_list, status_of
 from ledgit.operations.leases import board_leases
+from ledgit.operations.leasestep import LEASE_DONE, lease_without_task
 from ledgit.operations.projects import resolve_settings
 from ledgit.operations.rows import filters_of
 from ledgit.operations.writing import write_task
@@ -182,9 +183,20 @@ def build_tools(boards: Boards, budget: int = MAX_ANSWER_BYTES) -> list[Tool]:
     def mutation(board: Board, task: str, by: str | None, expect: str | None,
                  op: Callable[..., Any], *, take_over: bool = False,
                  offline: bool = False, lease_op: str | None = None) -> Written:
-        written, record, result, actor, held_by = write_task(
-            task, by, expect, op, board, take_over=take_over, offline=offline,
-            lease_op=lease_op)
+        try:
+            written, record, result, actor, held_by = write_task(
+                task, by, expect, op, board, take_over=take_over, offline=offline,
+                lease_op=lease_op)
+        except LedgitError as exc:
+            # As ledgit release/heartbeat: the actor's own lease on a task whose file is
+            # not on this branch is released or renewed all the same (issue 36 item 2).
+            if exc.code != NOT_FOUND or lease_op is None or offline:
+                raise
+            actor = actor_name(by, board.root_str)
+            if lease_without_task(board, task.strip(), lease_op, actor) is None:
+                raise
+            return Written(id=task.strip(), op=lease_op, actor=actor,
+                           meta={"lease": LEASE_DONE[lease_op]}, written=False)
         shape = Written(id=record.id, op=result.op, status=record.fields["status"],
                         revision=record.revision, actor=actor, meta=result.meta or {},
                         written=written)
