@@ -1,0 +1,61 @@
+"""``ledgit sync`` at the edges of Git (issue 32, found by trying to break it): a shallow
+clone, a sparse checkout, a rebase Git stopped while the agent kept writing. Real clones of a
+bare remote; each test is what a user of several clones would do.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from gitutil import git
+from leaseutil import clone, lg, make_remote
+
+from ledgit.core.record import parse_record
+
+
+def notes_of(repo: Path, task: str) -> list[str]:
+    record = parse_record((repo / ".ledgit" / "tasks" / f"{task}.md").read_bytes(), "t")
+    return sorted(str(n["text"]) for n in record.fields.get("notes") or [])
+
+
+def sync(repo: Path, *args: str, check: int | None = 0) -> dict[str, object]:
+    proc = lg(repo, "sync", "--json", *args, check=check)
+    return json.loads(proc.stdout) if proc.returncode == 0 else {"stderr": proc.stderr,
+                                                                   "code": proc.returncode}
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> tuple[Path, Path, Path, list[str]]:
+    """A bare remote with a board of 2 tasks and a code file (.gitattributes committed, as
+    ``ledgit install`` commits it), and two clones A and B."""
+    remote, seed, ids = make_remote(tmp_path, tasks=2)
+    (seed / "code.py").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    (seed / ".gitattributes").write_text(".ledgit/tasks/*.md merge=ledgit\n"
+                                         ".ledgit/history/*.jsonl merge=ledgit\n",
+                                         encoding="utf-8")
+    git("add", "-A", cwd=seed)
+    git("commit", "-q", "-m", "code", cwd=seed)
+    git("push", "-q", "origin", "main", cwd=seed)
+    a, b = clone(remote, tmp_path / "A"), clone(remote, tmp_path / "B")
+    return remote, a, b, ids
+
+
+def test_a_shallow_clone_stays_whole(fleet: tuple[Path, Path, Path, list[str]],
+                                     tmp_path: Path) -> None:
+    """A ``--depth 1`` clone syncs a task both sides changed: both notes kept, and Git can
+    still walk the clone's history (libgit2 1.9.7's fetch dropped ``.git/shallow``, leaving
+    commits whose parents are missing; the next sync was an internal error)."""
+    remote, a, _b, ids = fleet
+    shallow = tmp_path / "S"
+    git("clone", "-q", "--depth", "1", f"file://{remote}", str(shallow), cwd=tmp_path)
+    lg(a, "note", ids[0], "from A", "--by", "agent-a")
+    sync(a)
+    lg(shallow, "note", ids[0], "from S", "--by", "agent-s")
+    out = sync(shallow)
+    assert out["pushed"] is not None
+    assert (shallow / ".git" / "shallow").is_file()
+    git("log", "--oneline", cwd=shallow)  # fails on a missing parent
+    assert notes_of(shallow, ids[0]) == ["from A", "from S"]
+    assert git("rev-parse", "main", cwd=remote) == git("rev-parse", "HEAD", cwd=shallow)
