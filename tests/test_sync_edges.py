@@ -59,3 +59,45 @@ def test_a_shallow_clone_stays_whole(fleet: tuple[Path, Path, Path, list[str]],
     git("log", "--oneline", cwd=shallow)  # fails on a missing parent
     assert notes_of(shallow, ids[0]) == ["from A", "from S"]
     assert git("rev-parse", "main", cwd=remote) == git("rev-parse", "HEAD", cwd=shallow)
+
+
+def test_writes_made_while_git_holds_a_stopped_rebase_ride_along(
+        fleet: tuple[Path, Path, Path, list[str]]) -> None:
+    """A code conflict stops B's sync in Git's rebase; B's agent goes on writing (notes on
+    the task the rebase still has to pick, and on another); the person resolves code.py and
+    runs ``ledgit sync``: the rebase finishes and every note of both sides is pushed (it
+    refused before with "git rebase: failed": ``git rebase --continue`` will not go on over
+    unstaged changes, and said so on stdout)."""
+    remote, a, b, ids = fleet
+    for repo, word in ((a, "alpha"), (b, "beta")):
+        (repo / "code.py").write_text(f"one\n{word}\nthree\n", encoding="utf-8")
+        git("commit", "-q", "-am", f"code {word}", cwd=repo)
+        lg(repo, "note", ids[0], f"note {word}", "--by", word)
+    sync(a)
+    assert "code.py" in str(sync(b, check=1)["stderr"])
+    lg(b, "note", ids[0], "while stopped", "--by", "beta")
+    lg(b, "note", ids[1], "other while stopped", "--by", "beta")
+    (b / "code.py").write_text("one\nalpha and beta\nthree\n", encoding="utf-8")
+    git("add", "code.py", cwd=b)
+    done = sync(b)
+    assert done["pushed"] is not None
+    assert git("status", "--porcelain", cwd=b) == ""
+    assert git("rev-parse", "main", cwd=remote) == git("rev-parse", "HEAD", cwd=b)
+    assert notes_of(b, ids[0]) == ["note alpha", "note beta", "while stopped"]
+    assert notes_of(b, ids[1]) == ["other while stopped"]
+    assert lg(b, "verify", "--all").returncode == 0
+
+
+def test_a_refusal_git_gives_on_stdout_is_quoted(
+        fleet: tuple[Path, Path, Path, list[str]]) -> None:
+    """A rebase stopped at an ``edit`` with the person's own unstaged change: sync cannot
+    continue it and quotes Git's reason (Git writes it on stdout), not "failed"."""
+    _remote, a, _b, _ids = fleet
+    (a / "code.py").write_text("one\ntwo\nthree\nfour\n", encoding="utf-8")
+    git("commit", "-q", "-am", "four", cwd=a)
+    git("rebase", "-q", "-i", "HEAD~1", cwd=a,
+        env={"GIT_SEQUENCE_EDITOR": "sed -i 1s/^pick/edit/"})
+    (a / "code.py").write_text("one\ntwo\nthree\nfour\nfive\n", encoding="utf-8")
+    out = sync(a, check=1)
+    assert "failed" not in str(out["stderr"]) and "git add" in str(out["stderr"])
+    assert (a / "code.py").read_text(encoding="utf-8") == "one\ntwo\nthree\nfour\nfive\n"

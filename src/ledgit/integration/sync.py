@@ -131,7 +131,9 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
     lock = os.path.join(board.private_str, "locks", "sync.lock")
     os.makedirs(os.path.dirname(lock), exist_ok=True)
     with FileLock(lock, LOCK_WAIT, "another ledgit sync is running in this worktree"):
-        start = syncstate.finish_interrupted(repo, board, top, report.notes)
+        start = syncstate.finish_interrupted(
+            repo, board, top, report.notes,
+            lambda: _commit_board(repo, board, top, "HEAD", None, commit=False))
         plan = _plan(repo, options, board, top)
         report.branch = plan.branch.removeprefix("refs/heads/")
         report.remote = plan.remote
@@ -178,10 +180,11 @@ def _plan(repo: pygit2.Repository, options: SyncOptions, board: Board, top: str)
 
 
 def _commit_board(repo: pygit2.Repository, board: Board, top: str, branch: str,
-                  message: str | None) -> dict[str, Any] | None:
+                  message: str | None, *, commit: bool = True) -> dict[str, Any] | None:
     """Commit what changed under the board (step 1); the commit's JSON, None when nothing
     changed. Raises LedgitError (exit 1) when the hook's checks refuse it: nothing is
-    committed and Git's index file is left as it was."""
+    committed and Git's index file is left as it was. Without ``commit``, the checked
+    changes are only staged (for the commit a stopped ``git rebase`` picks); returns None."""
     prefix = _prefix(board, top)
     parent = branches.ref_target(repo, branch)
     directory = f"{prefix}{LEDGIT_DIR}/"
@@ -209,14 +212,17 @@ def _commit_board(repo: pygit2.Repository, board: Board, top: str, branch: str,
             raise LedgitError(f"{lines}\nledgit sync: nothing committed: {len(problems)} "
                               f"problem(s) in the board's changes (a hand edit of a task file "
                               f"is recorded with: ledgit record ID)", CHECK_FAILED)
+        if not commit:
+            index.write()
+            return None
         who = branches.signature(repo, "author"), branches.signature(repo)
         text = message or _message(tasks, len(paths))
-        commit = treemerge.commit_staged(repo, index, parent, paths, text, who)
+        made = treemerge.commit_staged(repo, index, parent, paths, text, who)
         # the index first: a sync killed between the two leaves the board staged (as after
         # git add), not a branch ahead of an index that would commit the events away
         index.write()
-        branches.move_ref(repo, branch, parent, commit, f"ledgit sync: {text.splitlines()[0]}")
-    return {"commit": commit, "tasks": tasks, "paths": len(paths)}
+        branches.move_ref(repo, branch, parent, made, f"ledgit sync: {text.splitlines()[0]}")
+    return {"commit": made, "tasks": tasks, "paths": len(paths)}
 
 
 def _blob(repo: pygit2.Repository, index: pygit2.Index, path: str) -> bytes | None:

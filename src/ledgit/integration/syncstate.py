@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,15 +82,19 @@ def move_work_tree(repo: pygit2.Repository, board: Board, branch: str, old: str 
     os.unlink(_note_path(board))
 
 
-def finish_interrupted(repo: pygit2.Repository, board: Board, top: str,
-                       notes: list[str]) -> str | None:
+def finish_interrupted(repo: pygit2.Repository, board: Board, top: str, notes: list[str],
+                       stage_board: Callable[[], object]) -> str | None:
     """Finish what a killed sync or a stopped Git left (module docstring), before a new sync
-    starts; appends what was done to ``notes``. Returns the old tip of a move it finished
-    (the index rows of its tasks need refreshing), else None. Raises LedgitError: exit 1
-    while Git still holds unresolved conflicts, or a file of an interrupted move was changed
-    since; exit 2 for a stopped operation sync does not finish (cherry-pick, revert, am)."""
+    starts; appends what was done to ``notes``. ``stage_board`` stages the board's changes
+    (checked) before Git continues a stopped rebase: ``git rebase --continue`` does not go
+    on over unstaged changes, and an agent keeps writing while a person resolves a
+    conflict -- those writes ride in the commit being picked. Returns the old tip of a move
+    it finished (the index rows of its tasks need refreshing), else None. Raises
+    LedgitError: exit 1 while Git still holds unresolved conflicts, or a file of an
+    interrupted move was changed since; exit 2 for a stopped operation sync does not
+    finish (cherry-pick, revert, am)."""
     finished = _finish_move(repo, board, notes)
-    _finish_git(repo, top, notes)
+    _finish_git(repo, top, notes, stage_board)
     return finished
 
 
@@ -212,7 +216,8 @@ def _write(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _finish_git(repo: pygit2.Repository, top: str, notes: list[str]) -> None:
+def _finish_git(repo: pygit2.Repository, top: str, notes: list[str],
+                stage_board: Callable[[], object]) -> None:
     """Continue a rebase or merge Git stopped (one that an earlier sync handed to Git, or
     any other) once the person resolved it; refuse while conflicts remain."""
     state = repo.state()
@@ -229,6 +234,8 @@ def _finish_git(repo: pygit2.Repository, top: str, notes: list[str]) -> None:
         raise LedgitError(f"the {what} Git stopped still has conflicts in {', '.join(left)}: "
                           f"resolve them (task files: ledgit resolve), git add them, then run "
                           f"ledgit sync again (or: git {what} --abort)", CHECK_FAILED)
+    if rebasing:
+        stage_board()
     args = ["rebase", "--continue"] if rebasing else ["commit", "--no-edit"]
     _git_with_driver(top, args, what, "the stopped " + what)
     notes.append(f"finished the {what} Git had stopped")
@@ -260,6 +267,8 @@ def _git_with_driver(top: str, args: Sequence[str], what: str, subject: str) -> 
                           f"task file ledgit could merge is merged): resolve them (task files: "
                           f"ledgit resolve), git add them, then run ledgit sync again (or: "
                           f"git {what} --abort)", CHECK_FAILED)
-    said = last_error(os.fsdecode(proc.stderr), "failed")
+    # git rebase --continue says why it will not go on on stdout, over several lines
+    said = last_error(os.fsdecode(proc.stderr).strip()
+                      or " ".join(os.fsdecode(proc.stdout).split()), "failed")
     raise LedgitError(f"git {args[0]}: {said} ({subject}; nothing else changed: run ledgit "
                       f"sync again when it is fixed)", CHECK_FAILED)
