@@ -101,3 +101,48 @@ def test_a_refusal_git_gives_on_stdout_is_quoted(
     out = sync(a, check=1)
     assert "failed" not in str(out["stderr"]) and "git add" in str(out["stderr"])
     assert (a / "code.py").read_text(encoding="utf-8") == "one\ntwo\nthree\nfour\nfive\n"
+
+
+def _sparse_fleet(fleet: tuple[Path, Path, Path, list[str]],
+                  *sparse: str) -> tuple[Path, Path, list[str]]:
+    """src/a.txt pushed by B; A then checks out only .ledgit (and the top files), with
+    ``git sparse-checkout set SPARSE... .ledgit``; B then changes src/a.txt and a task."""
+    _remote, a, b, ids = fleet
+    (b / "src").mkdir()
+    (b / "src" / "a.txt").write_text("x\n", encoding="utf-8")
+    git("add", "src", cwd=b)
+    git("commit", "-q", "-m", "src", cwd=b)
+    git("push", "-q", "origin", "main", cwd=b)
+    git("pull", "-q", cwd=a)
+    git("sparse-checkout", "set", *sparse, ".ledgit", cwd=a)
+    (b / "src" / "a.txt").write_text("y\n", encoding="utf-8")
+    git("commit", "-q", "-am", "src again", cwd=b)
+    lg(b, "note", ids[0], "from B", "--by", "agent-b")
+    sync(b)
+    return a, b, ids
+
+
+def test_a_sparse_checkout_keeps_its_cone(fleet: tuple[Path, Path, Path, list[str]]) -> None:
+    """A file outside A's sparse cone changed upstream: A's sync takes it into the index
+    and leaves it out of the work tree, as Git does (libgit2 knows no skip-worktree bit:
+    it refused, naming the absent file as A's own uncommitted change)."""
+    a, _b, ids = _sparse_fleet(fleet)
+    lg(a, "note", ids[0], "from A", "--by", "agent-a")
+    out = sync(a)
+    assert out["pushed"] is not None
+    assert not (a / "src").exists()
+    assert git("status", "--porcelain", cwd=a) == ""
+    assert git("show", "HEAD:src/a.txt", cwd=a) == "y"
+    assert notes_of(a, ids[0]) == ["from A", "from B"]
+
+
+def test_a_sparse_index_is_refused_in_one_line(
+        fleet: tuple[Path, Path, Path, list[str]]) -> None:
+    """A sparse index, which libgit2 cannot read: exit 2 naming the way on, nothing
+    committed (it was an internal error, exit 70)."""
+    a, _b, ids = _sparse_fleet(fleet, "--sparse-index")
+    lg(a, "note", ids[0], "from A", "--by", "agent-a")
+    head = git("rev-parse", "HEAD", cwd=a)
+    out = sync(a, check=2)
+    assert "sparse" in str(out["stderr"]) and "internal error" not in str(out["stderr"])
+    assert git("rev-parse", "HEAD", cwd=a) == head

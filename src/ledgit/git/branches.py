@@ -31,18 +31,24 @@ def open_repository(top: str, scratch: str) -> pygit2.Repository:
     """The repository of the work tree at ``top`` (a linked worktree too), reading the
     config files Git would read (:func:`follow_config_env`; ``scratch``: a directory of
     ledgit's own for that). Raises LedgitError (exit 2) when libgit2 cannot open it
-    (reftable refs, a partial clone, SHA-256 objects), naming the plain-Git loop."""
+    (reftable refs, a partial clone, SHA-256 objects, a sparse index), naming the plain-Git
+    loop."""
     follow_config_env(scratch)
     # A board's tasks/ and history/ trees are large (~600 KB at 10,000 tasks) and a sync
     # reads them many times: libgit2 caches no tree over 4 KB by default (git_libgit2_opts
     # GIT_OPT_SET_CACHE_OBJECT_LIMIT), so each lookup inflated them again (bench/sync_bench.py)
     pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
     try:
-        return pygit2.Repository(top)
+        repo = pygit2.Repository(top)
+        repo.index.read(False)  # a sparse index ('sdir') is one libgit2 cannot read
     except pygit2.GitError as err:
+        hint = " (a sparse index: git sparse-checkout init --no-sparse-index)" if "sdir" in \
+            str(err) else ""
         raise LedgitError(
-            f"{top}: libgit2 cannot open this repository ({err}); sync it with Git itself: "
-            "git add .ledgit && git commit && git pull --rebase && git push", USAGE) from None
+            f"{top}: libgit2 cannot open this repository ({err}){hint}; sync it with Git "
+            "itself: git add .ledgit && git commit && git pull --rebase && git push",
+            USAGE) from None
+    return repo
 
 
 def follow_config_env(scratch: str) -> None:

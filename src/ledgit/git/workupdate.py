@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import pygit2
 
 from ledgit.core.errors import CHECK_FAILED, LedgitError
+from ledgit.git.remotes import last_error
+from ledgit.git.repository import run_git
 from ledgit.git.treemerge import commit_of
 
 
@@ -65,8 +67,18 @@ def checkout_paths(repo: pygit2.Repository, old: str | None, new: str,
     """Write ``paths`` as commit ``new`` has them (absent there: removed) into the work tree
     and the index, where they are as commit ``old`` (HEAD, not moved yet) has them. A path
     the user changed since ``old`` -- in the work tree or staged -- stops it before any file
-    is written: LedgitError (exit 1) naming the paths (libgit2's safe checkout)."""
+    is written: LedgitError (exit 1) naming the paths (libgit2's safe checkout). In a sparse
+    checkout Git does it (``git read-tree -m -u OLD NEW``, one process): libgit2 knows no
+    skip-worktree bit, and took a file left out of the work tree for the user's deletion."""
     if not paths:
+        return
+    if old is not None and _sparse(repo):
+        proc = run_git(["read-tree", "-m", "-u", old, new], repo.workdir, check=False)
+        repo.index.read(True)
+        if proc.returncode != 0:
+            said = last_error(os.fsdecode(proc.stderr), "refused")
+            raise LedgitError(f"your uncommitted changes would be overwritten ({said}); "
+                              f"commit or stash them, then run ledgit sync again", CHECK_FAILED)
         return
     conflicts: list[str] = []
 
@@ -85,3 +97,11 @@ def checkout_paths(repo: pygit2.Repository, old: str | None, new: str,
         named = ", ".join(sorted(set(conflicts))) or str(err)
         raise LedgitError(f"your uncommitted changes would be overwritten: {named}; commit "
                           f"or stash them, then run ledgit sync again", CHECK_FAILED) from None
+
+
+def _sparse(repo: pygit2.Repository) -> bool:
+    """``core.sparseCheckout`` is on (git-sparse-checkout(1); config.worktree read too)."""
+    try:
+        return bool(repo.config.get_bool("core.sparseCheckout"))
+    except (KeyError, pygit2.GitError):
+        return False
