@@ -146,3 +146,19 @@ def test_a_sparse_index_is_refused_in_one_line(
     out = sync(a, check=2)
     assert "sparse" in str(out["stderr"]) and "internal error" not in str(out["stderr"])
     assert git("rev-parse", "HEAD", cwd=a) == head
+
+
+def test_no_push_never_says_in_sync_while_ahead(
+        fleet: tuple[Path, Path, Path, list[str]]) -> None:
+    """``--no-push`` with a local commit the remote lacks: the summary says how far ahead and
+    that nothing was pushed -- never "in sync" -- and ``--json`` gives ``ahead``; after a
+    plain sync pushed it, ``ahead`` is 0 and the summary is "in sync"."""
+    _remote, a, _b, ids = fleet
+    (a / "code.py").write_text("one\ntwo\nthree\nfour\n", encoding="utf-8")
+    git("commit", "-q", "-am", "four", cwd=a)
+    said = lg(a, "sync", "--no-push").stdout
+    assert "in sync" not in said and "1 commit(s) ahead of origin/main" in said
+    lg(a, "note", ids[0], "held back", "--by", "agent-a")
+    assert sync(a, "--no-push")["ahead"] == 2
+    assert sync(a)["ahead"] == 0
+    assert "in sync" in lg(a, "sync").stdout

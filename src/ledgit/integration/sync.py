@@ -83,7 +83,9 @@ class SyncReport:
     the branch, the remote, the commit of the board's changes (or None) with its tasks,
     each integration (from, how, tip, merged task files, picked commits), the push (or
     None: nothing to push, or not asked), lost races, the final tip, the tasks whose files
-    the sync changed in the work tree, and the transports used."""
+    the sync changed in the work tree, the transports used, and ``ahead``: the commits the
+    remote's ``upstream`` branch (``REMOTE/BRANCH``) lacks after the sync, unpushed (0 after
+    a push; None when the remote has no such branch)."""
 
     board: str
     branch: str = ""
@@ -96,6 +98,8 @@ class SyncReport:
     changed_tasks: list[str] = field(default_factory=list)
     transport: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    upstream: str = ""
+    ahead: int | None = 0
 
     def as_json(self) -> dict[str, Any]:
         """The JSON shape (docs/cli.md, "sync")."""
@@ -103,7 +107,7 @@ class SyncReport:
                 "committed": self.committed, "integrations": self.integrations,
                 "pushed": self.pushed, "push_races": self.push_races, "head": self.head,
                 "changed_tasks": self.changed_tasks, "transport": self.transport,
-                "notes": self.notes}
+                "notes": self.notes, "upstream": self.upstream, "ahead": self.ahead}
 
 
 @dataclass
@@ -153,6 +157,7 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
             raise LedgitError(f"{exc.message}\nledgit sync: the board's changes are committed "
                               f"here as {kept}; nothing of them is lost", exc.code) from None
         report.head = branches.ref_target(repo, plan.branch)
+        report.upstream, report.ahead = _ahead(repo, plan, report)
         report.changed_tasks = _refresh(repo, board, top, before, report.head)
     return report
 
@@ -288,6 +293,21 @@ def _loop(repo: pygit2.Repository, board: Board, top: str, plan: _Plan,
     raise LedgitError(f"gave up after {report.push_races} lost push races: {plan.remote}/"
                       f"{plan.push_to} kept moving (your commits are kept here; run ledgit "
                       f"sync again)", BUSY)
+
+
+def _ahead(repo: pygit2.Repository, plan: _Plan,
+           report: SyncReport) -> tuple[str, int | None]:
+    """(``REMOTE/BRANCH``, how many commits of the branch's tip that remote branch lacks) for
+    the branch pushed to (else the branch's own on the remote), by its tracking ref as the
+    last fetch left it; None when the remote has no such branch."""
+    target = plan.push_to or plan.sources[0][0]
+    name = f"{plan.remote}/{target}"
+    if report.pushed is not None or report.head is None:
+        return name, 0
+    tip = branches.ref_target(repo, transport.tracking_ref(plan.remote, target))
+    if tip is None:
+        return name, None
+    return name, repo.ahead_behind(report.head, tip)[0]
 
 
 def _moved(repo: pygit2.Repository, top: str, plan: _Plan, expect: str | None) -> bool:
