@@ -6,11 +6,14 @@ bare remote; each test is what a user of several clones would do.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from gitutil import git
-from leaseutil import clone, lg, make_remote
+from leaseutil import clone, ledgit_env, lg, make_remote
 
 from ledgit.core.record import parse_record
 
@@ -162,3 +165,33 @@ def test_no_push_never_says_in_sync_while_ahead(
     assert sync(a, "--no-push")["ahead"] == 2
     assert sync(a)["ahead"] == 0
     assert "in sync" in lg(a, "sync").stdout
+
+
+KILLER = Path(__file__).resolve().parents[1] / "stress" / "sync_killer.py"
+
+
+def test_a_killed_sync_with_autocrlf_is_finished_by_the_next(
+        fleet: tuple[Path, Path, Path, list[str]]) -> None:
+    """``core.autocrlf=true``: a sync killed after writing the work tree (CRLF files, as Git
+    checks them out) is finished by the next -- the files still as the sync wrote them are
+    not "changed since" (they were compared byte for byte with the LF blobs, and the next
+    sync refused until the person removed the note by hand)."""
+    remote, a, b, ids = fleet
+    git("config", "core.autocrlf", "true", cwd=a)
+    (b / "code.py").write_text("one\ntwo\nthree\nfour\n", encoding="utf-8")
+    git("commit", "-q", "-am", "four", cwd=b)
+    lg(b, "note", ids[0], "from B", "--by", "agent-b")
+    sync(b)
+    lg(a, "note", ids[0], "from A", "--by", "agent-a")
+    plan = a.parent / "plan.json"
+    plan.write_text(json.dumps({"root": str(a), "args": ["sync"], "pid_file": None,
+                                "kill": {"point": "worktree-written", "at": 1}}),
+                    encoding="utf-8")
+    killed = subprocess.run([sys.executable, str(KILLER), str(plan)], cwd=a,
+                            env=ledgit_env(), capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    assert (a / "code.py").read_bytes() == b"one\r\ntwo\r\nthree\r\nfour\r\n"
+    sync(a)
+    assert git("status", "--porcelain", cwd=a) == ""
+    assert git("rev-parse", "main", cwd=remote) == git("rev-parse", "HEAD", cwd=a)
+    assert notes_of(a, ids[0]) == ["from A", "from B"]

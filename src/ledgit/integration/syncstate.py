@@ -150,18 +150,29 @@ def _work_file(repo: pygit2.Repository, path: str) -> bytes | None:
 
 def _changed_since(repo: pygit2.Repository, old: str | None, new: str,
                    paths: Sequence[str]) -> list[str]:
-    """The ``paths`` whose work-tree file is neither as commit ``old`` nor as ``new`` has it."""
-    trees = _trees(repo, old, new)
+    """The ``paths`` whose work-tree file is neither as commit ``old`` nor as ``new`` has it,
+    compared as ``git add`` would hash it (core.autocrlf, eol and filter attributes applied:
+    a checkout wrote CRLF for an LF blob)."""
+    trees = [None if t is None else repo[t] for t in _trees(repo, old, new)]
     found = []
     for path in paths:
         try:
-            data = _work_file(repo, path)
-        except OSError:
+            exists = os.path.lexists(os.path.join(repo.workdir, path))
+            work = str(repo.create_blob_fromworkdir(path)) if exists else None
+        except (OSError, pygit2.GitError):
             found.append(path)
             continue
-        if all(treemerge.blob_at(repo, t, path) != data for t in trees):
+        if all(_entry_id(t, path) != work for t in trees):
             found.append(path)
     return found
+
+
+def _entry_id(tree: pygit2.Object | None, path: str) -> str | None:
+    """The id (hex) of ``path`` in ``tree``; None when absent."""
+    try:
+        return None if tree is None else str(tree[path].id)  # type: ignore[index]
+    except KeyError:
+        return None
 
 
 def _keep_writes_since(repo: pygit2.Repository, board: Board, old: str | None, new: str,
