@@ -195,3 +195,24 @@ def test_a_killed_sync_with_autocrlf_is_finished_by_the_next(
     assert git("status", "--porcelain", cwd=a) == ""
     assert git("rev-parse", "main", cwd=remote) == git("rev-parse", "HEAD", cwd=a)
     assert notes_of(a, ids[0]) == ["from A", "from B"]
+
+
+def test_a_branch_tracking_another_name_is_not_pushed_into_it(tmp_path: Path) -> None:
+    """An agent's worktree made as ``git worktree add -b agent-1 ../W origin/main`` tracks
+    origin/main (Git's branch.autoSetupMerge): its sync brings main in but does not push
+    agent-1's commits into main -- ``git push`` refuses that too (push.default=simple) --
+    and says so; with push.default=current it pushes agent-1 under its own name (it pushed
+    straight into main, past any review)."""
+    remote, seed, ids = make_remote(tmp_path, tasks=1)
+    tip = git("rev-parse", "main", cwd=remote)
+    wt = tmp_path / "W"
+    git("worktree", "add", "-q", "-b", "agent-1", str(wt), "origin/main", cwd=seed)
+    lg(wt, "note", ids[0], "agent work", "--by", "agent-1")
+    said = lg(wt, "sync").stdout
+    assert git("rev-parse", "main", cwd=remote) == tip
+    assert "nothing pushed" in said and "in sync" not in said
+    git("config", "push.default", "current", cwd=wt)
+    out = sync(wt)
+    assert out["pushed"] is not None
+    assert git("rev-parse", "main", cwd=remote) == tip
+    assert git("rev-parse", "agent-1", cwd=remote) == git("rev-parse", "HEAD", cwd=wt)

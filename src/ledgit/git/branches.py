@@ -152,6 +152,11 @@ def pull_mode(repo: pygit2.Repository, branch: str) -> str | None:
     return None
 
 
+def push_default(repo: pygit2.Repository) -> str:
+    """``push.default`` (git-config(1)), lower case; ``simple`` when unset."""
+    return (_config(repo, "push.default") or "simple").strip().lower()
+
+
 def signature(repo: pygit2.Repository, role: str = "committer") -> pygit2.Signature:
     """Who Git would name as ``role`` (``author`` or ``committer``) of a commit made now
     (git-commit-tree(1) "COMMIT INFORMATION": ``GIT_<ROLE>_NAME``/``_EMAIL``, else

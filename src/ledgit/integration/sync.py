@@ -138,7 +138,7 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
         start = syncstate.finish_interrupted(
             repo, board, top, report.notes,
             lambda: _commit_board(repo, board, top, "HEAD", None, commit=False))
-        plan = _plan(repo, options, board, top)
+        plan = _plan(repo, options, report.notes)
         report.branch = plan.branch.removeprefix("refs/heads/")
         report.remote = plan.remote
         report.transport = {"fetch": plan.ways[0], "push": plan.ways[1]}
@@ -162,9 +162,10 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
     return report
 
 
-def _plan(repo: pygit2.Repository, options: SyncOptions, board: Board, top: str) -> _Plan:
+def _plan(repo: pygit2.Repository, options: SyncOptions, notes: list[str]) -> _Plan:
     """Which remote, which branches to bring in and how, where to push (docs/git.md,
-    "ledgit sync": one shared branch, or a branch per agent)."""
+    "ledgit sync": one shared branch, or a branch per agent; ``push.default`` as git push
+    reads it); why a branch is not pushed goes to ``notes``."""
     branch = branches.current_branch(repo)
     name = branch.removeprefix("refs/heads/")
     up: Upstream | None = branches.upstream(repo, branch)
@@ -179,7 +180,16 @@ def _plan(repo: pygit2.Repository, options: SyncOptions, board: Board, top: str)
         # commits already on the agent's own remote branch are never rewritten: merge
         sources.append((other, MERGE if published else how))
         push_to = own if published else None
-    if not options.push:
+    mode = branches.push_default(repo)
+    if push_to == own and own != name and mode not in ("upstream", "tracking"):
+        # git push's rule: a branch tracking another name is pushed there only with
+        # push.default=upstream (simple refuses it); current and matching push the name
+        push_to = name if mode in ("current", "matching") else None
+        if push_to is None and options.push:
+            notes.append(f"not pushed: {name} tracks {remote}/{own}, another name, and "
+                         f"push.default is {mode} (git push refuses it too): git push -u "
+                         f"{remote} {name}, or git config push.default upstream")
+    if not options.push or mode == "nothing":
         push_to = None
     return _Plan(remote, branch, sources, push_to, transport.transports(repo, remote))
 
@@ -252,7 +262,7 @@ def _loop(repo: pygit2.Repository, board: Board, top: str, plan: _Plan,
           options: SyncOptions, report: SyncReport) -> None:
     """Fetch, integrate, push (steps 2-5), again after each lost race."""
     fetch_way, push_way = plan.ways
-    names = list(dict.fromkeys(b for b, _ in plan.sources))
+    names = list(dict.fromkeys([*(b for b, _ in plan.sources), *filter(None, [plan.push_to])]))
     for attempt in range(1, max(1, options.tries) + 1):
         tips = transport.fetch_branch(repo, Path(top), plan.remote, names, fetch_way)
         own = plan.sources[0][0]
