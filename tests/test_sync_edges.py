@@ -216,3 +216,32 @@ def test_a_branch_tracking_another_name_is_not_pushed_into_it(tmp_path: Path) ->
     assert out["pushed"] is not None
     assert git("rev-parse", "main", cwd=remote) == tip
     assert git("rev-parse", "agent-1", cwd=remote) == git("rev-parse", "HEAD", cwd=wt)
+
+
+def test_a_lock_held_by_another_git_is_busy_and_writes_nothing(
+        fleet: tuple[Path, Path, Path, list[str]]) -> None:
+    """Another git command holds the index (``index.lock``) or the branch (``main.lock``):
+    exit 5 -- not exit 70, nor "your uncommitted changes would be overwritten" after the
+    incoming files were already written into the work tree, which the next sync then
+    committed again as the agent's own -- and once the lock is gone the sync goes on."""
+    remote, a, b, ids = fleet
+    lg(b, "note", ids[1], "from B", "--by", "agent-b")
+    sync(b)
+    lg(a, "note", ids[0], "from A", "--by", "agent-a")
+    before = git("status", "--porcelain", cwd=a), git("rev-parse", "HEAD", cwd=a)
+    lock = a / ".git" / "index.lock"
+    lock.touch()
+    out = sync(a, check=5)
+    assert "index.lock" in str(out["stderr"])
+    lock.unlink()
+    assert (git("status", "--porcelain", cwd=a), git("rev-parse", "HEAD", cwd=a)) == before
+    ref_lock = a / ".git" / "refs" / "heads" / "main.lock"
+    ref_lock.touch()
+    out = sync(a, check=5)
+    assert "main" in str(out["stderr"]) and "internal error" not in str(out["stderr"])
+    ref_lock.unlink()
+    sync(a)
+    assert git("status", "--porcelain", cwd=a) == ""
+    assert git("rev-parse", "main", cwd=remote) == git("rev-parse", "HEAD", cwd=a)
+    assert git("log", "--format=%s", cwd=a).count("ledgit sync") == 2  # B's and A's, once
+    assert notes_of(a, ids[0]) == ["from A"] and notes_of(a, ids[1]) == ["from B"]

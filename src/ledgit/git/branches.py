@@ -182,9 +182,14 @@ def move_ref(repo: pygit2.Repository, name: str, old: str | None, new: str,
              message: str) -> None:
     """Point ``name`` at ``new`` only while it still points at ``old`` (None: only while it
     does not exist): the ref is locked (Git's ``.lock`` file), read again, then written, with
-    ``message`` in its reflog. Raises LedgitError (exit 5) when it moved meanwhile."""
+    ``message`` in its reflog. Raises LedgitError (exit 5) when it moved meanwhile, or
+    another git command holds its lock."""
     with repo.transaction() as txn:
-        txn.lock_ref(name)
+        try:
+            txn.lock_ref(name)
+        except pygit2.GitError as err:
+            raise LedgitError(f"{name} is locked by another git command ({err}); run ledgit "
+                              f"sync again when it is done", BUSY) from None
         now = ref_target(repo, name)
         if now != old:
             raise LedgitError(f"{name} moved while ledgit sync ran (now "

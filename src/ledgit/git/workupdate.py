@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pygit2
 
-from ledgit.core.errors import CHECK_FAILED, LedgitError
+from ledgit.core.errors import BUSY, CHECK_FAILED, LedgitError
 from ledgit.git.remotes import last_error
 from ledgit.git.repository import run_git
 from ledgit.git.treemerge import commit_of
@@ -62,16 +62,30 @@ def restage(repo: pygit2.Repository, index: pygit2.Index, parent: str | None,
     return changed
 
 
+def refuse_locked_index(repo: pygit2.Repository) -> None:
+    """Raise LedgitError (exit 5) while another git command holds this worktree's index
+    (``index.lock``, gitrepository-layout(5)): libgit2 would write the work tree's files
+    first and fail only on the index, leaving them as unstaged changes."""
+    lock = os.path.join(repo.path, "index.lock")
+    if os.path.exists(lock):
+        raise LedgitError(f"{lock} exists: another git command is updating this worktree's "
+                          f"index; nothing written: run ledgit sync again when it is done (no "
+                          f"git running? remove that file)", BUSY)
+
+
 def checkout_paths(repo: pygit2.Repository, old: str | None, new: str,
                    paths: Sequence[str]) -> None:
     """Write ``paths`` as commit ``new`` has them (absent there: removed) into the work tree
     and the index, where they are as commit ``old`` (HEAD, not moved yet) has them. A path
     the user changed since ``old`` -- in the work tree or staged -- stops it before any file
-    is written: LedgitError (exit 1) naming the paths (libgit2's safe checkout). In a sparse
+    is written: LedgitError (exit 1) naming the paths (libgit2's safe checkout); exit 5 when
+    another git command holds the index (before anything is written; or, when it took the
+    lock meanwhile, after some files were: the caller's note finishes the move). In a sparse
     checkout Git does it (``git read-tree -m -u OLD NEW``, one process): libgit2 knows no
     skip-worktree bit, and took a file left out of the work tree for the user's deletion."""
     if not paths:
         return
+    refuse_locked_index(repo)
     if old is not None and _sparse(repo):
         proc = run_git(["read-tree", "-m", "-u", old, new], repo.workdir, check=False)
         repo.index.read(True)
@@ -94,7 +108,10 @@ def checkout_paths(repo: pygit2.Repository, old: str | None, new: str,
         repo.checkout_tree(commit_of(repo, new).tree,  # type: ignore[no-untyped-call]
                            paths=list(paths), strategy=strategy, callbacks=_Notes())
     except pygit2.GitError as err:
-        named = ", ".join(sorted(set(conflicts))) or str(err)
+        if not conflicts:
+            raise LedgitError(f"the work tree was not updated: {err}; run ledgit sync again "
+                              f"when no other git command runs", BUSY) from None
+        named = ", ".join(sorted(set(conflicts)))
         raise LedgitError(f"your uncommitted changes would be overwritten: {named}; commit "
                           f"or stash them, then run ledgit sync again", CHECK_FAILED) from None
 

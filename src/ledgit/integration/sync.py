@@ -41,7 +41,7 @@ from ledgit.core.errors import BUSY, CHECK_FAILED, NOT_FOUND, REMOTE, USAGE, Led
 from ledgit.core.record import parse_record
 from ledgit.git import branches, transport, treemerge
 from ledgit.git.branches import MERGE, REBASE, Upstream
-from ledgit.git.workupdate import restage, stage_directories
+from ledgit.git.workupdate import refuse_locked_index, restage, stage_directories
 from ledgit.integration import syncstate
 from ledgit.integration.links import LINK_RULE, link_message
 from ledgit.integration.precommit import check_staged
@@ -123,8 +123,8 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
     """Run the loop for ``board`` (module docstring). Returns what was done; raises
     LedgitError: exit 1 (a check refused the board's changes or the result, a conflict Git
     stopped on, the remote refused the push), 2 (detached HEAD, no remote, no identity,
-    signed commits), 5 (another sync holds the worktree; ``tries`` races lost), 69 (the
-    remote cannot be reached)."""
+    signed commits), 5 (another sync holds the worktree, another git command its index or
+    branch; ``tries`` races lost), 69 (the remote cannot be reached)."""
     found = git_location(board.root_str)
     if found is None:
         raise LedgitError(f"{board.root}: the board is not in a Git work tree: nothing to "
@@ -135,6 +135,7 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
     lock = os.path.join(board.private_str, "locks", "sync.lock")
     os.makedirs(os.path.dirname(lock), exist_ok=True)
     with FileLock(lock, LOCK_WAIT, "another ledgit sync is running in this worktree"):
+        refuse_locked_index(repo)
         start = syncstate.finish_interrupted(
             repo, board, top, report.notes,
             lambda: _commit_board(repo, board, top, "HEAD", None, commit=False))

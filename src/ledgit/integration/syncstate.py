@@ -67,7 +67,8 @@ def move_work_tree(repo: pygit2.Repository, board: Board, branch: str, old: str 
     """Bring the work tree and Git's index from commit ``old`` (the branch's tip, HEAD) to
     ``new``, then move ``branch`` from ``old`` to ``new`` (module docstring). Raises
     LedgitError: exit 1 when the user's uncommitted changes are in the way (nothing
-    written), exit 5 when the branch moved meanwhile."""
+    written), exit 5 when the branch moved meanwhile or another git command holds the index
+    or the ref (the note kept where files may be written: the next sync finishes)."""
     old_tree = None if old is None else str(treemerge.commit_of(repo, old).tree_id)
     paths = sorted(treemerge.changed_paths(repo, old_tree,
                                            str(treemerge.commit_of(repo, new).tree_id)))
@@ -75,9 +76,10 @@ def move_work_tree(repo: pygit2.Repository, board: Board, branch: str, old: str 
     _write_note(board, note)
     try:
         checkout_paths(repo, old, new, paths)
-    except LedgitError:
-        os.unlink(_note_path(board))
-        raise
+    except LedgitError as exc:
+        if exc.code == CHECK_FAILED:  # refused before any file was written
+            os.unlink(_note_path(board))
+        raise  # otherwise files may be written: the note has the next sync finish them
     branches.move_ref(repo, branch, old, new, message)
     os.unlink(_note_path(board))
 
