@@ -245,3 +245,19 @@ def test_a_lock_held_by_another_git_is_busy_and_writes_nothing(
     assert git("rev-parse", "main", cwd=remote) == git("rev-parse", "HEAD", cwd=a)
     assert git("log", "--format=%s", cwd=a).count("ledgit sync") == 2  # B's and A's, once
     assert notes_of(a, ids[0]) == ["from A"] and notes_of(a, ids[1]) == ["from B"]
+
+
+def test_a_board_under_a_directory_with_glob_characters_is_committed(tmp_path: Path) -> None:
+    """A board in ``b[1]/``: its changes are committed and pushed (libgit2 read the
+    directory as a pattern, staged nothing, and the sync said "in sync")."""
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", str(remote), cwd=tmp_path)
+    work = clone(remote, tmp_path / "A")
+    sub = work / "b[1]"
+    sub.mkdir()
+    lg(sub, "init", ".")
+    task = lg(sub, "create", "in a globby place").stdout.split()[0]
+    out = sync(sub)
+    assert out["committed"] is not None and out["pushed"] is not None
+    assert git("status", "--porcelain", cwd=work) == ""
+    assert git("cat-file", "-t", f"main:b[1]/.ledgit/tasks/{task}.md", cwd=remote) == "blob"

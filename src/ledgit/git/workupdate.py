@@ -9,6 +9,7 @@ user's own uncommitted work would be overwritten (``git merge``'s rule).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 
 import pygit2
@@ -29,13 +30,22 @@ def stage_directories(repo: pygit2.Repository, parent: str | None,
     with ``force`` forgets it."""
     index = repo.index
     index.read(False)
-    index.add_all(list(directories))
+    index.add_all([_literal(d) for d in directories])
     if parent is None:
         paths = {entry.path for entry in index}
     else:
         diff = index.diff_to_tree(commit_of(repo, parent).tree)
         paths = {p for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}
     return index, sorted(p for p in paths if any(p.startswith(d) for d in directories))
+
+
+def _literal(directory: str) -> str:
+    """A pathspec for everything under ``directory`` (ending in ``/``) taken literally: a
+    directory name holding a glob character (``b[1]/``) is a pattern to libgit2, which then
+    matches it as a whole path, not as a prefix -- escaped, with ``*`` after it."""
+    if not any(c in directory for c in "*?[\\"):
+        return directory
+    return re.sub(r"([*?\[\\])", r"\\\1", directory) + "*"
 
 
 def restage(repo: pygit2.Repository, index: pygit2.Index, parent: str | None,
