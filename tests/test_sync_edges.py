@@ -261,3 +261,31 @@ def test_a_board_under_a_directory_with_glob_characters_is_committed(tmp_path: P
     assert out["committed"] is not None and out["pushed"] is not None
     assert git("status", "--porcelain", cwd=work) == ""
     assert git("cat-file", "-t", f"main:b[1]/.ledgit/tasks/{task}.md", cwd=remote) == "blob"
+
+
+def test_a_file_under_a_filter_driver_is_written_as_git_writes_it(
+        fleet: tuple[Path, Path, Path, list[str]]) -> None:
+    """A path whose ``filter`` attribute names a driver (git-lfs is one; here rot13 by
+    ``tr``) changed upstream: A's work tree gets it smudged, as ``git pull`` writes it, and
+    ``git status`` is clean (libgit2 runs no filter command: it wrote the stored form, which
+    Git then showed as A's own change)."""
+    _remote, a, b, ids = fleet
+    for repo in (a, b):
+        git("config", "filter.rot.smudge", "tr a-z n-za-m", cwd=repo)
+        git("config", "filter.rot.clean", "tr a-z n-za-m", cwd=repo)
+    attributes = b / ".gitattributes"
+    attributes.write_text(attributes.read_text(encoding="utf-8") + "*.dat filter=rot\n",
+                          encoding="utf-8")
+    (b / "x.dat").write_text("hello\n", encoding="utf-8")
+    git("add", "-A", cwd=b)
+    git("commit", "-q", "-m", "filtered", cwd=b)
+    sync(b)
+    sync(a)
+    assert (a / "x.dat").read_text(encoding="utf-8") == "hello\n"
+    (b / "x.dat").write_text("world\n", encoding="utf-8")
+    git("commit", "-q", "-am", "world", cwd=b)
+    sync(b)
+    lg(a, "note", ids[0], "from A", "--by", "agent-a")
+    sync(a)
+    assert (a / "x.dat").read_text(encoding="utf-8") == "world\n"
+    assert git("status", "--porcelain", cwd=a) == ""

@@ -91,12 +91,16 @@ def checkout_paths(repo: pygit2.Repository, old: str | None, new: str,
     is written: LedgitError (exit 1) naming the paths (libgit2's safe checkout); exit 5 when
     another git command holds the index (before anything is written; or, when it took the
     lock meanwhile, after some files were: the caller's note finishes the move). In a sparse
-    checkout Git does it (``git read-tree -m -u OLD NEW``, one process): libgit2 knows no
-    skip-worktree bit, and took a file left out of the work tree for the user's deletion."""
+    checkout, or where a path's ``filter`` attribute names a driver, Git does it (``git
+    update-index --refresh``, then ``git read-tree -m -u OLD NEW``): libgit2 knows no
+    skip-worktree bit (it took a file left out of the work tree for the user's deletion)
+    and runs no filter command (it wrote the stored form: a git-lfs pointer)."""
     if not paths:
         return
     refuse_locked_index(repo)
-    if old is not None and _sparse(repo):
+    if old is not None and (_sparse(repo) or _filtered(repo, new, paths)):
+        # read-tree trusts the index's stat data: refreshed first, as git merge does
+        run_git(["update-index", "-q", "--refresh"], repo.workdir, check=False)
         proc = run_git(["read-tree", "-m", "-u", old, new], repo.workdir, check=False)
         repo.index.read(True)
         if proc.returncode != 0:
@@ -132,3 +136,18 @@ def _sparse(repo: pygit2.Repository) -> bool:
         return bool(repo.config.get_bool("core.sparseCheckout"))
     except (KeyError, pygit2.GitError):
         return False
+
+
+def _filtered(repo: pygit2.Repository, new: str, paths: Sequence[str]) -> bool:
+    """One of ``paths`` has a ``filter`` attribute -- in the work tree's attributes or
+    commit ``new``'s -- naming a driver with a ``smudge`` or ``process`` command
+    (gitattributes(5) "filter")."""
+    names = set()
+    flags = pygit2.enums.AttrCheck.FILE_THEN_INDEX | pygit2.enums.AttrCheck.INCLUDE_COMMIT
+    for path in paths:
+        for value in (repo.get_attr(path, "filter"), repo.get_attr(path, "filter", flags, new)):
+            if isinstance(value, str):
+                names.add(value)
+    config = repo.config
+    return any(f"filter.{name}.{key}" in config for name in names
+               for key in ("smudge", "process"))
