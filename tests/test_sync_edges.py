@@ -1,6 +1,9 @@
 """``ledgit sync`` at the edges of Git (issue 32, found by trying to break it): a shallow
-clone, a sparse checkout, a rebase Git stopped while the agent kept writing. Real clones of a
-bare remote; each test is what a user of several clones would do.
+clone, a sparse checkout and a sparse index, a rebase Git stopped while the agent kept
+writing, ``--no-push`` and "in sync", a killed sync with core.autocrlf, a branch tracking
+another name (push.default), another git command's locks, a board under a globby directory
+name, a filter driver (git-lfs). Real clones of a bare remote; each test is what a user of
+several clones would do.
 """
 
 from __future__ import annotations
