@@ -31,18 +31,24 @@ def open_repository(top: str, scratch: str) -> pygit2.Repository:
     """The repository of the work tree at ``top`` (a linked worktree too), reading the
     config files Git would read (:func:`follow_config_env`; ``scratch``: a directory of
     ledgit's own for that). Raises LedgitError (exit 2) when libgit2 cannot open it
-    (reftable refs, a partial clone, SHA-256 objects), naming the plain-Git loop."""
+    (reftable refs, a partial clone, SHA-256 objects, a sparse index), naming the plain-Git
+    loop."""
     follow_config_env(scratch)
     # A board's tasks/ and history/ trees are large (~600 KB at 10,000 tasks) and a sync
     # reads them many times: libgit2 caches no tree over 4 KB by default (git_libgit2_opts
     # GIT_OPT_SET_CACHE_OBJECT_LIMIT), so each lookup inflated them again (bench/sync_bench.py)
     pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
     try:
-        return pygit2.Repository(top)
+        repo = pygit2.Repository(top)
+        repo.index.read(False)  # a sparse index ('sdir') is one libgit2 cannot read
     except pygit2.GitError as err:
+        hint = " (a sparse index: git sparse-checkout init --no-sparse-index)" if "sdir" in \
+            str(err) else ""
         raise LedgitError(
-            f"{top}: libgit2 cannot open this repository ({err}); sync it with Git itself: "
-            "git add .ledgit && git commit && git pull --rebase && git push", USAGE) from None
+            f"{top}: libgit2 cannot open this repository ({err}){hint}; sync it with Git "
+            "itself: git add .ledgit && git commit && git pull --rebase && git push",
+            USAGE) from None
+    return repo
 
 
 def follow_config_env(scratch: str) -> None:
@@ -146,6 +152,11 @@ def pull_mode(repo: pygit2.Repository, branch: str) -> str | None:
     return None
 
 
+def push_default(repo: pygit2.Repository) -> str:
+    """``push.default`` (git-config(1)), lower case; ``simple`` when unset."""
+    return (_config(repo, "push.default") or "simple").strip().lower()
+
+
 def signature(repo: pygit2.Repository, role: str = "committer") -> pygit2.Signature:
     """Who Git would name as ``role`` (``author`` or ``committer``) of a commit made now
     (git-commit-tree(1) "COMMIT INFORMATION": ``GIT_<ROLE>_NAME``/``_EMAIL``, else
@@ -171,9 +182,14 @@ def move_ref(repo: pygit2.Repository, name: str, old: str | None, new: str,
              message: str) -> None:
     """Point ``name`` at ``new`` only while it still points at ``old`` (None: only while it
     does not exist): the ref is locked (Git's ``.lock`` file), read again, then written, with
-    ``message`` in its reflog. Raises LedgitError (exit 5) when it moved meanwhile."""
+    ``message`` in its reflog. Raises LedgitError (exit 5) when it moved meanwhile, or
+    another git command holds its lock."""
     with repo.transaction() as txn:
-        txn.lock_ref(name)
+        try:
+            txn.lock_ref(name)
+        except pygit2.GitError as err:
+            raise LedgitError(f"{name} is locked by another git command ({err}); run ledgit "
+                              f"sync again when it is done", BUSY) from None
         now = ref_target(repo, name)
         if now != old:
             raise LedgitError(f"{name} moved while ledgit sync ran (now "

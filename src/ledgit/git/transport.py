@@ -6,7 +6,8 @@ Two ways to talk to a remote, one outcome (:class:`PushOutcome`, a fetched tip):
 * in this process, through libgit2 (pygit2's public ``Remote.fetch``/``Remote.push``), where
   it does what Git does: a fetch from a local path or a ``git://`` daemon, a push to a
   ``git://`` daemon (the daemon runs ``git receive-pack`` with the remote's hooks);
-* the ``git`` CLI everywhere else: one ``git fetch`` and one ``git push
+* the ``git`` CLI everywhere else: one ``git fetch`` (always into a shallow clone, which
+  libgit2's fetch breaks) and one ``git push
   --force-with-lease=refs/heads/B:OLD`` (never a ``+`` refspec, which would override the
   lease), for HTTPS and SSH (credential helpers, ``~/.ssh/config``, which libgit2 does not
   read: jj and cargo fall back to the CLI for the same reason) and for a push to a local
@@ -84,9 +85,13 @@ def transports(repo: pygit2.Repository, remote: str) -> tuple[str, str]:
     if setting == CLI or _rewrites_urls(config, remote):
         return CLI, CLI
     push_local = is_local_url(push_url)
+    # libgit2 1.9.7's fetch into a shallow clone removes .git/shallow without fetching the
+    # history it cut off: Git then finds commits with missing parents (tests/test_sync_edges.py)
+    fetch_lib = not repo.is_shallow
     if setting == LIBRARY:
-        return LIBRARY, CLI if push_local else LIBRARY
-    fetch_way = LIBRARY if is_local_url(fetch_url) or fetch_url.startswith("git://") else CLI
+        return LIBRARY if fetch_lib else CLI, CLI if push_local else LIBRARY
+    fetch_way = LIBRARY if fetch_lib and (
+        is_local_url(fetch_url) or fetch_url.startswith("git://")) else CLI
     push_way = LIBRARY if push_url.startswith("git://") else CLI
     return fetch_way, push_way
 

@@ -9,11 +9,14 @@ user's own uncommitted work would be overwritten (``git merge``'s rule).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 
 import pygit2
 
-from ledgit.core.errors import CHECK_FAILED, LedgitError
+from ledgit.core.errors import BUSY, CHECK_FAILED, LedgitError
+from ledgit.git.remotes import last_error
+from ledgit.git.repository import run_git
 from ledgit.git.treemerge import commit_of
 
 
@@ -27,13 +30,22 @@ def stage_directories(repo: pygit2.Repository, parent: str | None,
     with ``force`` forgets it."""
     index = repo.index
     index.read(False)
-    index.add_all(list(directories))
+    index.add_all([_literal(d) for d in directories])
     if parent is None:
         paths = {entry.path for entry in index}
     else:
         diff = index.diff_to_tree(commit_of(repo, parent).tree)
         paths = {p for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}
     return index, sorted(p for p in paths if any(p.startswith(d) for d in directories))
+
+
+def _literal(directory: str) -> str:
+    """A pathspec for everything under ``directory`` (ending in ``/``) taken literally: a
+    directory name holding a glob character (``b[1]/``) is a pattern to libgit2, which then
+    matches it as a whole path, not as a prefix -- escaped, with ``*`` after it."""
+    if not any(c in directory for c in "*?[\\"):
+        return directory
+    return re.sub(r"([*?\[\\])", r"\\\1", directory) + "*"
 
 
 def restage(repo: pygit2.Repository, index: pygit2.Index, parent: str | None,
@@ -60,13 +72,41 @@ def restage(repo: pygit2.Repository, index: pygit2.Index, parent: str | None,
     return changed
 
 
+def refuse_locked_index(repo: pygit2.Repository) -> None:
+    """Raise LedgitError (exit 5) while another git command holds this worktree's index
+    (``index.lock``, gitrepository-layout(5)): libgit2 would write the work tree's files
+    first and fail only on the index, leaving them as unstaged changes."""
+    lock = os.path.join(repo.path, "index.lock")
+    if os.path.exists(lock):
+        raise LedgitError(f"{lock} exists: another git command is updating this worktree's "
+                          f"index; nothing written: run ledgit sync again when it is done (no "
+                          f"git running? remove that file)", BUSY)
+
+
 def checkout_paths(repo: pygit2.Repository, old: str | None, new: str,
                    paths: Sequence[str]) -> None:
     """Write ``paths`` as commit ``new`` has them (absent there: removed) into the work tree
     and the index, where they are as commit ``old`` (HEAD, not moved yet) has them. A path
     the user changed since ``old`` -- in the work tree or staged -- stops it before any file
-    is written: LedgitError (exit 1) naming the paths (libgit2's safe checkout)."""
+    is written: LedgitError (exit 1) naming the paths (libgit2's safe checkout); exit 5 when
+    another git command holds the index (before anything is written; or, when it took the
+    lock meanwhile, after some files were: the caller's note finishes the move). In a sparse
+    checkout, or where a path's ``filter`` attribute names a driver, Git does it (``git
+    update-index --refresh``, then ``git read-tree -m -u OLD NEW``): libgit2 knows no
+    skip-worktree bit (it took a file left out of the work tree for the user's deletion)
+    and runs no filter command (it wrote the stored form: a git-lfs pointer)."""
     if not paths:
+        return
+    refuse_locked_index(repo)
+    if old is not None and (_sparse(repo) or _filtered(repo, new, paths)):
+        # read-tree trusts the index's stat data: refreshed first, as git merge does
+        run_git(["update-index", "-q", "--refresh"], repo.workdir, check=False)
+        proc = run_git(["read-tree", "-m", "-u", old, new], repo.workdir, check=False)
+        repo.index.read(True)
+        if proc.returncode != 0:
+            said = last_error(os.fsdecode(proc.stderr), "refused")
+            raise LedgitError(f"your uncommitted changes would be overwritten ({said}); "
+                              f"commit or stash them, then run ledgit sync again", CHECK_FAILED)
         return
     conflicts: list[str] = []
 
@@ -82,6 +122,32 @@ def checkout_paths(repo: pygit2.Repository, old: str | None, new: str,
         repo.checkout_tree(commit_of(repo, new).tree,  # type: ignore[no-untyped-call]
                            paths=list(paths), strategy=strategy, callbacks=_Notes())
     except pygit2.GitError as err:
-        named = ", ".join(sorted(set(conflicts))) or str(err)
+        if not conflicts:
+            raise LedgitError(f"the work tree was not updated: {err}; run ledgit sync again "
+                              f"when no other git command runs", BUSY) from None
+        named = ", ".join(sorted(set(conflicts)))
         raise LedgitError(f"your uncommitted changes would be overwritten: {named}; commit "
                           f"or stash them, then run ledgit sync again", CHECK_FAILED) from None
+
+
+def _sparse(repo: pygit2.Repository) -> bool:
+    """``core.sparseCheckout`` is on (git-sparse-checkout(1); config.worktree read too)."""
+    try:
+        return bool(repo.config.get_bool("core.sparseCheckout"))
+    except (KeyError, pygit2.GitError):
+        return False
+
+
+def _filtered(repo: pygit2.Repository, new: str, paths: Sequence[str]) -> bool:
+    """One of ``paths`` has a ``filter`` attribute -- in the work tree's attributes or
+    commit ``new``'s -- naming a driver with a ``smudge`` or ``process`` command
+    (gitattributes(5) "filter")."""
+    names = set()
+    flags = pygit2.enums.AttrCheck.FILE_THEN_INDEX | pygit2.enums.AttrCheck.INCLUDE_COMMIT
+    for path in paths:
+        for value in (repo.get_attr(path, "filter"), repo.get_attr(path, "filter", flags, new)):
+            if isinstance(value, str):
+                names.add(value)
+    config = repo.config
+    return any(f"filter.{name}.{key}" in config for name in names
+               for key in ("smudge", "process"))

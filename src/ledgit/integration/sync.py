@@ -41,7 +41,7 @@ from ledgit.core.errors import BUSY, CHECK_FAILED, NOT_FOUND, REMOTE, USAGE, Led
 from ledgit.core.record import parse_record
 from ledgit.git import branches, transport, treemerge
 from ledgit.git.branches import MERGE, REBASE, Upstream
-from ledgit.git.workupdate import restage, stage_directories
+from ledgit.git.workupdate import refuse_locked_index, restage, stage_directories
 from ledgit.integration import syncstate
 from ledgit.integration.links import LINK_RULE, link_message
 from ledgit.integration.precommit import check_staged
@@ -83,7 +83,9 @@ class SyncReport:
     the branch, the remote, the commit of the board's changes (or None) with its tasks,
     each integration (from, how, tip, merged task files, picked commits), the push (or
     None: nothing to push, or not asked), lost races, the final tip, the tasks whose files
-    the sync changed in the work tree, and the transports used."""
+    the sync changed in the work tree, the transports used, and ``ahead``: the commits the
+    remote's ``upstream`` branch (``REMOTE/BRANCH``) lacks after the sync, unpushed (0 after
+    a push; None when the remote has no such branch)."""
 
     board: str
     branch: str = ""
@@ -96,6 +98,8 @@ class SyncReport:
     changed_tasks: list[str] = field(default_factory=list)
     transport: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    upstream: str = ""
+    ahead: int | None = 0
 
     def as_json(self) -> dict[str, Any]:
         """The JSON shape (docs/cli.md, "sync")."""
@@ -103,7 +107,7 @@ class SyncReport:
                 "committed": self.committed, "integrations": self.integrations,
                 "pushed": self.pushed, "push_races": self.push_races, "head": self.head,
                 "changed_tasks": self.changed_tasks, "transport": self.transport,
-                "notes": self.notes}
+                "notes": self.notes, "upstream": self.upstream, "ahead": self.ahead}
 
 
 @dataclass
@@ -119,8 +123,8 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
     """Run the loop for ``board`` (module docstring). Returns what was done; raises
     LedgitError: exit 1 (a check refused the board's changes or the result, a conflict Git
     stopped on, the remote refused the push), 2 (detached HEAD, no remote, no identity,
-    signed commits), 5 (another sync holds the worktree; ``tries`` races lost), 69 (the
-    remote cannot be reached)."""
+    signed commits), 5 (another sync holds the worktree, another git command its index or
+    branch; ``tries`` races lost), 69 (the remote cannot be reached)."""
     found = git_location(board.root_str)
     if found is None:
         raise LedgitError(f"{board.root}: the board is not in a Git work tree: nothing to "
@@ -131,8 +135,11 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
     lock = os.path.join(board.private_str, "locks", "sync.lock")
     os.makedirs(os.path.dirname(lock), exist_ok=True)
     with FileLock(lock, LOCK_WAIT, "another ledgit sync is running in this worktree"):
-        start = syncstate.finish_interrupted(repo, board, top, report.notes)
-        plan = _plan(repo, options, board, top)
+        refuse_locked_index(repo)
+        start = syncstate.finish_interrupted(
+            repo, board, top, report.notes,
+            lambda: _commit_board(repo, board, top, "HEAD", None, commit=False))
+        plan = _plan(repo, options, report.notes)
         report.branch = plan.branch.removeprefix("refs/heads/")
         report.remote = plan.remote
         report.transport = {"fetch": plan.ways[0], "push": plan.ways[1]}
@@ -151,13 +158,15 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
             raise LedgitError(f"{exc.message}\nledgit sync: the board's changes are committed "
                               f"here as {kept}; nothing of them is lost", exc.code) from None
         report.head = branches.ref_target(repo, plan.branch)
+        report.upstream, report.ahead = _ahead(repo, plan, report)
         report.changed_tasks = _refresh(repo, board, top, before, report.head)
     return report
 
 
-def _plan(repo: pygit2.Repository, options: SyncOptions, board: Board, top: str) -> _Plan:
+def _plan(repo: pygit2.Repository, options: SyncOptions, notes: list[str]) -> _Plan:
     """Which remote, which branches to bring in and how, where to push (docs/git.md,
-    "ledgit sync": one shared branch, or a branch per agent)."""
+    "ledgit sync": one shared branch, or a branch per agent; ``push.default`` as git push
+    reads it); why a branch is not pushed goes to ``notes``."""
     branch = branches.current_branch(repo)
     name = branch.removeprefix("refs/heads/")
     up: Upstream | None = branches.upstream(repo, branch)
@@ -172,16 +181,26 @@ def _plan(repo: pygit2.Repository, options: SyncOptions, board: Board, top: str)
         # commits already on the agent's own remote branch are never rewritten: merge
         sources.append((other, MERGE if published else how))
         push_to = own if published else None
-    if not options.push:
+    mode = branches.push_default(repo)
+    if push_to == own and own != name and mode not in ("upstream", "tracking"):
+        # git push's rule: a branch tracking another name is pushed there only with
+        # push.default=upstream (simple refuses it); current and matching push the name
+        push_to = name if mode in ("current", "matching") else None
+        if push_to is None and options.push:
+            notes.append(f"not pushed: {name} tracks {remote}/{own}, another name, and "
+                         f"push.default is {mode} (git push refuses it too): git push -u "
+                         f"{remote} {name}, or git config push.default upstream")
+    if not options.push or mode == "nothing":
         push_to = None
     return _Plan(remote, branch, sources, push_to, transport.transports(repo, remote))
 
 
 def _commit_board(repo: pygit2.Repository, board: Board, top: str, branch: str,
-                  message: str | None) -> dict[str, Any] | None:
+                  message: str | None, *, commit: bool = True) -> dict[str, Any] | None:
     """Commit what changed under the board (step 1); the commit's JSON, None when nothing
     changed. Raises LedgitError (exit 1) when the hook's checks refuse it: nothing is
-    committed and Git's index file is left as it was."""
+    committed and Git's index file is left as it was. Without ``commit``, the checked
+    changes are only staged (for the commit a stopped ``git rebase`` picks); returns None."""
     prefix = _prefix(board, top)
     parent = branches.ref_target(repo, branch)
     directory = f"{prefix}{LEDGIT_DIR}/"
@@ -209,14 +228,17 @@ def _commit_board(repo: pygit2.Repository, board: Board, top: str, branch: str,
             raise LedgitError(f"{lines}\nledgit sync: nothing committed: {len(problems)} "
                               f"problem(s) in the board's changes (a hand edit of a task file "
                               f"is recorded with: ledgit record ID)", CHECK_FAILED)
+        if not commit:
+            index.write()
+            return None
         who = branches.signature(repo, "author"), branches.signature(repo)
         text = message or _message(tasks, len(paths))
-        commit = treemerge.commit_staged(repo, index, parent, paths, text, who)
+        made = treemerge.commit_staged(repo, index, parent, paths, text, who)
         # the index first: a sync killed between the two leaves the board staged (as after
         # git add), not a branch ahead of an index that would commit the events away
         index.write()
-        branches.move_ref(repo, branch, parent, commit, f"ledgit sync: {text.splitlines()[0]}")
-    return {"commit": commit, "tasks": tasks, "paths": len(paths)}
+        branches.move_ref(repo, branch, parent, made, f"ledgit sync: {text.splitlines()[0]}")
+    return {"commit": made, "tasks": tasks, "paths": len(paths)}
 
 
 def _blob(repo: pygit2.Repository, index: pygit2.Index, path: str) -> bytes | None:
@@ -241,7 +263,7 @@ def _loop(repo: pygit2.Repository, board: Board, top: str, plan: _Plan,
           options: SyncOptions, report: SyncReport) -> None:
     """Fetch, integrate, push (steps 2-5), again after each lost race."""
     fetch_way, push_way = plan.ways
-    names = list(dict.fromkeys(b for b, _ in plan.sources))
+    names = list(dict.fromkeys([*(b for b, _ in plan.sources), *filter(None, [plan.push_to])]))
     for attempt in range(1, max(1, options.tries) + 1):
         tips = transport.fetch_branch(repo, Path(top), plan.remote, names, fetch_way)
         own = plan.sources[0][0]
@@ -282,6 +304,21 @@ def _loop(repo: pygit2.Repository, board: Board, top: str, plan: _Plan,
     raise LedgitError(f"gave up after {report.push_races} lost push races: {plan.remote}/"
                       f"{plan.push_to} kept moving (your commits are kept here; run ledgit "
                       f"sync again)", BUSY)
+
+
+def _ahead(repo: pygit2.Repository, plan: _Plan,
+           report: SyncReport) -> tuple[str, int | None]:
+    """(``REMOTE/BRANCH``, how many commits of the branch's tip that remote branch lacks) for
+    the branch pushed to (else the branch's own on the remote), by its tracking ref as the
+    last fetch left it; None when the remote has no such branch."""
+    target = plan.push_to or plan.sources[0][0]
+    name = f"{plan.remote}/{target}"
+    if report.pushed is not None or report.head is None:
+        return name, 0
+    tip = branches.ref_target(repo, transport.tracking_ref(plan.remote, target))
+    if tip is None:
+        return name, None
+    return name, repo.ahead_behind(report.head, tip)[0]
 
 
 def _moved(repo: pygit2.Repository, top: str, plan: _Plan, expect: str | None) -> bool:

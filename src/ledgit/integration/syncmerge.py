@@ -76,13 +76,19 @@ def integrate(repo: pygit2.Repository, local: str | None, upstream: str | None, 
     """Bring commit ``upstream`` into commit ``local`` (None: an unborn branch or a remote
     without the branch) by ``how`` (:data:`ledgit.git.branches.REBASE` or ``MERGE``); a merge
     commit gets ``message``; ``who``: (author, committer) of new commits. Raises
-    LedgitError (exit 2) for unrelated histories."""
-    if upstream is None or upstream == local or (
-            local is not None and repo.descendant_of(local, upstream)):
-        return Integration(UP_TO_DATE, local, [], [])
-    if local is None or repo.descendant_of(upstream, local):
-        return Integration(FAST_FORWARD, upstream, [], [])
-    base = repo.merge_base(local, upstream)
+    LedgitError (exit 2) for unrelated histories, or a history too shallow to join them."""
+    try:
+        if upstream is None or upstream == local or (
+                local is not None and repo.descendant_of(local, upstream)):
+            return Integration(UP_TO_DATE, local, [], [])
+        if local is None or repo.descendant_of(upstream, local):
+            return Integration(FAST_FORWARD, upstream, [], [])
+        base = repo.merge_base(local, upstream)
+    except pygit2.GitError as err:
+        # a commit whose parents this repository lacks: a shallow clone cut above the base
+        sides = " and ".join((c or "")[:12] for c in (local, upstream))
+        raise LedgitError(f"cannot find where {sides} meet: {err} (a shallow clone? git "
+                          f"fetch --unshallow)") from None
     if base is None:
         raise LedgitError(f"refusing to merge unrelated histories ({local[:12]} and "
                           f"{upstream[:12]} share no commit)")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,8 @@ def move_work_tree(repo: pygit2.Repository, board: Board, branch: str, old: str 
     """Bring the work tree and Git's index from commit ``old`` (the branch's tip, HEAD) to
     ``new``, then move ``branch`` from ``old`` to ``new`` (module docstring). Raises
     LedgitError: exit 1 when the user's uncommitted changes are in the way (nothing
-    written), exit 5 when the branch moved meanwhile."""
+    written), exit 5 when the branch moved meanwhile or another git command holds the index
+    or the ref (the note kept where files may be written: the next sync finishes)."""
     old_tree = None if old is None else str(treemerge.commit_of(repo, old).tree_id)
     paths = sorted(treemerge.changed_paths(repo, old_tree,
                                            str(treemerge.commit_of(repo, new).tree_id)))
@@ -75,22 +76,27 @@ def move_work_tree(repo: pygit2.Repository, board: Board, branch: str, old: str 
     _write_note(board, note)
     try:
         checkout_paths(repo, old, new, paths)
-    except LedgitError:
-        os.unlink(_note_path(board))
-        raise
+    except LedgitError as exc:
+        if exc.code == CHECK_FAILED:  # refused before any file was written
+            os.unlink(_note_path(board))
+        raise  # otherwise files may be written: the note has the next sync finish them
     branches.move_ref(repo, branch, old, new, message)
     os.unlink(_note_path(board))
 
 
-def finish_interrupted(repo: pygit2.Repository, board: Board, top: str,
-                       notes: list[str]) -> str | None:
+def finish_interrupted(repo: pygit2.Repository, board: Board, top: str, notes: list[str],
+                       stage_board: Callable[[], object]) -> str | None:
     """Finish what a killed sync or a stopped Git left (module docstring), before a new sync
-    starts; appends what was done to ``notes``. Returns the old tip of a move it finished
-    (the index rows of its tasks need refreshing), else None. Raises LedgitError: exit 1
-    while Git still holds unresolved conflicts, or a file of an interrupted move was changed
-    since; exit 2 for a stopped operation sync does not finish (cherry-pick, revert, am)."""
+    starts; appends what was done to ``notes``. ``stage_board`` stages the board's changes
+    (checked) before Git continues a stopped rebase: ``git rebase --continue`` does not go
+    on over unstaged changes, and an agent keeps writing while a person resolves a
+    conflict -- those writes ride in the commit being picked. Returns the old tip of a move
+    it finished (the index rows of its tasks need refreshing), else None. Raises
+    LedgitError: exit 1 while Git still holds unresolved conflicts, or a file of an
+    interrupted move was changed since; exit 2 for a stopped operation sync does not
+    finish (cherry-pick, revert, am)."""
     finished = _finish_move(repo, board, notes)
-    _finish_git(repo, top, notes)
+    _finish_git(repo, top, notes, stage_board)
     return finished
 
 
@@ -146,18 +152,29 @@ def _work_file(repo: pygit2.Repository, path: str) -> bytes | None:
 
 def _changed_since(repo: pygit2.Repository, old: str | None, new: str,
                    paths: Sequence[str]) -> list[str]:
-    """The ``paths`` whose work-tree file is neither as commit ``old`` nor as ``new`` has it."""
-    trees = _trees(repo, old, new)
+    """The ``paths`` whose work-tree file is neither as commit ``old`` nor as ``new`` has it,
+    compared as ``git add`` would hash it (core.autocrlf, eol and filter attributes applied:
+    a checkout wrote CRLF for an LF blob)."""
+    trees = [None if t is None else repo[t] for t in _trees(repo, old, new)]
     found = []
     for path in paths:
         try:
-            data = _work_file(repo, path)
-        except OSError:
+            exists = os.path.lexists(os.path.join(repo.workdir, path))
+            work = str(repo.create_blob_fromworkdir(path)) if exists else None
+        except (OSError, pygit2.GitError):
             found.append(path)
             continue
-        if all(treemerge.blob_at(repo, t, path) != data for t in trees):
+        if all(_entry_id(t, path) != work for t in trees):
             found.append(path)
     return found
+
+
+def _entry_id(tree: pygit2.Object | None, path: str) -> str | None:
+    """The id (hex) of ``path`` in ``tree``; None when absent."""
+    try:
+        return None if tree is None else str(tree[path].id)  # type: ignore[index]
+    except KeyError:
+        return None
 
 
 def _keep_writes_since(repo: pygit2.Repository, board: Board, old: str | None, new: str,
@@ -212,7 +229,8 @@ def _write(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _finish_git(repo: pygit2.Repository, top: str, notes: list[str]) -> None:
+def _finish_git(repo: pygit2.Repository, top: str, notes: list[str],
+                stage_board: Callable[[], object]) -> None:
     """Continue a rebase or merge Git stopped (one that an earlier sync handed to Git, or
     any other) once the person resolved it; refuse while conflicts remain."""
     state = repo.state()
@@ -229,6 +247,8 @@ def _finish_git(repo: pygit2.Repository, top: str, notes: list[str]) -> None:
         raise LedgitError(f"the {what} Git stopped still has conflicts in {', '.join(left)}: "
                           f"resolve them (task files: ledgit resolve), git add them, then run "
                           f"ledgit sync again (or: git {what} --abort)", CHECK_FAILED)
+    if rebasing:
+        stage_board()
     args = ["rebase", "--continue"] if rebasing else ["commit", "--no-edit"]
     _git_with_driver(top, args, what, "the stopped " + what)
     notes.append(f"finished the {what} Git had stopped")
@@ -260,6 +280,8 @@ def _git_with_driver(top: str, args: Sequence[str], what: str, subject: str) -> 
                           f"task file ledgit could merge is merged): resolve them (task files: "
                           f"ledgit resolve), git add them, then run ledgit sync again (or: "
                           f"git {what} --abort)", CHECK_FAILED)
-    said = last_error(os.fsdecode(proc.stderr), "failed")
+    # git rebase --continue says why it will not go on on stdout, over several lines
+    said = last_error(os.fsdecode(proc.stderr).strip()
+                      or " ".join(os.fsdecode(proc.stdout).split()), "failed")
     raise LedgitError(f"git {args[0]}: {said} ({subject}; nothing else changed: run ledgit "
                       f"sync again when it is fixed)", CHECK_FAILED)

@@ -55,6 +55,11 @@ def lines(report: SyncReport) -> list[str]:
         old = (p["old"] or "(new branch)")[:12]
         found.append(f"pushed {p['new'][:12]} to {report.remote}/{p['branch']} (was {old})"
                      + (f" after {report.push_races} lost race(s)" if report.push_races else ""))
+    if report.ahead is None:
+        found.append(f"nothing pushed: {report.upstream} does not exist")
+    elif report.ahead:
+        found.append(f"nothing pushed: {report.branch} is {report.ahead} commit(s) ahead of "
+                     f"{report.upstream}")
     if not found:
         found.append(f"{report.branch} is in sync with {report.remote}: nothing to commit, "
                      f"fetch in or push")
