@@ -139,6 +139,8 @@ def test_a_code_conflict_stops_in_gits_state_and_sync_finishes_after_the_fix(
     sync(a)
     stopped = sync(b, check=1)
     assert "code.py" in str(stopped["stderr"]) and "ledgit sync again" in str(stopped["stderr"])
+    # the way back is named with what it costs (an abort drops writes made meanwhile)
+    assert "git rebase --abort goes back but drops" in str(stopped["stderr"])
     assert (b / ".git" / "rebase-merge").is_dir() or (b / ".git" / "rebase-apply").is_dir()
     for path in (b / ".ledgit" / "tasks").iterdir():
         assert "<<<<<<<" not in path.read_text(encoding="utf-8")

@@ -47,6 +47,12 @@ _REBASING = (pygit2.enums.RepositoryState.REBASE, pygit2.enums.RepositoryState.R
              pygit2.enums.RepositoryState.REBASE_INTERACTIVE,
              pygit2.enums.RepositoryState.APPLY_MAILBOX_OR_REBASE)
 
+# The way back from a stop, as the stop's line gives it: Git's --abort resets the work tree,
+# so the board's writes made while Git held the stop go with it (git stash cannot help while
+# files are unmerged); the sync after the fix keeps them (docs/git.md).
+ABORT_NOTE = ("git {what} --abort goes back but drops the board's writes made since; ledgit "
+              "sync after the fix keeps them")
+
 
 def _note_path(board: Board) -> str:
     return os.path.join(board.private_str, NOTE)
@@ -246,7 +252,7 @@ def _finish_git(repo: pygit2.Repository, top: str, notes: list[str],
         left = sorted({e.path for entries in repo.index.conflicts for e in entries if e})
         raise LedgitError(f"the {what} Git stopped still has conflicts in {', '.join(left)}: "
                           f"resolve them (task files: ledgit resolve), git add them, then run "
-                          f"ledgit sync again (or: git {what} --abort)", CHECK_FAILED)
+                          f"ledgit sync again ({ABORT_NOTE.format(what=what)})", CHECK_FAILED)
     if rebasing:
         stage_board()
     args = ["rebase", "--continue"] if rebasing else ["commit", "--no-edit"]
@@ -278,8 +284,8 @@ def _git_with_driver(top: str, args: Sequence[str], what: str, subject: str) -> 
     if stuck:
         raise LedgitError(f"Git stopped {subject} on a conflict in {', '.join(stuck)} (every "
                           f"task file ledgit could merge is merged): resolve them (task files: "
-                          f"ledgit resolve), git add them, then run ledgit sync again (or: "
-                          f"git {what} --abort)", CHECK_FAILED)
+                          f"ledgit resolve), git add them, then run ledgit sync again "
+                          f"({ABORT_NOTE.format(what=what)})", CHECK_FAILED)
     # git rebase --continue says why it will not go on on stdout, over several lines
     said = last_error(os.fsdecode(proc.stderr).strip()
                       or " ".join(os.fsdecode(proc.stdout).split()), "failed")
