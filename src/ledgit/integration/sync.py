@@ -237,7 +237,8 @@ def _commit_board(repo: pygit2.Repository, board: Board, top: str, branch: str,
         # the index first: a sync killed between the two leaves the board staged (as after
         # git add), not a branch ahead of an index that would commit the events away
         index.write()
-        branches.move_ref(repo, branch, parent, made, f"ledgit sync: {text.splitlines()[0]}")
+        # the reflog line as git commit writes it ("commit: SUBJECT")
+        branches.move_ref(repo, branch, parent, made, f"commit: {text.splitlines()[0]}")
     return {"commit": made, "tasks": tasks, "paths": len(paths)}
 
 
