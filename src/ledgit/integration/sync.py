@@ -182,14 +182,14 @@ def _plan(repo: pygit2.Repository, options: SyncOptions, notes: list[str]) -> _P
         sources.append((other, MERGE if published else how))
         push_to = own if published else None
     mode = branches.push_default(repo)
-    if push_to == own and own != name and mode not in ("upstream", "tracking"):
-        # git push's rule: a branch tracking another name is pushed there only with
-        # push.default=upstream (simple refuses it); current and matching push the name
-        push_to = name if mode in ("current", "matching") else None
-        if push_to is None and options.push:
-            notes.append(f"not pushed: {name} tracks {remote}/{own}, another name, and "
-                         f"push.default is {mode} (git push refuses it too): git push -u "
-                         f"{remote} {name}, or git config push.default upstream")
+    if push_to == own and own != name and mode in ("current", "matching"):
+        # push.default current/matching: the branch goes under its own name. Under simple
+        # (the default) and upstream, a branch tracking another name is pushed to its
+        # upstream: worktrees of one clone cannot share main, so an agent in a worktree on
+        # agent-1 tracking origin/main is how the shared-branch flow runs there (git push
+        # would need HEAD:main; the fleet's mixed layout). A branch meant for review is made
+        # with --no-track, or pushed under its own name first (docs/git.md).
+        push_to = name
     if not options.push or mode == "nothing":
         push_to = None
     return _Plan(remote, branch, sources, push_to, transport.transports(repo, remote))
