@@ -47,7 +47,7 @@ from ledgit.mcp.results import (
 from ledgit.operations import claims, notes, paging, stateitems, transitions
 from ledgit.operations.arguments import resolve_ids, resolve_or_keep, split_list, status_of
 from ledgit.operations.leases import board_leases
-from ledgit.operations.leasestep import LEASE_DONE, lease_without_task
+from ledgit.operations.leasestep import LEASE_DONE, lease_instead
 from ledgit.operations.projects import resolve_settings
 from ledgit.operations.rows import filters_of
 from ledgit.operations.writing import write_task
@@ -190,11 +190,11 @@ def build_tools(boards: Boards, budget: int = MAX_ANSWER_BYTES) -> list[Tool]:
         except LedgitError as exc:
             # As ledgit release/heartbeat: the actor's own lease on a task whose file is
             # not on this branch is released or renewed all the same (issue 36 item 2).
-            if exc.code != NOT_FOUND or lease_op is None or offline:
+            done = lease_instead(board, task, lease_op, offline, exc,
+                                 lambda: actor_name(by, board.root_str))
+            if done is None or lease_op is None:
                 raise
-            actor = actor_name(by, board.root_str)
-            if lease_without_task(board, task.strip(), lease_op, actor) is None:
-                raise
+            actor = done[0]
             return Written(id=task.strip(), op=lease_op, actor=actor,
                            meta={"lease": LEASE_DONE[lease_op]}, written=False)
         shape = Written(id=record.id, op=result.op, status=record.fields["status"],

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ledgit.core.errors import REMOTE, LedgitError
+from ledgit.core.errors import NOT_FOUND, REMOTE, LedgitError
 from ledgit.operations import leases
 from ledgit.operations.leaserecord import LEASE_OPS, end_known
 from ledgit.storage.cloneid import clone_id
@@ -144,3 +145,18 @@ def lease_without_task(board: Board, text: str, op: str, actor: str) -> str | No
     if not is_valid_id(text):
         return None
     return _act_unguarded(board, text, None, op, actor, int(board.config.claim_ttl))
+
+
+def lease_instead(board: Board, text: str, op: str | None, offline: bool, exc: LedgitError,
+                  actor_of: Callable[[], str]) -> tuple[str, str] | None:
+    """For a ``release`` or ``heartbeat`` (``op``) of the task ``text`` that failed with
+    ``exc`` because no task file here holds it: the actor's own remote lease is released or
+    renewed all the same (:func:`lease_without_task`; the CLI and the MCP claim tool alike).
+    ``actor_of`` names the actor (called only then). Returns (actor, the line that says what
+    was done), or None when ``exc`` stands: another error, another op, ``offline``, or no
+    lease of the actor's."""
+    if exc.code != NOT_FOUND or op is None or offline:
+        return None
+    actor = actor_of()
+    said = lease_without_task(board, text.strip(), op, actor)
+    return None if said is None else (actor, said)

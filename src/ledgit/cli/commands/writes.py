@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from ledgit.cli.commands.output import err, out, out_json
 from ledgit.cli.commands.running import command_board
-from ledgit.core.errors import NOT_FOUND, OK, LedgitError, located
+from ledgit.core.errors import OK, LedgitError, located
 from ledgit.core.record import MAX_RECORD_BYTES, body_nul_line, size_problem
 from ledgit.operations import claims, transitions
 from ledgit.operations.arguments import resolve_or_keep, split_list
-from ledgit.operations.leasestep import LEASE_DONE, lease_without_task
+from ledgit.operations.leasestep import LEASE_DONE, lease_instead
 from ledgit.operations.projects import resolve_dependencies, resolve_settings
 from ledgit.operations.writing import write_task
 from ledgit.storage.actor import actor_or_warn
@@ -56,12 +56,11 @@ def mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,
             task, by, expect, op, board, take_over=take_over, offline=offline,
             lease_op=lease_op)
     except LedgitError as exc:
-        if exc.code != NOT_FOUND or lease_op is None or offline:
+        done = lease_instead(board, task, lease_op, offline, exc,
+                             lambda: actor_or_warn(by, board.root_str))
+        if done is None or lease_op is None:
             raise
-        actor = actor_or_warn(by, board.root_str)
-        said = lease_without_task(board, task.strip(), lease_op, actor)
-        if said is None:
-            raise
+        actor, said = done
         err(f"ledgit: note: {said}")
         if as_json:
             out_json({"id": task.strip(), "op": lease_op, "status": None, "revision": None,
