@@ -2,8 +2,8 @@
 clone, a sparse checkout and a sparse index, a rebase Git stopped while the agent kept
 writing, ``--no-push`` and "in sync", a killed sync with core.autocrlf, a branch tracking
 another name (push.default), another git command's locks, a board under a globby directory
-name, a filter driver (git-lfs). Real clones of a bare remote; each test is what a user of
-several clones would do.
+name, a filter driver (git-lfs), a local pre-push hook's refusal. Real clones of a bare
+remote; each test is what a user of several clones would do.
 """
 
 from __future__ import annotations
@@ -233,3 +233,22 @@ def test_a_worktree_branch_tracking_main_shares_main_as_push_default_says(
     lg(review, "note", ids[0], "for review", "--by", "agent-2")
     lg(review, "sync", "--branch", "main")
     assert git("rev-parse", "main", cwd=remote) == tip
+
+
+def test_a_local_pre_push_hook_refusal_is_named_as_this_repositorys(
+        fleet: tuple[Path, Path, Path, list[str]]) -> None:
+    """A pre-push hook of the agent's own clone stops the push (the CLI transport runs it):
+    exit 1, the line says the push was stopped here by the pre-push hook and quotes it, not
+    that the remote refused; the board's commit is kept and nothing reached the remote."""
+    remote, a, _b, ids = fleet
+    tip = git("rev-parse", "main", cwd=remote)
+    hook = a / ".git" / "hooks" / "pre-push"
+    hook.write_text("#!/bin/sh\necho 'no pushes on Fridays' >&2\nexit 1\n", encoding="utf-8")
+    hook.chmod(0o755)
+    lg(a, "note", ids[0], "from A", "--by", "agent-a")
+    out = sync(a, check=1)
+    line = str(out["stderr"])
+    assert "pre-push hook" in line and "no pushes on Fridays" in line
+    assert "origin refused" not in line and "commits are kept" in line
+    assert git("rev-parse", "main", cwd=remote) == tip
+    assert notes_of(a, ids[0]) == ["from A"] and git("status", "--porcelain", cwd=a) == ""

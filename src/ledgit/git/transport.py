@@ -52,6 +52,10 @@ ZERO = "0" * 40
 FETCH_TRIES = 5  # a fetch that meets another's ref lock is tried again this many times
 _SCP_LIKE = re.compile(r"^[^/:]+:")  # user@host:path (git-clone(1) "GIT URLS")
 
+# PushOutcome.reason of a push the git CLI stopped before any ref was sent: the local
+# pre-push hook refused it (githooks(5): a non-zero exit stops the push)
+NOT_SENT = "refused before sending"
+
 
 # --------------------------------------------------------------------------- which way
 
@@ -223,7 +227,7 @@ def push_branch(repo: pygit2.Repository, cwd: Path, remote: str, commit: str, br
         if not outcome.reached and proc.returncode == 1:
             # refused before any ref was sent (a pre-push hook): exit 1, not 128
             lines = [line.strip() for line in said.splitlines() if line.strip()]
-            return PushOutcome(False, "!", "refused before sending", "; ".join(lines), True)
+            return PushOutcome(False, "!", NOT_SENT, "; ".join(lines), True)
         return outcome
     lease = _Lease(ref, expect)
     found = _remote(repo, remote)

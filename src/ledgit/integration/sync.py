@@ -298,9 +298,12 @@ def _loop(repo: pygit2.Repository, board: Board, top: str, plan: _Plan,
         if not outcome.raced and not _moved(repo, top, plan, expect):
             # the remote refused, and not because the ref moved (receive-pack says only
             # "failed to update ref" when its compare-and-swap fails: the ref tells)
-            raise LedgitError(f"{plan.remote} refused the push to {plan.push_to}: "
-                              f"{outcome.detail or outcome.reason} (your commits are kept "
-                              f"here)", CHECK_FAILED)
+            who = (f"{plan.remote} refused the push to {plan.push_to}"
+                   if outcome.reason != transport.NOT_SENT else
+                   f"the push to {plan.remote}/{plan.push_to} was stopped here before "
+                   f"sending (this repository's pre-push hook)")
+            raise LedgitError(f"{who}: {outcome.detail or outcome.reason} (your commits are "
+                              f"kept here)", CHECK_FAILED)
         report.push_races = attempt
     raise LedgitError(f"gave up after {report.push_races} lost push races: {plan.remote}/"
                       f"{plan.push_to} kept moving (your commits are kept here; run ledgit "
