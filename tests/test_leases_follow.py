@@ -169,3 +169,25 @@ def test_a_rewrite_that_drops_a_claim_says_the_lease_is_still_held(tmp_path: Pat
                            capture_output=True, text=True,
                            env={**ledgit_env(), "LEDGIT_ALLOW_REWRITE": "1"})
     assert again.returncode == 0 and "lease" not in again.stderr, again.stderr
+
+
+def test_one_name_in_two_clones_does_not_hold_a_task_twice(tmp_path: Path) -> None:
+    """Two clones on one machine whose agents left the name at Git's user.name claim under one
+    name: the second clone's claim is refused while the first clone's lease is live (exit 6,
+    the clone named, the fix: a name per agent), where it used to renew the lease as its own
+    and both clones worked on the task. A worktree of the first clone is that clone; a claim
+    --take-over in the second takes the lease on purpose (an agent that moved clones)."""
+    remote, _, (task,) = make_remote(tmp_path)
+    a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
+    lg(a, "claim", task, "--by", "dev")
+    first = lease_record(remote, task)
+    refused = lg(b, "claim", task, "--by", "dev", check=6).stderr
+    assert "another clone" in refused and "--by" in refused and "LEDGIT_ACTOR" in refused
+    assert lease_record(remote, task) == first  # nothing written
+    assert "claim:" not in (b / ".ledgit" / "tasks" / f"{task}.md").read_text()
+    wt = tmp_path / "wt"
+    git("worktree", "add", "-q", "-b", "w", str(wt), cwd=a)
+    lg(wt, "heartbeat", task, "--by", "dev")  # the same clone: its own lease
+    lg(b, "claim", task, "--by", "dev", "--take-over")
+    assert json.loads(lease_record(remote, task).splitlines()[-1])["clone"] == (
+        (b / ".git" / "ledgit-clone").read_text().strip())

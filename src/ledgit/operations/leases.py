@@ -185,8 +185,10 @@ def acquire(site: Site, task: str, by: str, ttl: int, revision: str, *, take_ove
             known: Callable[[Lease], bool], clone: str = ""
             ) -> tuple[Lease, Lease | None, str | None]:
     """Take ``task``'s lease for ``by`` (``claim``): create it where there is none, renew
-    ``by``'s own, replace an end marker this clone knows (``known``) or that ran out, take an
-    expired lease of someone else only with ``take_over`` (a CAS on the expired value).
+    ``by``'s own (a live lease of ``by`` that another clone took is refused unless
+    ``take_over``: one name in two clones), replace an end marker this clone knows
+    (``known``) or that ran out, take an expired lease of someone else only with
+    ``take_over`` (a CAS on the expired value).
     Returns (the lease written, the one it replaced or None, the replaced commit or None),
     for :func:`restore`. ``clone``: the writer's clone id (the record's ``clone``). Raises
     exit 6 naming the holder and when its lease runs out, 69 for an unreachable or refusing
@@ -203,6 +205,15 @@ def acquire(site: Site, task: str, by: str, ttl: int, revision: str, *, take_ove
                        f"cannot read (see: ledgit lease list)")
         elif cur is None:
             new = _held(task, by, ttl, revision, now, clone=clone)
+        elif (cur.state == "held" and cur.by == by and cur.clone and clone
+              and cur.clone != clone and not take_over
+              and now <= cur.expires_at() + skew_allowance(cur.ttl)):
+            # one name, two clones (agents that left it at Git's user.name): not this
+            # agent's own lease -- both would work on the task (DESIGN §4)
+            refusal = (f"{task}: {cur.how()} {_where(site)} from another clone "
+                       f"({cur.clone[:8]}), until {_until(cur, now)}: two clones claim under "
+                       f"one name; give each agent its own (--by or LEDGIT_ACTOR), or, to move "
+                       f"the claim to this clone, claim --take-over")
         elif cur.state == "held" and cur.by == by:
             new = _held(task, by, ttl, revision, now, at=cur.at,
                         took_over_from=cur.took_over_from, clone=clone)
