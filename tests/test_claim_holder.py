@@ -70,6 +70,9 @@ def test_notes_and_items_name_the_holder_too_and_complete_is_still_refused(
     assert code == 0 and json.loads(out)["held_by"]["by"] == "agent-a" and NOTE.fullmatch(err)
     code, _, err = lg("complete", tid, "--response", "done", "--by", "bob")
     assert code == 6 and "claimed by agent-a" in err
+    # a claim refused on this clone's copy says where a release made elsewhere comes from
+    code, _, err = lg("claim", tid, "--by", "bob")
+    assert code == 6 and "claimed by agent-a" in err and "ledgit sync" in err
 
 
 def test_only_a_live_claim_of_someone_else_is_named() -> None:

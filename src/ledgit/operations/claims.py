@@ -126,7 +126,10 @@ def claim(record: Record, *, by: str, now: str, ttl: int, note: str | None = Non
         if winner is not None and not stale:
             raise fail(f"{record.id}: claim lost to {winner} (contested in a merge)", CLAIM)
         if not stale:
-            raise fail(f"{record.id}: claimed by {held['by']} ({fr.state}: {fr.reason})",
+            # the task file as this clone has it: a release made in another clone arrives
+            # with the next sync (the remote lease, where there is one, already knows)
+            raise fail(f"{record.id}: claimed by {held['by']} ({fr.state}: {fr.reason}) in "
+                       f"this clone's copy (a release made elsewhere arrives with ledgit sync)",
                        CLAIM)
         if not take_over:
             raise fail(f"{record.id}: claimed by {held['by']} (stale: {fr.reason}); take it "
