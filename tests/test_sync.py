@@ -381,3 +381,20 @@ def test_no_remote_and_a_missing_remote_are_named(tmp_path: Path) -> None:
     git("remote", "remove", "origin", cwd=seed)
     none = sync(seed, check=2)
     assert "no remote to share the board through" in str(none["stderr"])
+
+
+def test_no_push_in_a_repository_with_no_remote_commits_the_board(tmp_path: Path) -> None:
+    """The README's tour has no remote: ``ledgit sync --no-push`` commits the board's changes
+    and says nothing was fetched or pushed (exit 0); the user's other work stays unstaged;
+    plain ``ledgit sync`` there is exit 2 naming both ways on."""
+    repo = tmp_path / "work"
+    git("init", "-q", str(repo), cwd=tmp_path)
+    (repo / "code.py").write_text("x = 1\n", encoding="utf-8")
+    assert lg(repo, "init").returncode == 0
+    task = lg(repo, "create", "first task").stdout.strip()
+    said = lg(repo, "sync", "--no-push").stdout
+    assert "committed 1 task(s)" in said and "no remote" in said
+    assert git("ls-files", ".ledgit/tasks", cwd=repo).endswith(f"{task}.md")
+    assert git("status", "--porcelain", cwd=repo) == "?? code.py"
+    refused = lg(repo, "sync", check=2).stderr
+    assert "git remote add origin URL" in refused and "--no-push" in refused

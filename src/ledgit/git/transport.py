@@ -125,7 +125,8 @@ def _remote(repo: pygit2.Repository, name: str) -> pygit2.Remote:
     except (KeyError, ValueError, pygit2.GitError):
         if not list(repo.remotes.names()):
             raise LedgitError("this repository has no remote to share the board through: "
-                              "add one (git remote add origin URL)", USAGE) from None
+                              "add one (git remote add origin URL), or commit the board "
+                              "alone with ledgit sync --no-push", USAGE) from None
         raise LedgitError(f"no remote {name!r} in this repository (git remote -v; give "
                           f"--remote NAME)", USAGE) from None
 

@@ -139,6 +139,10 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
         start = syncstate.finish_interrupted(
             repo, board, top, report.notes,
             lambda: _commit_board(repo, board, top, "HEAD", None, commit=False))
+        if not options.push and not options.branch and not list(repo.remotes.names()):
+            # --no-push where there is no remote (a first repository): the board's commit is
+            # all a sync can do; without --no-push it is exit 2 naming git remote add
+            return _commit_only(repo, board, top, options, report)
         plan = _plan(repo, options, report.notes)
         report.branch = plan.branch.removeprefix("refs/heads/")
         report.remote = plan.remote
@@ -160,6 +164,20 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
         report.head = branches.ref_target(repo, plan.branch)
         report.upstream, report.ahead = _ahead(repo, plan, report)
         report.changed_tasks = _refresh(repo, board, top, before, report.head)
+    return report
+
+
+def _commit_only(repo: pygit2.Repository, board: Board, top: str, options: SyncOptions,
+                 report: SyncReport) -> SyncReport:
+    """``--no-push`` in a repository with no remote: commit the board's changes (step 1)
+    and nothing else; ``report.remote`` stays empty."""
+    branch = branches.current_branch(repo)
+    report.branch = branch.removeprefix("refs/heads/")
+    if branches.signs_commits(repo):
+        raise LedgitError("commit.gpgSign is set and libgit2 signs no commit: commit the "
+                          "board with Git itself (git add .ledgit, git commit)", USAGE)
+    report.committed = _commit_board(repo, board, top, branch, options.message)
+    report.head = branches.ref_target(repo, branch)
     return report
 
 

@@ -55,7 +55,10 @@ def lines(report: SyncReport) -> list[str]:
         old = (p["old"] or "(new branch)")[:12]
         found.append(f"pushed {p['new'][:12]} to {report.remote}/{p['branch']} (was {old})"
                      + (f" after {report.push_races} lost race(s)" if report.push_races else ""))
-    if report.ahead is None:
+    if not report.remote:
+        found.append("nothing fetched or pushed: this repository has no remote (git remote "
+                     "add origin URL)")
+    elif report.ahead is None:
         found.append(f"nothing pushed: {report.upstream} does not exist")
     elif report.ahead:
         found.append(f"nothing pushed: {report.branch} is {report.ahead} commit(s) ahead of "
