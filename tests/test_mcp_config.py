@@ -52,6 +52,13 @@ def test_the_default_is_the_generic_shape_and_misuse_is_refused(
                                                                          "cursor")
     code, _, err = lg("mcp", "--client", "vscode")
     assert code == 2 and err == "ledgit: --client needs --print-config\n"
+    code, _, err = lg("mcp", "--by", "agent-a")
+    assert code == 2 and err == "ledgit: --by needs --print-config\n"
+    assert "LEDGIT_ACTOR" not in printed(lg)["mcpServers"]["ledgit"]["env"]
+    named = printed(lg, "--client", "entry", "--by", "agent-a")
+    assert named["env"]["LEDGIT_ACTOR"] == "agent-a"
+    code, _, err = lg("mcp", "--print-config", "--by", "two\nlines")
+    assert code == 2 and len(err.splitlines()) == 1
     code, _, err = lg("mcp", "--print-config", "--http")
     assert code == 2 and len(err.splitlines()) == 1
     code, _, err = lg("mcp", "--print-config", "--client", "emacs")

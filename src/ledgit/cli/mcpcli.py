@@ -43,19 +43,23 @@ from ledgit.operations.extrahint import install_hint
                    "absolute command of this installation, the board root) and exit.")
 @click.option("--client", type=click.Choice(CLIENTS), default=None,
               help="With --print-config: the client's shape (default generic: mcpServers).")
+@click.option("--by", "actor", default=None, metavar="WHO",
+              help="With --print-config: the agent's name (LEDGIT_ACTOR in the entry's env; "
+                   "each agent needs its own).")
 def mcp_cmd(http: bool, host: str, port: int, token: str | None,
             allow_roots: tuple[str, ...] = (), start: Path | None = None,
             max_answer_bytes: int = 65_536, print_config: bool = False,
-            client: str | None = None) -> int:
+            client: str | None = None, actor: str | None = None) -> int:
     """Serve the board to agents over the Model Context Protocol (docs/mcp.md): stdio by
     default. Needs the extra: pip install -e '.[mcp]' in a checkout of ledgit."""
-    if client is not None and not print_config:
-        raise LedgitError("--client needs --print-config", USAGE)
+    if (client is not None or actor is not None) and not print_config:
+        raise LedgitError(f"{'--client' if client is not None else '--by'} needs "
+                          f"--print-config", USAGE)
     if print_config:
         if http or allow_roots:
             raise LedgitError("--print-config prints the stdio server's entry: give it "
                               "without --http and --allow-root", USAGE)
-        click.echo(json.dumps(client_config(client or "generic", start), indent=2))
+        click.echo(json.dumps(client_config(client or "generic", start, actor), indent=2))
         return OK
     # $LEDGIT_MCP_TOKEN exported for an HTTP server must not stop a stdio one: only a
     # --token given on the command line is refused without --http.

@@ -32,6 +32,7 @@ from typing import Any
 from ledgit.core.errors import USAGE, LedgitError
 from ledgit.integration.hookblock import ENTRY_CODE
 from ledgit.operations.extrahint import install_hint
+from ledgit.storage.actor import checked_actor
 from ledgit.storage.board import find_board
 
 SERVER_NAME = "ledgit"
@@ -50,26 +51,33 @@ def server_path() -> str:
     return os.pathsep.join(dict.fromkeys(d for d in dirs if d))
 
 
-def server_entry(root: Path, typed: bool = False) -> dict[str, Any]:
-    """One server's entry: ``{"type"?, "command", "args", "env": {"LEDGIT_ROOT", "PATH"}}``
-    starting this installation's ``ledgit mcp`` on the board at ``root``."""
+def server_entry(root: Path, typed: bool = False, actor: str | None = None) -> dict[str, Any]:
+    """One server's entry: ``{"type"?, "command", "args", "env": {"LEDGIT_ROOT", "PATH",
+    "LEDGIT_ACTOR"?}}`` starting this installation's ``ledgit mcp`` on the board at ``root``;
+    ``actor``: the agent's name, for writes that name nobody (``by``)."""
     entry: dict[str, Any] = {"type": "stdio"} if typed else {}
-    entry.update(command=sys.executable, args=["-c", ENTRY_CODE, "mcp"],
-                 env={"LEDGIT_ROOT": str(root), "PATH": server_path()})
+    env = {"LEDGIT_ROOT": str(root), "PATH": server_path()}
+    if actor is not None:
+        env["LEDGIT_ACTOR"] = actor
+    entry.update(command=sys.executable, args=["-c", ENTRY_CODE, "mcp"], env=env)
     return entry
 
 
-def client_config(client: str, cwd: Path | None = None) -> dict[str, Any]:
+def client_config(client: str, cwd: Path | None = None,
+                  actor: str | None = None) -> dict[str, Any]:
     """The JSON for ``client`` (one of :data:`CLIENTS`) serving the board of ``cwd`` (default:
-    the working directory; ``LEDGIT_ROOT`` pins it). Raises LedgitError exit 2 for an unknown
-    client or without the MCP SDK (the ``mcp`` extra: a config that cannot start is no
-    config), exit 4 when there is no board."""
+    the working directory; ``LEDGIT_ROOT`` pins it), as ``actor`` when given (its
+    ``LEDGIT_ACTOR``: each agent needs its own name, docs/leases.md). Raises LedgitError exit
+    2 for an unknown client, a name that is not one line, or without the MCP SDK (the ``mcp``
+    extra: a config that cannot start is no config), exit 4 when there is no board."""
+    if actor is not None:
+        actor = checked_actor(actor.strip())
     if client not in CLIENTS:
         raise LedgitError(f"--client {client!r}: one of {', '.join(CLIENTS)}", USAGE)
     if importlib.util.find_spec("mcp") is None:
         raise LedgitError(f"ledgit mcp needs the MCP SDK: {install_hint('mcp')}", USAGE)
     root = find_board(cwd).root.resolve()
-    entry = server_entry(root, typed=client in TYPED)
+    entry = server_entry(root, typed=client in TYPED, actor=actor)
     if client == "entry":
         return entry
     key = "servers" if client == "vscode" else "mcpServers"
