@@ -252,3 +252,76 @@ def test_a_local_pre_push_hook_refusal_is_named_as_this_repositorys(
     assert "origin refused" not in line and "commits are kept" in line
     assert git("rev-parse", "main", cwd=remote) == tip
     assert notes_of(a, ids[0]) == ["from A"] and git("status", "--porcelain", cwd=a) == ""
+
+
+def test_a_lock_held_by_another_git_is_busy_and_writes_nothing(
+        fleet: tuple[Path, Path, Path, list[str]]) -> None:
+    """Another git command holds the index (``index.lock``) or the branch (``main.lock``):
+    exit 5 -- not exit 70, nor "your uncommitted changes would be overwritten" after the
+    incoming files were already written into the work tree, which the next sync then
+    committed again as the agent's own -- and once the lock is gone the sync goes on."""
+    remote, a, b, ids = fleet
+    lg(b, "note", ids[1], "from B", "--by", "agent-b")
+    sync(b)
+    lg(a, "note", ids[0], "from A", "--by", "agent-a")
+    before = git("status", "--porcelain", cwd=a), git("rev-parse", "HEAD", cwd=a)
+    lock = a / ".git" / "index.lock"
+    lock.touch()
+    out = sync(a, check=5)
+    assert "index.lock" in str(out["stderr"])
+    lock.unlink()
+    assert (git("status", "--porcelain", cwd=a), git("rev-parse", "HEAD", cwd=a)) == before
+    ref_lock = a / ".git" / "refs" / "heads" / "main.lock"
+    ref_lock.touch()
+    out = sync(a, check=5)
+    assert "main" in str(out["stderr"]) and "internal error" not in str(out["stderr"])
+    ref_lock.unlink()
+    sync(a)
+    assert git("status", "--porcelain", cwd=a) == ""
+    assert git("rev-parse", "main", cwd=remote) == git("rev-parse", "HEAD", cwd=a)
+    assert git("log", "--format=%s", cwd=a).count("ledgit sync") == 2  # B's and A's, once
+    assert notes_of(a, ids[0]) == ["from A"] and notes_of(a, ids[1]) == ["from B"]
+
+
+def test_a_board_under_a_directory_with_glob_characters_is_committed(tmp_path: Path) -> None:
+    """A board in ``b[1]/``: its changes are committed and pushed (libgit2 read the
+    directory as a pattern, staged nothing, and the sync said "in sync")."""
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", str(remote), cwd=tmp_path)
+    work = clone(remote, tmp_path / "A")
+    sub = work / "b[1]"
+    sub.mkdir()
+    lg(sub, "init", ".")
+    task = lg(sub, "create", "in a globby place").stdout.split()[0]
+    out = sync(sub)
+    assert out["committed"] is not None and out["pushed"] is not None
+    assert git("status", "--porcelain", cwd=work) == ""
+    assert git("cat-file", "-t", f"main:b[1]/.ledgit/tasks/{task}.md", cwd=remote) == "blob"
+
+
+def test_a_file_under_a_filter_driver_is_written_as_git_writes_it(
+        fleet: tuple[Path, Path, Path, list[str]]) -> None:
+    """A path whose ``filter`` attribute names a driver (git-lfs is one; here rot13 by
+    ``tr``) changed upstream: A's work tree gets it smudged, as ``git pull`` writes it, and
+    ``git status`` is clean (libgit2 runs no filter command: it wrote the stored form, which
+    Git then showed as A's own change)."""
+    _remote, a, b, ids = fleet
+    for repo in (a, b):
+        git("config", "filter.rot.smudge", "tr a-z n-za-m", cwd=repo)
+        git("config", "filter.rot.clean", "tr a-z n-za-m", cwd=repo)
+    attributes = b / ".gitattributes"
+    attributes.write_text(attributes.read_text(encoding="utf-8") + "*.dat filter=rot\n",
+                          encoding="utf-8")
+    (b / "x.dat").write_text("hello\n", encoding="utf-8")
+    git("add", "-A", cwd=b)
+    git("commit", "-q", "-m", "filtered", cwd=b)
+    sync(b)
+    sync(a)
+    assert (a / "x.dat").read_text(encoding="utf-8") == "hello\n"
+    (b / "x.dat").write_text("world\n", encoding="utf-8")
+    git("commit", "-q", "-am", "world", cwd=b)
+    sync(b)
+    lg(a, "note", ids[0], "from A", "--by", "agent-a")
+    sync(a)
+    assert (a / "x.dat").read_text(encoding="utf-8") == "world\n"
+    assert git("status", "--porcelain", cwd=a) == ""
