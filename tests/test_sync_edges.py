@@ -17,19 +17,13 @@ from pathlib import Path
 import pytest
 from gitutil import git
 from leaseutil import clone, ledgit_env, lg, make_remote
-
-from ledgit.core.record import parse_record
+from test_sync import notes_of as notes_in_order
+from test_sync import sync
 
 
 def notes_of(repo: Path, task: str) -> list[str]:
-    record = parse_record((repo / ".ledgit" / "tasks" / f"{task}.md").read_bytes(), "t")
-    return sorted(str(n["text"]) for n in record.fields.get("notes") or [])
-
-
-def sync(repo: Path, *args: str, check: int | None = 0) -> dict[str, object]:
-    proc = lg(repo, "sync", "--json", *args, check=check)
-    return json.loads(proc.stdout) if proc.returncode == 0 else {"stderr": proc.stderr,
-                                                                   "code": proc.returncode}
+    """The task's notes, sorted (who synced first decides their order)."""
+    return sorted(notes_in_order(repo, task))
 
 
 @pytest.fixture

@@ -142,12 +142,15 @@ def _filtered(repo: pygit2.Repository, new: str, paths: Sequence[str]) -> bool:
     """One of ``paths`` has a ``filter`` attribute -- in the work tree's attributes or
     commit ``new``'s -- naming a driver with a ``smudge`` or ``process`` command
     (gitattributes(5) "filter")."""
-    names = set()
+    # the drivers configured first (a few config entries): with none, which is the common
+    # case, no path's attributes are looked up (two lookups a path, every sync)
+    drivers = {entry.name.lower()[len("filter."):].rsplit(".", 1)[0] for entry in repo.config
+               if entry.name.lower().startswith("filter.")
+               and entry.name.lower().endswith((".smudge", ".process"))}
+    if not drivers:
+        return False
     flags = pygit2.enums.AttrCheck.FILE_THEN_INDEX | pygit2.enums.AttrCheck.INCLUDE_COMMIT
-    for path in paths:
-        for value in (repo.get_attr(path, "filter"), repo.get_attr(path, "filter", flags, new)):
-            if isinstance(value, str):
-                names.add(value)
-    config = repo.config
-    return any(f"filter.{name}.{key}" in config for name in names
-               for key in ("smudge", "process"))
+    return any(isinstance(value, str) and value.lower() in drivers
+               for path in paths
+               for value in (repo.get_attr(path, "filter"),
+                             repo.get_attr(path, "filter", flags, new)))

@@ -48,8 +48,7 @@ from ledgit.git import gitindex, repository
 from ledgit.git.mergenames import rebase_names
 from ledgit.integration.gate import board_prefix
 from ledgit.integration.taskcheck import LEDGIT_DIR, task_of, task_paths
-from ledgit.storage.ownership import adopt_path
-from ledgit.storage.taskfiles import file_mode
+from ledgit.storage.taskfiles import replace_board_file
 
 _START = re.compile(rb"^(<{7,})(?: |$)")
 
@@ -271,7 +270,7 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
         lines.append(f"{hist_path}: cannot merge: {exc} (fix the history by hand)")
         return Outcome(task, lines, True)
     if merged_text is not None and merged_text != _read(top, hist_path):
-        _write(top / hist_path, merged_text.encode("utf-8"))
+        replace_board_file(top / hist_path, merged_text.encode("utf-8"))
         written.append(hist_path)
     if hsides is not None and hsides.source == "stages":
         resolved.append(hist_path)
@@ -304,7 +303,7 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
                              f"the merged state by hand, then run: ledgit record {task}")
             elif parsed != history_head:
                 lines.append(f"{md_path}: rewritten from the merged history's head")
-                _write(top / md_path, render_record(history_head).encode("utf-8"))
+                replace_board_file(top / md_path, render_record(history_head).encode("utf-8"))
                 written.append(md_path)
             if hsides is not None and hsides.source == "stages":
                 resolved.append(md_path)
@@ -344,7 +343,7 @@ def resolve_task(cwd: Path, top: Path, prefix: str, task: str,
                     base_from = "the histories' common ancestor"
         result = merge_records(base, ours, theirs, marker_size,
                                names if msides.source == "stages" else None)
-        _write(top / md_path, render_record(result.record).encode("utf-8"))
+        replace_board_file(top / md_path, render_record(result.record).encode("utf-8"))
         changed = "; ".join(describe_provenance(k, v, result.rules.get(k))
                             for k, v in sorted(result.provenance.items()))
         lines.append(f"{md_path}: re-merged from {_source(msides)} (base: {base_from})"
@@ -393,18 +392,6 @@ def _read(top: Path, path: str) -> str | None:
         return (top / path).read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError:
         return None
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Replace ``path`` atomically (temp file in the same directory, then rename), keeping
-    its mode (issue 13)."""
-    mode = file_mode(path)
-    tmp = path.with_name(f".{path.name}.resolve-{os.getpid()}")
-    tmp.write_bytes(data)
-    if mode is not None:
-        tmp.chmod(mode)
-    adopt_path(tmp)  # root in another user's board: theirs (issue 36)
-    os.replace(tmp, path)
 
 
 # --------------------------------------------------------------------------- the command

@@ -16,7 +16,6 @@ work tree lacks events HEAD holds.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, NamedTuple
 
 from ledgit.core.errors import CHECK_FAILED, NOT_FOUND, OK, LedgitError
@@ -28,7 +27,8 @@ from ledgit.core.render import render_record
 from ledgit.git import gitindex, objects, repository
 from ledgit.integration.gate import board_prefixes
 from ledgit.integration.taskcheck import prefix_of, task_of, task_paths
-from ledgit.storage.ownership import adopt_path, make_dirs
+from ledgit.storage.ownership import make_dirs
+from ledgit.storage.taskfiles import replace_board_file
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -194,9 +194,7 @@ def _read(path: Path) -> bytes | None:
 
 
 def _write(path: Path, data: bytes) -> None:
-    """Write ``path`` whole through a temp file and a rename (no half-written task file)."""
+    """Write ``path`` whole (:func:`ledgit.storage.taskfiles.replace_board_file`), making its
+    directory first where it is missing."""
     make_dirs(path.parent)
-    tmp = path.with_name(f".{path.name}.tmp-restore-{os.getpid()}")
-    tmp.write_bytes(data)
-    adopt_path(tmp)  # root in another user's board: theirs (issue 36)
-    os.replace(tmp, path)
+    replace_board_file(path, data)

@@ -139,6 +139,10 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
         start = syncstate.finish_interrupted(
             repo, board, top, report.notes,
             lambda: _commit_board(repo, board, top, "HEAD", None, commit=False))
+        if branches.signs_commits(repo):
+            raise LedgitError("commit.gpgSign is set and libgit2 signs no commit: sync this "
+                              "repository with Git itself (git commit, git pull --rebase, git "
+                              "push)", USAGE)
         if not options.push and not options.branch and not list(repo.remotes.names()):
             # --no-push where there is no remote (a first repository): the board's commit is
             # all a sync can do; without --no-push it is exit 2 naming git remote add
@@ -147,10 +151,6 @@ def sync(board: Board, options: SyncOptions) -> SyncReport:
         report.branch = plan.branch.removeprefix("refs/heads/")
         report.remote = plan.remote
         report.transport = {"fetch": plan.ways[0], "push": plan.ways[1]}
-        if branches.signs_commits(repo):
-            raise LedgitError("commit.gpgSign is set and libgit2 signs no commit: sync this "
-                              "repository with Git itself (git commit, git pull --rebase, git "
-                              "push)", USAGE)
         report.committed = _commit_board(repo, board, top, plan.branch, options.message)
         before = start or branches.ref_target(repo, plan.branch)
         try:
@@ -173,9 +173,6 @@ def _commit_only(repo: pygit2.Repository, board: Board, top: str, options: SyncO
     and nothing else; ``report.remote`` stays empty."""
     branch = branches.current_branch(repo)
     report.branch = branch.removeprefix("refs/heads/")
-    if branches.signs_commits(repo):
-        raise LedgitError("commit.gpgSign is set and libgit2 signs no commit: commit the "
-                          "board with Git itself (git add .ledgit, git commit)", USAGE)
     report.committed = _commit_board(repo, board, top, branch, options.message)
     report.head = branches.ref_target(repo, branch)
     return report

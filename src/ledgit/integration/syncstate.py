@@ -40,6 +40,7 @@ from ledgit.integration.driverconfig import ATTRIBUTE_LINES, driver_command
 from ledgit.integration.syncmerge import owns, resolve_board_file
 from ledgit.integration.taskcheck import prefix_of, task_of, task_paths
 from ledgit.storage.board import Board
+from ledgit.storage.taskfiles import replace_board_file
 
 NOTE = "sync-move.json"
 TASK_LOCK_WAIT = 30.0  # seconds the finish of a killed move waits for a write in flight
@@ -209,8 +210,8 @@ def _keep_writes_since(repo: pygit2.Repository, board: Board, old: str | None, n
                 hist = resolve_board_file(pair[1], base[1], ours[1], theirs[1])
                 if md is None or hist is None:
                     continue
-                _write(os.path.join(repo.workdir, pair[1]), hist)  # the history first
-                _write(os.path.join(repo.workdir, pair[0]), md)
+                replace_board_file(os.path.join(repo.workdir, pair[1]), hist)  # the history first
+                replace_board_file(os.path.join(repo.workdir, pair[0]), md)
         kept += pair
     return kept
 
@@ -224,15 +225,6 @@ def _holds_events(data: bytes | None, other: bytes | None, task: str) -> bool:
         return all(e["id"] in have for e in parse_events(other, task))
     except HistoryError:
         return False
-
-
-def _write(path: str, data: bytes) -> None:
-    """Write ``path`` whole through a temp file and a rename (no half-written task file)."""
-    tmp = os.path.join(os.path.dirname(path),
-                       f".{os.path.basename(path)}.tmp-sync-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
 
 
 def _finish_git(repo: pygit2.Repository, top: str, notes: list[str],

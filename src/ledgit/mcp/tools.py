@@ -190,13 +190,10 @@ def build_tools(boards: Boards, budget: int = MAX_ANSWER_BYTES) -> list[Tool]:
         except LedgitError as exc:
             # As ledgit release/heartbeat: the actor's own lease on a task whose file is
             # not on this branch is released or renewed all the same (issue 36 item 2).
-            done = lease_instead(board, task, lease_op, offline, exc,
-                                 lambda: actor_name(by, board.root_str))
-            if done is None or lease_op is None:
-                raise
-            actor = done[0]
-            return Written(id=task.strip(), op=lease_op, actor=actor,
-                           meta={"lease": LEASE_DONE[lease_op]}, written=False)
+            done, actor, _ = lease_instead(board, task, lease_op, offline, exc,
+                                           lambda: actor_name(by, board.root_str))
+            return Written(id=task.strip(), op=done, actor=actor,
+                           meta={"lease": LEASE_DONE[done]}, written=False)
         shape = Written(id=record.id, op=result.op, status=record.fields["status"],
                         revision=record.revision, actor=actor, meta=result.meta or {},
                         written=written)

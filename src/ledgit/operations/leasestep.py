@@ -148,15 +148,17 @@ def lease_without_task(board: Board, text: str, op: str, actor: str) -> str | No
 
 
 def lease_instead(board: Board, text: str, op: str | None, offline: bool, exc: LedgitError,
-                  actor_of: Callable[[], str]) -> tuple[str, str] | None:
+                  actor_of: Callable[[], str]) -> tuple[str, str, str]:
     """For a ``release`` or ``heartbeat`` (``op``) of the task ``text`` that failed with
     ``exc`` because no task file here holds it: the actor's own remote lease is released or
     renewed all the same (:func:`lease_without_task`; the CLI and the MCP claim tool alike).
-    ``actor_of`` names the actor (called only then). Returns (actor, the line that says what
-    was done), or None when ``exc`` stands: another error, another op, ``offline``, or no
-    lease of the actor's."""
+    ``actor_of`` names the actor (called only then). Returns (op, actor, the line that says
+    what was done); raises ``exc`` where it stands: another error, another op, ``offline``,
+    or no lease of the actor's."""
     if exc.code != NOT_FOUND or op is None or offline:
-        return None
+        raise exc
     actor = actor_of()
     said = lease_without_task(board, text.strip(), op, actor)
-    return None if said is None else (actor, said)
+    if said is None:
+        raise exc
+    return op, actor, said

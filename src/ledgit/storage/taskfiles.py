@@ -265,13 +265,34 @@ def replace_task_file(path: Path | str, data: bytes, *, fsync: bool,
     # random, hmac and base64 on every write).
     directory, name = os.path.split(os.fspath(path))
     base = f".{name[:-len(TASK_SUFFIX)]}{TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}"
-    tmp = os.path.join(directory, base)
-    mode = file_mode(path)
     if lock is not None:
         lock.note(base)
+    try:
+        _replace(path, os.path.join(directory, base), data, fsync=fsync)
+    finally:
+        if lock is not None:
+            lock.forget()
+
+
+def replace_board_file(path: Path | str, data: bytes) -> None:
+    """Replace the board file ``path`` (a task file or a history in Git's work tree) with
+    ``data`` whole, as :func:`replace_task_file` does but without the task's lock or an
+    fsync: what Git's paths write (a merge resolved, events restored, a killed sync
+    finished). A temp file ``.<name>.tmp-<pid>-<random>`` in the same directory, with the
+    mode of the file it replaces and handed to the directory's owner (issue 36), renamed
+    over it. Raises OSError (the temp file is removed)."""
+    directory, name = os.path.split(os.fspath(path))
+    _replace(path, os.path.join(directory, f".{name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"),
+             data, fsync=False)
+
+
+def _replace(path: Path | str, tmp: str, data: bytes, *, fsync: bool) -> None:
+    """Write ``data`` to the new file ``tmp`` (the mode of ``path``, its directory's owner),
+    fsync it when ``fsync``, rename it over ``path``; on any failure ``tmp`` is removed."""
+    mode = file_mode(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        adopt_fd(fd, directory)  # root in another user's board: the owner's file (issue 26)
+        adopt_fd(fd, os.path.dirname(tmp))  # root in another user's board: the owner's file
         if mode is not None and _FCHMOD is not None:
             _FCHMOD(fd, mode)
         write_all(fd, data)
@@ -286,9 +307,6 @@ def replace_task_file(path: Path | str, data: bytes, *, fsync: bool,
         with suppress(OSError):
             os.unlink(tmp)
         raise
-    finally:
-        if lock is not None:
-            lock.forget()
 
 
 def file_mode(path: Path | str) -> int | None:

@@ -56,19 +56,15 @@ def mutate(task: str, by: str | None, expect: str | None, op: Op, as_json: bool,
             task, by, expect, op, board, take_over=take_over, offline=offline,
             lease_op=lease_op)
     except LedgitError as exc:
-        done = lease_instead(board, task, lease_op, offline, exc,
-                             lambda: actor_or_warn(by, board.root_str))
-        if done is None or lease_op is None:
-            raise
-        actor, said = done
+        done, actor, said = lease_instead(board, task, lease_op, offline, exc,
+                                          lambda: actor_or_warn(by, board.root_str))
         err(f"ledgit: note: {said}")
         if as_json:
-            out_json({"id": task.strip(), "op": lease_op, "status": None, "revision": None,
-                      "actor": actor, "meta": {"lease": LEASE_DONE[lease_op]},
+            out_json({"id": task.strip(), "op": done, "status": None, "revision": None,
+                      "actor": actor, "meta": {"lease": LEASE_DONE[done]},
                       "written": False, "held_by": None})
         else:
-            out(f"{task.strip()}: {lease_op}: no task here; the lease "
-                f"{LEASE_DONE[lease_op]}")
+            out(f"{task.strip()}: {done}: no task here; the lease {LEASE_DONE[done]}")
         return OK
     note_holder(record.id, held_by)
     if as_json:
